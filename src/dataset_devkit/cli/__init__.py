@@ -1,0 +1,7 @@
+"""The ``dataset-devkit`` command line: thin commands that parse, call the library, render."""
+
+from __future__ import annotations
+
+from dataset_devkit.cli.app import app, main
+
+__all__ = ["app", "main"]

@@ -1,0 +1,39 @@
+"""What one demo step made, as plain data the CLI renders."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class DemoReport:
+    """The outcome of one demo step.
+
+    Parameters
+    ----------
+    title
+        The system shown, e.g. ``"integrity core"``.
+    lines
+        ``(label, value)`` pairs in display order: what was made, where, what was checked.
+    root_sha256
+        Root content hashes of the trees the step published, by a short name.
+    """
+
+    title: str
+    lines: Sequence[tuple[str, str]] = ()
+    root_sha256: dict[str, str] = field(default_factory=dict)
+
+
+DemoStep = Callable[[Path], DemoReport]
+
+
+def run_demo(out: Path, steps: Sequence[str]) -> Iterator[DemoReport]:
+    """Run each named step (``dataset_devkit.demo.<name>.run``) into its own folder of *out*."""
+    for name in steps:
+        module = importlib.import_module(f"dataset_devkit.demo.{name}")
+        step: DemoStep = module.run
+        target = out / name
+        yield step(target)
