@@ -24,6 +24,10 @@ from dataset_devkit.errors import FormatError, MissingDependencyError
 
 U8 = npt.NDArray[np.uint8]
 
+#: Containers inherited through ``fork`` are parked here and never closed in the child:
+#: closing a decoder whose worker threads exist only in the parent blocks forever.
+_INHERITED: list[Any] = []
+
 
 def import_av() -> Any:
     """Import PyAV lazily, naming the extra that provides it."""
@@ -141,9 +145,15 @@ class VideoReader:
         assert self._info is not None  # noqa: S101 - set by _open
         return self._info
 
+    def _abandon_inherited(self) -> None:
+        if self._container is not None and self._pid != os.getpid():
+            _INHERITED.append((self._container, self._frames))
+            self._container, self._frames, self._position = None, None, -1
+
     def _open(self) -> Any:
         if self._container is not None and self._pid == os.getpid():
             return self._container
+        self._abandon_inherited()
         av = import_av()
         try:
             container = av.open(str(self.path))
@@ -158,7 +168,8 @@ class VideoReader:
 
     def close(self) -> None:
         """Close the container of this process (a later read reopens it)."""
-        if self._container is not None and self._pid == os.getpid():
+        self._abandon_inherited()
+        if self._container is not None:
             self._container.close()
         self._container, self._frames, self._position = None, None, -1
 
