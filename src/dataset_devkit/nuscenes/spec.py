@@ -146,25 +146,25 @@ class _Record(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=T
 # --------------------------------------------------------------------------- official tables
 
 
-class Category(_Record):
+class Category(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     name: str
     description: str
 
 
-class Attribute(_Record):
+class Attribute(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     name: str
     description: str
 
 
-class Visibility(_Record):
+class Visibility(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     level: str
     description: str
 
 
-class Instance(_Record):
+class Instance(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     category_token: str
     nbr_annotations: int
@@ -172,7 +172,7 @@ class Instance(_Record):
     last_annotation_token: str
 
 
-class SampleAnnotation(_Record):
+class SampleAnnotation(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     sample_token: str
     instance_token: str
@@ -187,7 +187,7 @@ class SampleAnnotation(_Record):
     num_radar_pts: int
 
 
-class Sensor(_Record):
+class Sensor(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One normalized camera channel per recording-independent channel name."""
 
     token: str
@@ -195,7 +195,7 @@ class Sensor(_Record):
     modality: Literal["camera"]
 
 
-class CalibratedSensor(_Record):
+class CalibratedSensor(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Camera extrinsics in the vehicle frame (wxyz quaternion) and the 3x3 K matrix."""
 
     token: str
@@ -205,7 +205,7 @@ class CalibratedSensor(_Record):
     camera_intrinsic: Matrix3
 
 
-class EgoPose(_Record):
+class EgoPose(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Vehicle pose at the camera capture time, in the source's pose frame."""
 
     token: str
@@ -214,7 +214,7 @@ class EgoPose(_Record):
     translation: Vec3
 
 
-class Log(_Record):
+class Log(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     logfile: str
     vehicle: str
@@ -222,7 +222,7 @@ class Log(_Record):
     location: str
 
 
-class Scene(_Record):
+class Scene(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     log_token: str
     nbr_samples: int
@@ -232,7 +232,7 @@ class Scene(_Record):
     description: str
 
 
-class Sample(_Record):
+class Sample(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     timestamp: int
     prev: str
@@ -240,7 +240,7 @@ class Sample(_Record):
     scene_token: str
 
 
-class SampleData(_Record):
+class SampleData(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One camera image; ``prev``/``next`` chain per scene and per channel, ``""`` at ends."""
 
     token: str
@@ -257,7 +257,7 @@ class SampleData(_Record):
     next: str
 
 
-class Map(_Record):
+class Map(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     token: str
     log_tokens: tuple[str, ...]
     category: str
@@ -295,7 +295,7 @@ SelectionRuleKind: TypeAlias = Literal[
 ]
 
 
-class SelectionRule(_Record):
+class SelectionRule(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One ordered scenario-selection rule; ``value``'s type depends on ``kind``.
 
     ``require_valid`` takes no value; ``min_samples``/``max_scenes`` an int; the speed and
@@ -307,7 +307,7 @@ class SelectionRule(_Record):
     value: float | int | str | None = None
 
 
-class ScenarioConfig(_Record):
+class ScenarioConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scene_duration_s: float = 20.0
     #: A camera frame matches a 2 Hz grid point when it is at most this far from it.
     frame_tolerance_ms: float = 50.0
@@ -318,23 +318,23 @@ class ScenarioConfig(_Record):
     rules: tuple[SelectionRule, ...] = (SelectionRule(kind="require_valid"),)
 
 
-class SplitConfig(_Record):
+class SplitConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     test_fraction: float = 0.2
     #: Selected scenes of one recording with consecutive scene indexes form one split group,
     #: assigned by ``sha256(namespace, group identity)`` so adjacent scenes never straddle.
     method: Literal["recording_groups_v1"] = "recording_groups_v1"
 
 
-class ImageConfig(_Record):
+class ImageConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     jpeg_quality: int = JPEG_QUALITY
 
 
-class ExportConfig(_Record):
+class ExportConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     #: Export the frames between key frames as non-key-frame sweeps (off by default).
     include_sweeps: bool = False
 
 
-class PipelineConfig(_Record):
+class PipelineConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The resolved global config; evidence records it and its fingerprint."""
 
     namespace: str
@@ -347,7 +347,7 @@ class PipelineConfig(_Record):
 # --------------------------------------------------------------------------- mz_extensions
 
 
-class SourceDocument(_Record):
+class SourceDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``source.json``: the backend boundary, machine-readable."""
 
     schema_version: int
@@ -363,7 +363,7 @@ class SourceDocument(_Record):
     scaffold_map_token: str
 
 
-class CameraRecord(_Record):
+class CameraRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One source camera of one recording and its normalized channel."""
 
     source_name: str
@@ -383,7 +383,7 @@ class CameraRecord(_Record):
     frames_exported: int
 
 
-class RecordingRecord(_Record):
+class RecordingRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``recordings.json`` row: one source recording and its fingerprint."""
 
     recording_id: str
@@ -401,14 +401,14 @@ class RecordingRecord(_Record):
     scene_tokens: tuple[str, ...]
 
 
-class RecordingsDocument(_Record):
+class RecordingsDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     #: Original source camera name -> normalized ``CAM_*`` channel, over all recordings.
     channel_mapping: dict[str, str]
     recordings: tuple[RecordingRecord, ...]
 
 
-class GnssRow(_Record):
+class GnssRow(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One exported ego pose and its GNSS context."""
 
     ego_pose_token: str
@@ -423,14 +423,14 @@ class GnssRow(_Record):
     fix_timestamp_ns: int
 
 
-class GnssDocument(_Record):
+class GnssDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     global_crs: str
     global_horizontal_resolution_m: float | None
     rows: tuple[GnssRow, ...]
 
 
-class CameraGridAudit(_Record):
+class CameraGridAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """How one camera covered one scene's 2 Hz grid."""
 
     channel: str
@@ -442,7 +442,7 @@ class CameraGridAudit(_Record):
     frames_without_pose: int
 
 
-class SceneWindowAudit(_Record):
+class SceneWindowAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scene_index: int
     start_timestamp_ns: int
     end_timestamp_ns: int
@@ -451,7 +451,7 @@ class SceneWindowAudit(_Record):
     cameras: tuple[CameraGridAudit, ...]
 
 
-class RecordingObservations(_Record):
+class RecordingObservations(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Complete per-source observations, before any filtering."""
 
     messages_read: int
@@ -464,7 +464,7 @@ class RecordingObservations(_Record):
     rejected_messages: int
 
 
-class RecordingValidity(_Record):
+class RecordingValidity(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     source_digest: str
     recording_id: str
     valid: bool
@@ -473,7 +473,7 @@ class RecordingValidity(_Record):
     scene_windows: tuple[SceneWindowAudit, ...]
 
 
-class SceneValidity(_Record):
+class SceneValidity(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Aggregate of one selected scene, with its official sample references."""
 
     scene_token: str
@@ -488,19 +488,19 @@ class SceneValidity(_Record):
     max_abs_offset_ns: int
 
 
-class ValidityDocument(_Record):
+class ValidityDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     recordings: tuple[RecordingValidity, ...]
     scenes: tuple[SceneValidity, ...]
 
 
-class ValidationCheck(_Record):
+class ValidationCheck(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     name: str
     passed: bool
     detail: str
 
 
-class ValidationDocument(_Record):
+class ValidationDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``validation.json``: ``not_run`` from the exporter; Task 9 writes ``passed``."""
 
     schema_version: int
@@ -512,7 +512,7 @@ class ValidationDocument(_Record):
     loader_channel: str = ""
 
 
-class SceneTags(_Record):
+class SceneTags(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Tags computed from the data (never from human labels)."""
 
     scene_token: str
@@ -528,12 +528,12 @@ class SceneTags(_Record):
     nbr_samples: int
 
 
-class TagsDocument(_Record):
+class TagsDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     tags: tuple[SceneTags, ...]
 
 
-class AnnotationRecord(_Record):
+class AnnotationRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One human label, as imported from the label file."""
 
     annotation_id: str
@@ -544,7 +544,7 @@ class AnnotationRecord(_Record):
     attributes: dict[str, str]
 
 
-class AnnotationWindow(_Record):
+class AnnotationWindow(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The label's interval clipped to its recording."""
 
     window_token: str
@@ -554,7 +554,7 @@ class AnnotationWindow(_Record):
     end_timestamp_ns: int
 
 
-class AnnotationMatch(_Record):
+class AnnotationMatch(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A label window overlapping an exported scene."""
 
     match_token: str
@@ -565,13 +565,13 @@ class AnnotationMatch(_Record):
     overlap_end_ns: int
 
 
-class AnnotationSceneReference(_Record):
+class AnnotationSceneReference(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scene_token: str
     annotation_ids: tuple[str, ...]
     match_tokens: tuple[str, ...]
 
 
-class AnnotationsDocument(_Record):
+class AnnotationsDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     #: Name and SHA-256 of the imported label file, empty when none was given.
     label_file_name: str
@@ -582,7 +582,7 @@ class AnnotationsDocument(_Record):
     scene_references: tuple[AnnotationSceneReference, ...]
 
 
-class SplitAssignment(_Record):
+class SplitAssignment(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     scene_token: str
     scene_name: str
     split: SplitName
@@ -590,7 +590,7 @@ class SplitAssignment(_Record):
     group_id: str
 
 
-class SplitDocument(_Record):
+class SplitDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``split.json``: our own full, disjoint train/test assignment."""
 
     schema_version: int
@@ -600,7 +600,7 @@ class SplitDocument(_Record):
     assignments: tuple[SplitAssignment, ...]
 
 
-class ConfigDocument(_Record):
+class ConfigDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     config: PipelineConfig
     #: ``sha256`` hex of the canonical JSON of ``config``.
@@ -608,7 +608,7 @@ class ConfigDocument(_Record):
     evidence_fingerprint: str
 
 
-class ChronologyEntry(_Record):
+class ChronologyEntry(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One scene window of a recording, selected or not (compact, complete)."""
 
     scene_index: int
@@ -621,12 +621,12 @@ class ChronologyEntry(_Record):
     reason: str
 
 
-class RecordingChronology(_Record):
+class RecordingChronology(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     source_digest: str
     entries: tuple[ChronologyEntry, ...]
 
 
-class SelectionStep(_Record):
+class SelectionStep(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One rule of the ordered selection and the scenes it rejected."""
 
     rule: SelectionRule
@@ -635,14 +635,14 @@ class SelectionStep(_Record):
     rejected_scene_ids: tuple[str, ...]
 
 
-class Rejection(_Record):
+class Rejection(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Something the pipeline refused or dropped, and why."""
 
     subject: str
     reason: str
 
 
-class PipelineAuditDocument(_Record):
+class PipelineAuditDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     schema_version: int
     filtering: tuple[Rejection, ...]
     rejections: tuple[Rejection, ...]
