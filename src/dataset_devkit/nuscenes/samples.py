@@ -20,7 +20,7 @@ from dataset_devkit.errors import ConfigError, MissingDependencyError
 from dataset_devkit.nuscenes.geodesy import LocalEnu
 from dataset_devkit.nuscenes.jpeg import encode_jpeg
 
-__all__ = ["SampleDrive", "write_sample_decoded", "write_sample_mcap"]
+__all__ = ["SampleDrive", "sample_events", "write_sample_decoded", "write_sample_mcap"]
 
 _K_SCALE = 0.9
 
@@ -92,7 +92,7 @@ def _optical_rotation_xyzw(yaw: float) -> tuple[float, float, float, float]:
     )
 
 
-def _events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
+def sample_events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Every message of the drive as ``(log_time, kind, JSON-shaped payload)``, in time order."""
     enu = LocalEnu(*drive.origin)
     t0 = drive.start_ns - 200_000_000
@@ -179,7 +179,7 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
         cals = {
             n: fc.CameraCalibrationChannel(f"/{n}/calibration", context=ctx) for n in drive.cameras
         }
-        for t, kind, p in _events(drive):
+        for t, kind, p in sample_events(drive):
             if kind in ("tf", "ego"):
                 tf.log(fm.FrameTransforms(transforms=[transform(p)]), log_time=t)
             elif kind == "calibration":
@@ -226,7 +226,7 @@ def _write_json(path: Path, drive: SampleDrive) -> None:
                 )
             return ids[(topic, schema)]
 
-        for t, kind, p in _events(drive):
+        for t, kind, p in sample_events(drive):
             if kind == "image":
                 key = (f"/{p['frame_id']}/image", "foxglove.CompressedImage")
                 p = {**p, "data": base64.b64encode(p["data"]).decode()}
