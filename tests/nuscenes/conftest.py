@@ -20,18 +20,26 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "protobuf": write_sample_mcap(root / "drive-pb.mcap", DRIVE),
         "json": write_sample_mcap(root / "drive-json.mcap", DRIVE, encoding="json"),
         "ros2": write_ros2(root / "drive-ros2"),
-        "decoded": write_sample_decoded(root / "drive-decoded", DRIVE, recording_id="drive-decoded"),
+        "decoded": write_sample_decoded(
+            root / "drive-decoded", DRIVE, recording_id="drive-decoded"
+        ),
     }
 
 
 @pytest.fixture(scope="session")
-def mcap_evidence(tmp_path_factory: pytest.TempPathFactory, recordings: dict[str, Path]) -> Evidence:
+def mcap_evidence(
+    tmp_path_factory: pytest.TempPathFactory, recordings: dict[str, Path]
+) -> Evidence:
     """Evidence of the protobuf MCAP recording (read-only: copy before tampering)."""
-    return build_evidence([recordings["protobuf"]], CONFIG, tmp_path_factory.mktemp("ev") / "evidence")
+    return build_evidence(
+        [recordings["protobuf"]], CONFIG, tmp_path_factory.mktemp("ev") / "evidence"
+    )
 
 
 @pytest.fixture(scope="session")
 def decoded_evidence(
     tmp_path_factory: pytest.TempPathFactory, recordings: dict[str, Path]
 ) -> Evidence:
-    return build_evidence([recordings["decoded"]], CONFIG, tmp_path_factory.mktemp("ev") / "evidence")
+    return build_evidence(
+        [recordings["decoded"]], CONFIG, tmp_path_factory.mktemp("ev") / "evidence"
+    )

@@ -137,9 +137,7 @@ def test_export_accepts_an_empty_directory_but_refuses_a_symlink(
 def test_export_refuses_a_config_or_namespace_that_differs_from_the_evidence(
     tmp_path: Path, mcap_evidence: Evidence
 ) -> None:
-    other = PipelineConfig(
-        namespace="other-ns", scenario=CONFIG.scenario, split=CONFIG.split
-    )
+    other = PipelineConfig(namespace="other-ns", scenario=CONFIG.scenario, split=CONFIG.split)
     with pytest.raises(ConfigError, match="namespace: evidence 'test-ns', given 'other-ns'"):
         export_dataset(tmp_path / "staging", mcap_evidence, config=other)
     assert not (tmp_path / "staging").exists()

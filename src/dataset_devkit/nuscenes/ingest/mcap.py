@@ -36,6 +36,7 @@ from dataset_devkit.nuscenes.ingest.model import (
     TimedQuat,
     TimedVec3,
 )
+from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
 from dataset_devkit.nuscenes.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
@@ -85,37 +86,49 @@ def _image_format_ok(fmt: str) -> bool:
 
 
 def _iter_records(f: BinaryIO, path: Path, scan: _Scan | None) -> Iterator[tuple[Any, Any, Any]]:
-    """Yield ``(schema, channel, message)`` in file order, stopping cleanly at truncation."""
+    """Yield ``(schema, channel, message)`` in file order, stopping cleanly at truncation.
+
+    When the file ends inside a chunk, the complete records of that chunk are salvaged.
+    """
     schemas: dict[int, Any] = {}
     channels: dict[int, Any] = {}
     last_good = 0
     complete = False
+
+    def take(record: Any) -> Iterator[tuple[Any, Any, Any]]:
+        kind = type(record).__name__
+        if kind == "Schema":
+            schemas[record.id] = record
+        elif kind == "Channel":
+            channels[record.id] = record
+        elif kind == "Message":
+            channel = channels.get(record.channel_id)
+            if channel is None:
+                raise FormatError(f"message on unknown channel id {record.channel_id}", path=path)
+            yield schemas.get(channel.schema_id), channel, record
+        elif kind == "Metadata" and scan is not None and record.name == METADATA_NAME:
+            scan.metadata = dict(record.metadata)
+
     try:
         for record in _stream_reader(f).records:
-            kind = type(record).__name__
-            if kind == "Schema":
-                schemas[record.id] = record
-            elif kind == "Channel":
-                channels[record.id] = record
-            elif kind == "Message":
-                channel = channels.get(record.channel_id)
-                if channel is None:
-                    raise FormatError(
-                        f"message on unknown channel id {record.channel_id}", path=path
-                    )
-                yield schemas.get(channel.schema_id), channel, record
-            elif kind == "Metadata" and scan is not None and record.name == METADATA_NAME:
-                scan.metadata = dict(record.metadata)
-            elif kind == "Footer":
+            yield from take(record)
+            if type(record).__name__ == "Footer":
                 complete = True
             last_good = f.tell()
     except _truncation_errors() as exc:
+        f.seek(last_good)
+        salvaged = salvage_chunk(f.read())
+        before = scan.messages if scan is not None else 0
+        for record in salvaged:
+            yield from take(record)
         if scan is not None:
             total = source_size(f)
             scan.truncated = True
             scan.detail = (
-                f"read {scan.messages} messages up to byte {last_good} of {total}; "
-                f"{total - last_good} trailing bytes unreadable ({type(exc).__name__}: {exc})"
+                f"file ends inside a record at byte {last_good} of {total} "
+                f"({type(exc).__name__}); {scan.messages - before} messages salvaged from the "
+                f"incomplete final record; {scan.messages} messages read in all; the rest of "
+                f"the {total - last_good} trailing bytes is unreadable"
             )
         return
     if not complete and scan is not None:
