@@ -123,7 +123,7 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
         doc = msgspec.json.decode(raw, type=_Recording)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        field = text.rsplit(" - at ", 1)[-1] if " - at " in text else None
+        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
         raise FormatError(text.split(" - at ")[0], path=meta, field=field) from exc
     except msgspec.DecodeError as exc:
         raise FormatError(f"malformed JSON: {exc}", path=meta) from exc
