@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
 from dataset_devkit.nuscenes import PipelineConfig, ScenarioConfig, SplitConfig
 from dataset_devkit.nuscenes.samples import SampleDrive, sample_events
 
@@ -26,14 +28,14 @@ def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
     stamp_type, header_type = ty["builtin_interfaces/msg/Time"], ty["std_msgs/msg/Header"]
     vec, quat = ty["geometry_msgs/msg/Vector3"], ty["geometry_msgs/msg/Quaternion"]
 
-    def header(p: dict, frame: str) -> object:
+    def header(p: dict[str, Any], frame: str) -> Any:
         s = p["timestamp"]
         return header_type(stamp=stamp_type(sec=s["sec"], nanosec=s["nsec"]), frame_id=frame)
 
     with Writer(folder, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
-        conns: dict[str, object] = {}
+        conns: dict[str, Any] = {}
 
-        def conn(topic: str, msgtype: str) -> object:
+        def conn(topic: str, msgtype: str) -> Any:
             if topic not in conns:
                 conns[topic] = writer.add_connection(topic, msgtype, typestore=ts)
             return conns[topic]

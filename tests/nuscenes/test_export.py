@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +28,7 @@ from tests.nuscenes.helpers import CONFIG
 TOKEN = re.compile(r"^[0-9a-f]{32}$")
 
 
-def _table(root: Path, name: str) -> list[dict]:
+def _table(root: Path, name: str) -> Any:
     return json.loads((root / VERSION / f"{name}.json").read_text())
 
 
@@ -84,7 +86,7 @@ def test_tokens_chains_and_timestamps_follow_the_official_rules(
             token = samples[token]["next"]
         assert seen[-1]["token"] == scene["last_sample_token"]
         assert len(seen) == scene["nbr_samples"]
-        assert all(a["timestamp"] < b["timestamp"] for a, b in zip(seen, seen[1:]))
+        assert all(a["timestamp"] < b["timestamp"] for a, b in itertools.pairwise(seen))
     heads = [d for d in data if d["prev"] == ""]
     for head in heads:
         chain = [head]
@@ -92,7 +94,7 @@ def test_tokens_chains_and_timestamps_follow_the_official_rules(
             nxt = by_token[chain[-1]["next"]]
             assert nxt["prev"] == chain[-1]["token"]
             chain.append(nxt)
-        assert all(a["timestamp"] < b["timestamp"] for a, b in zip(chain, chain[1:]))
+        assert all(a["timestamp"] < b["timestamp"] for a, b in itertools.pairwise(chain))
     assert sum(1 for d in data if d["next"] == "") == len(heads)
     for d in data:
         assert d["filename"] == f"samples/{d['filename'].split('/')[1]}/{d['token']}.jpg"

@@ -6,6 +6,7 @@ import base64
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -25,11 +26,11 @@ from dataset_devkit.nuscenes.spec import EXTENSIONS_DIR, VERSION, ExportConfig, 
 from tests.nuscenes.helpers import CONFIG, DRIVE
 
 
-def _ext(root: Path, name: str) -> dict:
+def _ext(root: Path, name: str) -> Any:
     return json.loads((root / EXTENSIONS_DIR / name).read_text())
 
 
-def _table(root: Path, name: str) -> list[dict]:
+def _table(root: Path, name: str) -> Any:
     return json.loads((root / VERSION / f"{name}.json").read_text())
 
 
@@ -42,8 +43,10 @@ def test_decoded_export_declares_the_privacy_contract_and_local_gnss(
     export_dataset(root, decoded_evidence)
     source = _ext(root, "source.json")
     assert (source["source_type"], source["privacy"], source["pose_frame"]) == (
-        "decoded_hf", "privacy_transformed", "recording_local_enu_v1"
-    )  # fmt: skip
+        "decoded_hf",
+        "privacy_transformed",
+        "recording_local_enu_v1",
+    )
     assert source["global_horizontal_resolution_m"] == 1.0
     assert source["jpeg_quality"] == 95
     poses = {p["token"]: p for p in _table(root, "ego_pose")}
@@ -66,8 +69,9 @@ def test_sweeps_option_exports_non_key_frames_the_loader_accepts(
 ) -> None:
     from nuscenes.nuscenes import NuScenes
 
-    config = PipelineConfig(namespace="sweeps", scenario=CONFIG.scenario,
-                            export=ExportConfig(include_sweeps=True))  # fmt: skip
+    config = PipelineConfig(
+        namespace="sweeps", scenario=CONFIG.scenario, export=ExportConfig(include_sweeps=True)
+    )
     ev = build_evidence([recordings["json"]], config, tmp_path / "ev")
     root = tmp_path / "staging"
     export_dataset(root, ev)
@@ -100,7 +104,7 @@ def _rewrite_evidence(ev: Evidence, tmp_path: Path, change) -> Path:
 def test_evidence_whose_selection_disagrees_with_its_inputs_is_refused(
     tmp_path: Path, mcap_evidence: Evidence
 ) -> None:
-    def drop_one(doc: dict) -> None:
+    def drop_one(doc: dict[str, Any]) -> None:
         doc["derived"]["selected_scene_ids"] = doc["derived"]["selected_scene_ids"][:-1]
 
     copy = _rewrite_evidence(mcap_evidence, tmp_path, drop_one)
@@ -112,11 +116,11 @@ def test_evidence_whose_selection_disagrees_with_its_inputs_is_refused(
 def test_evidence_whose_scene_graph_disagrees_is_refused(
     tmp_path: Path, mcap_evidence: Evidence
 ) -> None:
-    def shift(doc: dict) -> None:
+    def shift(doc: dict[str, Any]) -> None:
         doc["recordings"][0]["cameras"][0]["timestamps_ns"][5] += 1  # a key frame
 
     copy = _rewrite_evidence(mcap_evidence, tmp_path, shift)
-    with pytest.raises(IntegrityError, match="scene graph of .*#0 differs"):
+    with pytest.raises(IntegrityError, match=r"scene graph of .*#0 differs"):
         export_dataset(tmp_path / "staging", copy)
 
 
@@ -131,7 +135,7 @@ def test_a_frame_changed_after_the_evidence_was_opened_is_refused(
     data = bytearray(frame.read_bytes())
     data[-3] ^= 0xFF
     frame.write_bytes(bytes(data))
-    with pytest.raises(IntegrityError, match="SHA-256 .* differs from the evidence"):
+    with pytest.raises(IntegrityError, match=r"SHA-256 .* differs from the evidence"):
         export_dataset(tmp_path / "staging", ev)
 
 
@@ -156,34 +160,53 @@ def test_timestamps_that_collide_in_microseconds_are_refused(tmp_path: Path) -> 
         writer = Writer(f)
         writer.start()
         ids: dict[str, int] = {}
-        names = {"tf": "foxglove.FrameTransform", "ego": "foxglove.FrameTransform",
-                 "fix": "foxglove.LocationFix", "calibration": "foxglove.CameraCalibration",
-                 "image": "foxglove.CompressedImage"}  # fmt: skip
+        names = {
+            "tf": "foxglove.FrameTransform",
+            "ego": "foxglove.FrameTransform",
+            "fix": "foxglove.LocationFix",
+            "calibration": "foxglove.CameraCalibration",
+            "image": "foxglove.CompressedImage",
+        }
         events = list(sample_events(drive))
-        first_image = next(p for _, k, p in events if k == "image" and p["timestamp"]["nsec"] == 100_000_000)
-        twin = {**first_image, "timestamp": {"sec": first_image["timestamp"]["sec"], "nsec": 100_000_400}}
+        first_image = next(
+            p for _, k, p in events if k == "image" and p["timestamp"]["nsec"] == 100_000_000
+        )
+        twin = {
+            **first_image,
+            "timestamp": {"sec": first_image["timestamp"]["sec"], "nsec": 100_000_400},
+        }
         events.append((0, "image", twin))
         for t, kind, p in events:
             if kind not in ids:
                 sid = writer.register_schema(name=names[kind], encoding="jsonschema", data=b"{}")
-                ids[kind] = writer.register_channel(topic=f"/{kind}", message_encoding="json", schema_id=sid)
+                ids[kind] = writer.register_channel(
+                    topic=f"/{kind}", message_encoding="json", schema_id=sid
+                )
             if kind == "image":
                 p = {**p, "data": base64.b64encode(p["data"]).decode()}
             writer.add_message(ids[kind], log_time=t, publish_time=t, data=json.dumps(p).encode())
         writer.finish()
-    config = PipelineConfig(namespace="c", scenario=ScenarioConfig(scene_duration_s=2.0, min_scene_duration_s=1.0),
-                            export=ExportConfig(include_sweeps=True))  # fmt: skip
+    config = PipelineConfig(
+        namespace="c",
+        scenario=ScenarioConfig(scene_duration_s=2.0, min_scene_duration_s=1.0),
+        export=ExportConfig(include_sweeps=True),
+    )
     ev = build_evidence([path], config, tmp_path / "ev")
-    with pytest.raises(FormatError, match="CAM_FRONT: timestamps .* collide after conversion to microseconds"):
+    with pytest.raises(
+        FormatError, match=r"CAM_FRONT: timestamps .* collide after conversion to microseconds"
+    ):
         export_dataset(tmp_path / "staging", ev)
 
 
 def test_an_empty_selection_is_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
     config = PipelineConfig(
         namespace="none",
-        scenario=ScenarioConfig(scene_duration_s=2.0, min_scene_duration_s=1.0,
-                                rules=(SelectionRule(kind="min_mean_speed_mps", value=100.0),)),
-    )  # fmt: skip
+        scenario=ScenarioConfig(
+            scene_duration_s=2.0,
+            min_scene_duration_s=1.0,
+            rules=(SelectionRule(kind="min_mean_speed_mps", value=100.0),),
+        ),
+    )
     ev = build_evidence([recordings["json"]], config, tmp_path / "ev")
     with pytest.raises(FormatError, match="selects no scene"):
         export_dataset(tmp_path / "staging", ev)
@@ -194,15 +217,30 @@ def test_chronology_audit_and_annotations_reference_exported_scenes(
 ) -> None:
     config = PipelineConfig(
         namespace="audit",
-        scenario=ScenarioConfig(scene_duration_s=2.0, min_scene_duration_s=1.0,
-                                rules=(SelectionRule(kind="require_valid"),
-                                       SelectionRule(kind="max_scenes", value=2))),
-    )  # fmt: skip
+        scenario=ScenarioConfig(
+            scene_duration_s=2.0,
+            min_scene_duration_s=1.0,
+            rules=(SelectionRule(kind="require_valid"), SelectionRule(kind="max_scenes", value=2)),
+        ),
+    )
     labels = tmp_path / "labels.json"
     start = DRIVE.start_ns
-    labels.write_text(json.dumps({"schema_version": 1, "labels": [
-        {"id": "wet", "recording_id": "drive-json", "label": "wet_road", "start_ns": start + 1_000_000_000,
-         "end_ns": start + 3_000_000_000}]}))  # fmt: skip
+    labels.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "labels": [
+                    {
+                        "id": "wet",
+                        "recording_id": "drive-json",
+                        "label": "wet_road",
+                        "start_ns": start + 1_000_000_000,
+                        "end_ns": start + 3_000_000_000,
+                    }
+                ],
+            }
+        )
+    )
     ev = build_evidence([recordings["json"]], config, tmp_path / "ev", labels=labels)
     root = tmp_path / "staging"
     export_dataset(root, ev)

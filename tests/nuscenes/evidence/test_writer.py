@@ -30,7 +30,9 @@ def test_evidence_is_a_verified_tree_with_config_fingerprint(mcap_evidence: Evid
     assert doc.channel_mapping == {"cam_back": "CAM_BACK", "cam_front": "CAM_FRONT"}
     selected = set(doc.derived.selected_scene_ids)
     assert len(selected) == 3
-    assert len(doc.images) == sum(len(s.frames) for s in doc.derived.scenes if s.scene_id in selected)
+    assert len(doc.images) == sum(
+        len(s.frames) for s in doc.derived.scenes if s.scene_id in selected
+    )
     assert {s.split for s in doc.derived.splits} <= {"train", "test"}
 
 
@@ -88,7 +90,10 @@ def test_the_same_recording_twice_is_refused(tmp_path: Path, recordings: dict[st
 def test_camera_names_that_normalize_to_one_channel_are_refused(tmp_path: Path) -> None:
     drive = SampleDrive(cameras=("cam_front", "camera-front"), duration_s=2.0, width=16, height=8)
     path = write_sample_mcap(tmp_path / "clash.mcap", drive, encoding="json")
-    with pytest.raises(FormatError, match="'camera-front' and 'cam_front' both normalize to CAM_FRONT|'cam_front' and 'camera-front' both normalize to CAM_FRONT"):
+    with pytest.raises(
+        FormatError,
+        match=r"'cam.*front' and 'cam.*front' both normalize to CAM_FRONT",
+    ):
         build_evidence([path], CONFIG, tmp_path / "ev")
     assert not (tmp_path / "ev").exists()
 
@@ -105,13 +110,43 @@ def test_jpeg_quality_other_than_95_is_a_config_error(
 def test_labels_are_imported_and_checked(tmp_path: Path, recordings: dict[str, Path]) -> None:
     start = DRIVE.start_ns
     labels = tmp_path / "labels.json"
-    labels.write_text(json.dumps({"schema_version": 1, "labels": [
-        {"id": "l1", "recording_id": "drive-json", "label": "rain", "start_ns": start,
-         "end_ns": start + 1_000_000_000, "attributes": {"intensity": "light"}}]}))  # fmt: skip
+    labels.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "labels": [
+                    {
+                        "id": "l1",
+                        "recording_id": "drive-json",
+                        "label": "rain",
+                        "start_ns": start,
+                        "end_ns": start + 1_000_000_000,
+                        "attributes": {"intensity": "light"},
+                    }
+                ],
+            }
+        )
+    )
     ev = build_evidence([recordings["json"]], CONFIG, tmp_path / "ev", labels=labels)
     assert [r.label for r in ev.document.labels] == ["rain"]
     assert ev.document.label_file_name == "labels.json"
-    labels.write_text(json.dumps({"schema_version": 1, "labels": [
-        {"id": "l1", "recording_id": "nope", "label": "rain", "start_ns": 0, "end_ns": 1}]}))  # fmt: skip
-    with pytest.raises(FormatError, match=r"labels\[0\].recording_id: label 'l1' names unknown recording 'nope'"):
+    labels.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "labels": [
+                    {
+                        "id": "l1",
+                        "recording_id": "nope",
+                        "label": "rain",
+                        "start_ns": 0,
+                        "end_ns": 1,
+                    }
+                ],
+            }
+        )
+    )
+    with pytest.raises(
+        FormatError, match=r"labels\[0\].recording_id: label 'l1' names unknown recording 'nope'"
+    ):
         build_evidence([recordings["json"]], CONFIG, tmp_path / "ev2", labels=labels)

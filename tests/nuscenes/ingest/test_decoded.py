@@ -72,7 +72,9 @@ def test_non_finite_calibration_is_refused(tmp_path: Path, recordings: dict[str,
     text = (bad / "recording.json").read_text()
     doc = json.loads(text)
     doc["cameras"][0]["translation"] = [1.0, 0.0, 0.0]
-    raw = json.dumps(doc).replace('"translation": [1.0, 0.0, 0.0]', '"translation": [1e999, 0.0, 0.0]', 1)
+    raw = json.dumps(doc).replace(
+        '"translation": [1.0, 0.0, 0.0]', '"translation": [1e999, 0.0, 0.0]', 1
+    )
     (bad / "recording.json").write_text(raw)
     with pytest.raises(FormatError, match="finite"):
         read_decoded(bad)

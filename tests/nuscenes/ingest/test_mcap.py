@@ -137,11 +137,15 @@ def test_a_camera_without_calibration_is_refused(tmp_path: Path) -> None:
         cid = writer.register_channel(topic="/cam/image", message_encoding="json", schema_id=sid)
         import base64
 
-        msg = {"timestamp": {"sec": 1, "nsec": 0}, "frame_id": "cam_left", "format": "jpeg",
-               "data": base64.b64encode(image).decode()}  # fmt: skip
+        msg = {
+            "timestamp": {"sec": 1, "nsec": 0},
+            "frame_id": "cam_left",
+            "format": "jpeg",
+            "data": base64.b64encode(image).decode(),
+        }
         writer.add_message(cid, log_time=1, publish_time=1, data=json.dumps(msg).encode())
         writer.finish()
-    with pytest.raises(FormatError, match="camera 'cam_left' .* has no calibration"):
+    with pytest.raises(FormatError, match=r"camera 'cam_left' .* has no calibration"):
         read_mcap(path)
 
 

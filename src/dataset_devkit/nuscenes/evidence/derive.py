@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording
+from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording, EvScene
 from dataset_devkit.nuscenes.evidence.scenes import derive_scenes
 from dataset_devkit.nuscenes.evidence.selection import select_scenes
 from dataset_devkit.nuscenes.evidence.splits import assign_splits
@@ -51,7 +51,7 @@ def check_config(config: PipelineConfig) -> None:
 def derive(recordings: Sequence[EvRecording], config: PipelineConfig) -> Derived:
     """Scenes, selection and splits of *recordings* (in their evidence order) under *config*."""
     check_config(config)
-    scenes = []
+    scenes: list[EvScene] = []
     for rec in recordings:
         scenes.extend(
             derive_scenes(rec, config.scenario, include_sweeps=config.export.include_sweeps)

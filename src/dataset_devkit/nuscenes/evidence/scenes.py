@@ -7,6 +7,7 @@ them again and compare.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -85,7 +86,7 @@ class _Streams:
         points = self.track[lo:hi]
         distance = 0.0
         max_speed = 0.0
-        for (t0, a), (t1, b) in zip(points, points[1:], strict=False):
+        for (t0, a), (t1, b) in itertools.pairwise(points):
             step = math.dist(a, b)
             distance += step
             if t1 > t0:
@@ -100,9 +101,9 @@ def _nearest(times: Sequence[int], t: int, tolerance_ns: int) -> int | None:
     j = bisect.bisect_left(times, t)
     best: int | None = None
     for k in (j - 1, j):
-        if 0 <= k < len(times) and abs(times[k] - t) <= tolerance_ns:
-            if best is None or abs(times[k] - t) < abs(times[best] - t):
-                best = k
+        in_range = 0 <= k < len(times) and abs(times[k] - t) <= tolerance_ns
+        if in_range and (best is None or abs(times[k] - t) < abs(times[best] - t)):
+            best = k
     return best
 
 

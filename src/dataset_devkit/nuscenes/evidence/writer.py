@@ -146,7 +146,8 @@ def build_evidence(
     report("scenes", 0, 1)
     derived = derive(ev_recordings, config)
     report("scenes", 1, 1)
-    label_name, label_sha, label_records = "", "", ()
+    label_name, label_sha = "", ""
+    label_records: tuple[AnnotationRecord, ...] = ()
     if labels is not None:
         label_name, label_sha, label_records = read_labels(Path(labels), ev_recordings)
     out = Path(out)
@@ -166,7 +167,7 @@ def build_evidence(
             images=images,
             label_file_name=label_name,
             label_file_sha256=label_sha,
-            labels=tuple(label_records) if label_records else tuple[AnnotationRecord, ...](),
+            labels=label_records,
             rejections=tuple(
                 Rejection(
                     subject=s.source_name, reason=f"truncated: {s.observations.truncation_detail}"
@@ -217,7 +218,8 @@ def _store_frames(
                     dims = jpeg_dimensions(data, what)
                     if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
                         raise FormatError(
-                            f"{what} is {dims[0]}x{dims[1]}, calibration says {cam.width}x{cam.height}"
+                            f"{what} is {dims[0]}x{dims[1]}, "
+                            f"calibration says {cam.width}x{cam.height}"
                         )
                     rel = f"{mapping[name]}/{ts}.jpg"
                     rec_dir.write_bytes(rel, data)

@@ -187,7 +187,8 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
         known = scan.topics.setdefault(rec.frame_id, topic)
         if known != topic:
             raise FormatError(
-                f"camera frame_id {rec.frame_id!r} is published on two topics: {known!r}, {topic!r}",
+                f"camera frame_id {rec.frame_id!r} is published on two topics: "
+                f"{known!r}, {topic!r}",
                 path=path,
             )
         frames = scan.images.setdefault(rec.frame_id, {})
@@ -307,7 +308,8 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         scan.filtering.append(
             Rejection(
                 subject="PoseInFrame",
-                reason=f"{len(scan.poses)} poses ignored: transforms to {vehicle_frame!r} take precedence",
+                reason=f"{len(scan.poses)} poses ignored: transforms to {vehicle_frame!r} "
+                "take precedence",
             )
         )
     rotations = _dedup_q(orientations)
