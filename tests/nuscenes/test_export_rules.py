@@ -261,3 +261,54 @@ def test_chronology_audit_and_annotations_reference_exported_scenes(
     assert validity["schema_version"] == 2
     assert len(validity["recordings"][0]["scene_windows"]) == 3
     assert [s["scene_token"] for s in validity["scenes"]] == list(scenes)
+
+
+def test_evidence_image_dimensions_that_disagree_with_the_jpeg_are_refused(
+    tmp_path: Path, mcap_evidence: Evidence
+) -> None:
+    def widen(doc: dict[str, Any]) -> None:
+        doc["images"][0]["width"] += 1
+
+    copy = _rewrite_evidence(mcap_evidence, tmp_path, widen)
+    with pytest.raises(IntegrityError, match=r"JPEG is 32x24, evidence says 33x24"):
+        export_dataset(tmp_path / "staging", copy)
+
+
+def test_a_frame_whose_size_changed_is_refused(tmp_path: Path, mcap_evidence: Evidence) -> None:
+    copy = tmp_path / "ev"
+    shutil.copytree(mcap_evidence.root, copy)
+    ev = read_evidence(copy)
+    frame = copy / ev.document.images[2].path
+    frame.chmod(0o644)
+    frame.write_bytes(frame.read_bytes() + b"\x00")
+    with pytest.raises(IntegrityError, match=r"size \d+ bytes, evidence says \d+"):
+        export_dataset(tmp_path / "staging", ev)
+
+
+def test_non_finite_calibration_in_evidence_is_refused(
+    tmp_path: Path, mcap_evidence: Evidence
+) -> None:
+    def poison(doc: dict[str, Any]) -> None:
+        doc["recordings"][0]["cameras"][0]["translation"][0] = "INF"
+
+    copy = _rewrite_evidence(mcap_evidence, tmp_path, poison)
+    raw = (copy / "evidence.json").read_bytes().replace(b'"INF"', b"1e999")
+    (copy / "evidence.json").unlink()
+    (copy / "evidence.json").write_bytes(raw)
+    (copy / CONTENT_MANIFEST_NAME).unlink()
+    write_manifest(copy)
+    with pytest.raises(FormatError, match=r"cameras\[0\].translation\[0\]: Number out of range"):
+        export_dataset(tmp_path / "staging", copy)
+
+
+def test_a_source_type_outside_the_fixed_contract_is_refused(
+    tmp_path: Path, mcap_evidence: Evidence
+) -> None:
+    def relabel(doc: dict[str, Any]) -> None:
+        doc["source_type"] = "raw_hf"
+        for rec in doc["recordings"]:
+            rec["source_type"] = "raw_hf"
+
+    copy = _rewrite_evidence(mcap_evidence, tmp_path, relabel)
+    with pytest.raises(FormatError, match="outside the fixed contract"):
+        export_dataset(tmp_path / "staging", copy)

@@ -39,6 +39,8 @@ class SampleDrive:
     speed_mps: float = 5.0
     origin: tuple[float, float, float] = (48.137, 11.575, 520.0)
     quality: int = 90
+    #: Log time lags capture time by this much, as with a real recorder's queueing.
+    log_delay_ns: int = 0
 
     def frame_times(self) -> list[int]:
         n = int(self.duration_s * self.fps)
@@ -172,7 +174,8 @@ def sample_events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]
                 )
             )
     events.sort(key=lambda ev: (ev[0], ev[1]))
-    yield from events
+    for t, kind, payload in events:
+        yield t + drive.log_delay_ns, kind, payload
 
 
 def _stamp(t: int) -> dict[str, int]:

@@ -63,11 +63,18 @@ def test_extracted_frames_are_the_verbatim_jpeg_bytes(recordings: dict[str, Path
     assert all(data[:2] == b"\xff\xd8" for _, _, data in frames)
 
 
-def test_capture_time_is_the_header_stamp_not_the_log_time(recordings: dict[str, Path]) -> None:
-    # foxglove-sdk stamps log_time with the wall clock when not given; our writer gives the
-    # header time, so compare against the drive's schedule instead of log times.
-    cam = read_mcap(recordings["protobuf"]).cameras[1]
-    assert cam.timestamps_ns == tuple(DRIVE.frame_times())
+def test_capture_time_is_the_header_stamp_not_the_log_time(tmp_path: Path) -> None:
+    lagging = SampleDrive(duration_s=2.0, width=16, height=8, log_delay_ns=37_000_123)
+    path = write_sample_mcap(tmp_path / "lag.mcap", lagging)
+    from mcap.reader import make_reader
+
+    with path.open("rb") as f:
+        log_times = sorted(
+            m.log_time for _, c, m in make_reader(f).iter_messages() if c.topic.endswith("/image")
+        )
+    assert log_times[0] == lagging.frame_times()[0] + 37_000_123
+    cams = read_mcap(path).cameras
+    assert cams[1].timestamps_ns == tuple(lagging.frame_times())
 
 
 def test_truncated_recording_is_read_up_to_the_last_complete_record(
