@@ -43,7 +43,8 @@ def time_of_day(solar_hour: float) -> str:
 def _solar_hour(t_ns: int, longitude_deg: float) -> float:
     utc = datetime.fromtimestamp(t_ns / 1e9, tz=UTC)
     hour = utc.hour + utc.minute / 60 + utc.second / 3600
-    return round((hour + longitude_deg / 15.0) % 24.0, 6)
+    # Rounded to 0.01 h: enough for a time-of-day tag, too coarse to re-derive a longitude.
+    return round((hour + longitude_deg / 15.0) % 24.0, 2)
 
 
 class _Streams:
