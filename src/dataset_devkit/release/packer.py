@@ -112,7 +112,9 @@ def _load_previous(previous: Path | None, name: str, limit: int) -> unpack.Relea
     try:
         release = unpack.load_release(str(previous))
     except unpack.UnpackError as exc:
-        raise VerificationFailed(f"{previous}: previous release does not load", [str(exc)]) from None
+        raise VerificationFailed(
+            f"{previous}: previous release does not load", [str(exc)]
+        ) from None
     if release.name != name or release.manifest["package_limit_bytes"] != limit:
         raise SnapshotMismatchError(
             f"{previous}: previous release is {release.name!r} with a "
@@ -136,7 +138,7 @@ def _write_packages(
     with SourceReader(tree) as reader:
         for family, packages in sorted(plans.items()):
             if family in deliver:
-                os.mkdir(staging / family, 0o755)
+                (staging / family).mkdir(mode=0o755)
             for plan in packages:
                 if family not in deliver:
                     for item in plan.files:

@@ -27,7 +27,13 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
         f"`.tar` of at most {manifest.package_limit_bytes:,} bytes (not a split volume, not "
         "compressed); names, sizes and SHA-256 of record are in `manifest.json`."
     )
-    out += ["", "## Families", "", "| family | status | files | bytes | packages |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Families",
+        "",
+        "| family | status | files | bytes | packages |",
+        "|---|---|---|---|---|",
+    ]
     for fam in manifest.families:
         out.append(
             f"| {fam.name} | {fam.status} | {fam.file_count} | {fam.total_bytes:,} | "
@@ -59,11 +65,16 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
     ]
     out += [f"  {f.name}/{f.name}-0001.tar ..." for f in manifest.families]
     out += ["```", "", "Never mix packages or metadata of different snapshots.", ""]
-    out += ["## Verify and unpack (Windows, Linux, macOS; Python >= 3.9, standard library only)", ""]
+    out += [
+        "## Verify and unpack (Windows, Linux, macOS; Python >= 3.9, standard library only)",
+        "",
+    ]
     out.append("Run from the folder holding `unpack.py` (on Windows `py -3` works for `python`):")
     out += ["", "```bash"]
     for fam in delivered:
-        out.append(f"python unpack.py {_flag(fam.name)} --verify-only   # check downloads, write nothing")
+        out.append(
+            f"python unpack.py {_flag(fam.name)} --verify-only   # check downloads, write nothing"
+        )
     for fam in delivered:
         out.append(f"python unpack.py {_flag(fam.name)} --output ./data")
     if not pending:
@@ -98,7 +109,8 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
     for fam in delivered:
         out.append(
             f"Get-ChildItem .\\{fam.name}\\*.tar | Sort-Object Name | ForEach-Object {{ "
-            f'tar -xf $_.FullName -C .\\data; if ($LASTEXITCODE -ne 0) {{ throw "failed: $($_.Name)" }} }}'
+            "tar -xf $_.FullName -C .\\data; "
+            'if ($LASTEXITCODE -ne 0) { throw "failed: $($_.Name)" } }'
         )
     out += [
         "```",
@@ -111,7 +123,9 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
         f"- source: {validation.source_check}",
     ]
     passed = [c.name for c in validation.packages if c.read_back == "passed"]
-    out.append(f"- {len(passed)} packages read back strictly, every member hashed against `files.jsonl`")
+    out.append(
+        f"- {len(passed)} packages read back strictly, every member hashed against `files.jsonl`"
+    )
     rt = validation.restore_test
     if rt.mode != "not run":
         out.append(

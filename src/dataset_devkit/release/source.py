@@ -98,7 +98,9 @@ class SourceReader:
         try:
             fh = folder.open_read(parts[-1])
         except OSError as exc:
-            raise UnsafeTreeError(f"cannot open without following links ({exc})", path=where) from None
+            raise UnsafeTreeError(
+                f"cannot open without following links ({exc})", path=where
+            ) from None
         with fh:
             before = os.fstat(fh.fileno())
             if not stat.S_ISREG(before.st_mode) or before.st_size != item.size:
@@ -115,5 +117,10 @@ class SourceReader:
                 yield data
             after = os.fstat(fh.fileno())
         key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
-        if done != item.size or key != (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns):
+        if done != item.size or key != (
+            after.st_dev,
+            after.st_ino,
+            after.st_size,
+            after.st_mtime_ns,
+        ):
             raise UnsafeTreeError(f"changed while packing ({done} bytes read)", path=where)

@@ -53,7 +53,7 @@ DEFAULT_FAMILY: Final = "base"
 _STRICT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
 
-class FamilyRule(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class FamilyRule(msgspec.Struct, **_STRICT):
     """Files whose relative path matches *pattern* belong to *family* (first match wins).
 
     Patterns are ``/``-separated globs: ``*``/``?``/``[...]`` within one component, ``**``
@@ -68,7 +68,7 @@ class FamilyRule(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
 DEFAULT_RULES: Final = (FamilyRule(pattern="depth-*/**", family="depth"),)
 
 
-class SnapshotRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class SnapshotRecord(msgspec.Struct, **_STRICT):
     """The identity of the source tree: its content-manifest root hash and totals."""
 
     root_sha256: str
@@ -78,7 +78,7 @@ class SnapshotRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     total_bytes: int
 
 
-class FamilyRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class FamilyRecord(msgspec.Struct, **_STRICT):
     """One family: ``delivered`` (its packages are listed) or ``pending`` (declared only)."""
 
     name: str
@@ -88,7 +88,7 @@ class FamilyRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     package_count: int
 
 
-class PackageRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class PackageRecord(msgspec.Struct, **_STRICT):
     """One delivered package: ``FAMILY/FAMILY-0001.tar``, its bytes, SHA-256 and members."""
 
     name: str
@@ -98,7 +98,7 @@ class PackageRecord(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     member_count: int
 
 
-class ReleaseManifest(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class ReleaseManifest(msgspec.Struct, **_STRICT):
     """``manifest.json``: the authoritative list of what a release delivers."""
 
     format: str
@@ -114,7 +114,7 @@ class ReleaseManifest(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     unpack_py_sha256: str
 
 
-class FileRow(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class FileRow(msgspec.Struct, **_STRICT):
     """One line of ``files.jsonl``; *package* is ``None`` for a pending family's file."""
 
     path: str
@@ -124,7 +124,7 @@ class FileRow(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     package: str | None
 
 
-class PackageCheck(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class PackageCheck(msgspec.Struct, **_STRICT):
     """The read-back of one package: parsed strictly, every member hashed against its row."""
 
     name: str
@@ -133,7 +133,7 @@ class PackageCheck(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     checked_by: Literal["this release", "an earlier release of the same snapshot"]
 
 
-class RestoreTest(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class RestoreTest(msgspec.Struct, **_STRICT):
     """A real restore with the shipped ``unpack.py`` into a scratch directory, then a re-run."""
 
     mode: Literal["full", "sample", "not run"]
@@ -143,7 +143,7 @@ class RestoreTest(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
     restored_root_sha256: str | None
 
 
-class ValidationReport(msgspec.Struct, **_STRICT):  # type: ignore[call-arg]
+class ValidationReport(msgspec.Struct, **_STRICT):
     """``validation.json``: what was verified when packing, and what was not."""
 
     format: str

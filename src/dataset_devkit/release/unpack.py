@@ -25,6 +25,8 @@ On platforms without ``dir_fd`` support (Windows) every path component is checke
 concurrent attacker in the output directory but still never follows a link it has seen.
 """
 
+# dir_fd-relative os calls on str paths are the point here; pathlib has no equivalent.
+# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH105, PTH108, PTH116, PTH118, PTH119, PTH120, PTH208
 from __future__ import annotations
 
 import argparse
@@ -34,8 +36,9 @@ import os
 import stat
 import sys
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any
 
 FORMAT = "dataset-devkit-release"
 FORMAT_VERSION = 1
@@ -65,7 +68,7 @@ _TYPE_NAMES = {
 }
 _WINDOWS_RESERVED = frozenset(
     ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
-    + [f"{p}{i}" for p in ("COM", "LPT") for i in list("123456789") + ["¹", "²", "³"]]
+    + [f"{p}{i}" for p in ("COM", "LPT") for i in [*"123456789", "¹", "²", "³"]]
 )
 _WINDOWS_BAD_CHARS = frozenset('<>:"/\\|?*') | frozenset(chr(i) for i in range(32))
 _REPARSE_POINT = 0x400
@@ -125,11 +128,13 @@ class TarFormatError(UnpackError):
 
 def canonical_json(obj: Any) -> bytes:
     """Encode *obj* exactly as the integrity core does (sorted keys, compact, UTF-8)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    text = json.dumps(
+        obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
     return text.encode("utf-8")
 
 
-def root_sha256(entries: Iterable[Tuple[str, int, str]]) -> str:
+def root_sha256(entries: Iterable[tuple[str, int, str]]) -> str:
     """Return the content-manifest root hash of ``(path, size, sha256)`` entries."""
     rows = [{"path": p, "size": s, "sha256": h} for p, s, h in sorted(entries)]
     return hashlib.sha256(canonical_json(rows)).hexdigest()
@@ -172,7 +177,7 @@ def _fold(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
-def check_tree_names(paths: Iterable[str]) -> List[str]:
+def check_tree_names(paths: Iterable[str]) -> list[str]:
     """Return every name problem of a set of file paths, sorted (empty when fine).
 
     Besides :func:`check_relpath`, two entries of one directory must not differ only in
@@ -181,7 +186,7 @@ def check_tree_names(paths: Iterable[str]) -> List[str]:
     """
     issues = []
     files = set()
-    seen: Dict[Tuple[str, str], str] = {}
+    seen: dict[tuple[str, str], str] = {}
     dirs = set()
     for path in paths:
         problem = _relpath_problem(path)
@@ -201,7 +206,9 @@ def check_tree_names(paths: Iterable[str]) -> List[str]:
             other = seen.setdefault(key, name)
             if other != name:
                 where = parent or "the root"
-                issues.append(f"{other!r} and {name!r} in {where} collide on case-insensitive systems")
+                issues.append(
+                    f"{other!r} and {name!r} in {where} collide on case-insensitive systems"
+                )
     for path in sorted(files & dirs):
         issues.append(f"{path!r} is both a file and a directory")
     return sorted(set(issues))
@@ -215,7 +222,7 @@ class FileRow:
 
     __slots__ = ("family", "package", "path", "sha256", "size")
 
-    def __init__(self, path: str, size: int, sha256: str, family: str, package: Optional[str]):
+    def __init__(self, path: str, size: int, sha256: str, family: str, package: str | None):
         self.path, self.size, self.sha256 = path, size, sha256
         self.family, self.package = family, package
 
@@ -223,19 +230,19 @@ class FileRow:
 class Release:
     """A release directory's authenticated metadata: manifest plus ``files.jsonl`` rows."""
 
-    def __init__(self, directory: str, manifest: Dict[str, Any], rows: List[FileRow]):
+    def __init__(self, directory: str, manifest: dict[str, Any], rows: list[FileRow]):
         self.directory = directory
         self.manifest = manifest
         self.rows = rows
         self.name: str = manifest["name"]
         self.snapshot_root: str = manifest["snapshot"]["root_sha256"]
-        self.families: Dict[str, Dict[str, Any]] = {f["name"]: f for f in manifest["families"]}
-        self.packages: Dict[str, Dict[str, Any]] = {p["name"]: p for p in manifest["packages"]}
+        self.families: dict[str, dict[str, Any]] = {f["name"]: f for f in manifest["families"]}
+        self.packages: dict[str, dict[str, Any]] = {p["name"]: p for p in manifest["packages"]}
 
-    def rows_of(self, package: str) -> Dict[str, FileRow]:
+    def rows_of(self, package: str) -> dict[str, FileRow]:
         return {r.path: r for r in self.rows if r.package == package}
 
-    def packages_of(self, families: Iterable[str]) -> List[Dict[str, Any]]:
+    def packages_of(self, families: Iterable[str]) -> list[dict[str, Any]]:
         chosen = set(families)
         return [p for name, p in sorted(self.packages.items()) if p["family"] in chosen]
 
@@ -328,9 +335,11 @@ def load_release(directory: str) -> Release:
         raise UnsafeNameError(f"{FILES_NAME} lists unsafe or colliding paths", issues)
     found = root_sha256((r.path, r.size, r.sha256) for r in rows if r.path not in excluded)
     if found != root:
-        raise UnpackError(f"{FILES_NAME}: rows give root_sha256 {found}, {MANIFEST_NAME} says {root}")
+        raise UnpackError(
+            f"{FILES_NAME}: rows give root_sha256 {found}, {MANIFEST_NAME} says {root}"
+        )
     release = Release(directory, manifest, rows)
-    counts: Dict[Optional[str], int] = {}
+    counts: dict[str | None, int] = {}
     for r in rows:
         counts[r.package] = counts.get(r.package, 0) + 1
         if r.package is not None and release.packages.get(r.package, {}).get("family") != r.family:
@@ -372,7 +381,7 @@ def _open_read_path(path: str) -> IO[bytes]:
 # --------------------------------------------------------------------------- family choice
 
 
-def choose_families(release: Release, families: Sequence[str], everything: bool) -> List[str]:
+def choose_families(release: Release, families: Sequence[str], everything: bool) -> list[str]:
     """Resolve ``--base/--depth/--family`` or ``--all`` to delivered family names."""
     wanted = sorted(release.families) if everything else sorted(set(families))
     if not wanted:
@@ -381,7 +390,9 @@ def choose_families(release: Release, families: Sequence[str], everything: bool)
     for fam in wanted:
         info = release.families.get(fam)
         if info is None:
-            issues.append(f"family {fam!r} is not part of this release (it has {sorted(release.families)})")
+            issues.append(
+                f"family {fam!r} is not part of this release (it has {sorted(release.families)})"
+            )
         elif info["status"] != "delivered":
             issues.append(
                 f"family {fam!r} is declared but not delivered in this release (pending); "
@@ -446,8 +457,8 @@ def _cstr(field: bytes) -> bytes:
     return field.split(b"\x00", 1)[0]
 
 
-def _pax(data: bytes, label: str) -> Dict[str, str]:
-    records: Dict[str, str] = {}
+def _pax(data: bytes, label: str) -> dict[str, str]:
+    records: dict[str, str] = {}
     pos = 0
     while pos < len(data):
         space = data.find(b" ", pos, pos + 21)
@@ -473,7 +484,7 @@ def scan_package(
     fh: IO[bytes],
     label: str,
     root_name: str,
-    expected: Dict[str, FileRow],
+    expected: dict[str, FileRow],
     on_member: Callable[[Member, FileRow, _Stream], None],
     hasher: Any = None,
 ) -> None:
@@ -485,7 +496,7 @@ def scan_package(
     """
     stream = _Stream(fh, label, hasher)
     seen = set()
-    pax: Optional[Dict[str, str]] = None
+    pax: dict[str, str] | None = None
     while True:
         at = f"{label} header at byte {stream.offset}"
         block = stream.read(BLOCK)
@@ -520,7 +531,9 @@ def scan_package(
         pax = None
         if kind not in _REGULAR:
             what = _TYPE_NAMES.get(kind, f"type {kind!r}")
-            raise TarFormatError(f"{label}: member {name!r} is a {what}; only regular files are accepted")
+            raise TarFormatError(
+                f"{label}: member {name!r} is a {what}; only regular files are accepted"
+            )
         if _cstr(block[157:257]):
             raise TarFormatError(f"{label}: regular member {name!r} carries a link target")
         if not name.startswith(root_name + "/"):
@@ -529,11 +542,15 @@ def scan_package(
         check_relpath(rel)
         row = expected.get(rel)
         if row is None:
-            raise TarFormatError(f"{label}: member {name!r} is not listed for this package in {FILES_NAME}")
+            raise TarFormatError(
+                f"{label}: member {name!r} is not listed for this package in {FILES_NAME}"
+            )
         if rel in seen:
             raise TarFormatError(f"{label}: duplicate member {name!r}")
         if size != row.size:
-            raise TarFormatError(f"{label}: member {name!r} has {size} bytes, {FILES_NAME} says {row.size}")
+            raise TarFormatError(
+                f"{label}: member {name!r} has {size} bytes, {FILES_NAME} says {row.size}"
+            )
         seen.add(rel)
         start = stream.offset
         on_member(Member(rel, size), row, stream)
@@ -559,7 +576,7 @@ def _padded(size: int) -> int:
     return -(-size // BLOCK) * BLOCK
 
 
-def _hash_member(stream: _Stream, size: int, sink: Optional[Callable[[bytes], Any]]) -> str:
+def _hash_member(stream: _Stream, size: int, sink: Callable[[bytes], Any] | None) -> str:
     hasher = hashlib.sha256()
     left = size
     while left:
@@ -582,16 +599,16 @@ class Summary:
         self.package_bytes = 0
         self.written = 0
         self.skipped = 0
-        self.families: List[str] = []
-        self.output: Optional[str] = None
+        self.families: list[str] = []
+        self.output: str | None = None
 
 
 def _package_path(release: Release, name: str) -> str:
     return os.path.join(release.directory, *name.split("/"))
 
 
-def _extra_packages(release: Release, packages: List[Dict[str, Any]]) -> List[str]:
-    issues = []
+def _extra_packages(release: Release, packages: list[dict[str, Any]]) -> list[str]:
+    issues: list[str] = []
     for fam in sorted({p["family"] for p in packages}):
         listed = {p["name"].split("/", 1)[1] for p in release.packages_of([fam])}
         try:
@@ -605,7 +622,7 @@ def _extra_packages(release: Release, packages: List[Dict[str, Any]]) -> List[st
     return issues
 
 
-def _stat_package(release: Release, pkg: Dict[str, Any]) -> str:
+def _stat_package(release: Release, pkg: dict[str, Any]) -> str:
     path = _package_path(release, pkg["name"])
     try:
         st = os.lstat(path)
@@ -621,10 +638,10 @@ def _stat_package(release: Release, pkg: Dict[str, Any]) -> str:
     return ""
 
 
-def check_packages(release: Release, packages: List[Dict[str, Any]], workers: int = 2) -> None:
+def check_packages(release: Release, packages: list[dict[str, Any]], workers: int = 2) -> None:
     """Check that every package is present as a regular file with its size and SHA-256."""
 
-    def check(pkg: Dict[str, Any]) -> str:
+    def check(pkg: dict[str, Any]) -> str:
         problem = _stat_package(release, pkg)
         if problem:
             return problem
@@ -662,9 +679,9 @@ def verify_release(
             issues.append(problem)
             continue
         hasher = hashlib.sha256()
-        bad: List[str] = []
+        bad: list[str] = []
 
-        def member(m: Member, row: FileRow, stream: _Stream, bad: List[str] = bad) -> None:
+        def member(m: Member, row: FileRow, stream: _Stream, bad: list[str] = bad) -> None:
             if _hash_member(stream, m.size, None) != row.sha256:
                 bad.append(f"{stream.label}: member {m.path!r} SHA-256 differs from {FILES_NAME}")
 
@@ -695,7 +712,7 @@ def verify_release(
 class PinnedDir:
     """A directory of the output, pinned by descriptor (POSIX) or checked path (Windows)."""
 
-    def __init__(self, path: str, fd: Optional[int]) -> None:
+    def __init__(self, path: str, fd: int | None) -> None:
         self.path, self.fd = path, fd
 
     @classmethod
@@ -711,7 +728,7 @@ class PinnedDir:
     def _at(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def lstat(self, name: str) -> Optional[os.stat_result]:
+    def lstat(self, name: str) -> os.stat_result | None:
         try:
             if self.fd is not None:
                 return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
@@ -743,7 +760,9 @@ class PinnedDir:
         try:
             fd = os.open(name, flags, dir_fd=self.fd)
         except OSError as exc:
-            raise UnsafeNameError(f"{where}: cannot open without following links ({exc.strerror})") from None
+            raise UnsafeNameError(
+                f"{where}: cannot open without following links ({exc.strerror})"
+            ) from None
         if os.fstat(fd).st_ino != st.st_ino:
             os.close(fd)
             raise UnsafeNameError(f"{where}: replaced while being opened")
@@ -783,7 +802,7 @@ class PinnedDir:
         else:
             os.unlink(self._at(name))
 
-    def entries(self) -> List[Tuple[str, os.stat_result]]:
+    def entries(self) -> list[tuple[str, os.stat_result]]:
         names = sorted(os.listdir(self.fd if self.fd is not None else self.path))
         out = []
         for name in names:
@@ -802,10 +821,10 @@ class DirChain:
     """The open directories from the release root down to the current member's parent."""
 
     def __init__(self, root: PinnedDir) -> None:
-        self.parts: List[str] = []
+        self.parts: list[str] = []
         self.dirs = [root]
 
-    def goto(self, parts: List[str], create: bool) -> PinnedDir:
+    def goto(self, parts: list[str], create: bool) -> PinnedDir:
         common = 0
         while common < min(len(parts), len(self.parts)) and parts[common] == self.parts[common]:
             common += 1
@@ -822,7 +841,7 @@ class DirChain:
             self.dirs.pop().close()
 
 
-def _hash_open(fh: IO[bytes]) -> Tuple[int, str]:
+def _hash_open(fh: IO[bytes]) -> tuple[int, str]:
     hasher, size = hashlib.sha256(), 0
     for data in iter(lambda: fh.read(CHUNK), b""):
         hasher.update(data)
@@ -830,9 +849,9 @@ def _hash_open(fh: IO[bytes]) -> Tuple[int, str]:
     return size, hasher.hexdigest()
 
 
-def _existing_tree(root: PinnedDir) -> Iterator[Tuple[str, os.stat_result, PinnedDir]]:
+def _existing_tree(root: PinnedDir) -> Iterator[tuple[str, os.stat_result, PinnedDir]]:
     """Walk an existing output root without following links: ``(relpath, lstat, parent)``."""
-    stack: List[Tuple[str, PinnedDir]] = [("", root)]
+    stack: list[tuple[str, PinnedDir]] = [("", root)]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -847,7 +866,9 @@ def _existing_tree(root: PinnedDir) -> Iterator[Tuple[str, os.stat_result, Pinne
                 folder.close()
 
 
-def _preflight(release: Release, root: PinnedDir, chosen: List[str], state: Optional[Dict[str, Any]]) -> List[str]:
+def _preflight(
+    release: Release, root: PinnedDir, chosen: list[str], state: dict[str, Any] | None
+) -> list[str]:
     """Check what the output already holds before anything is written."""
     rows = {r.path: r for r in release.rows}
     issues = []
@@ -863,7 +884,9 @@ def _preflight(release: Release, root: PinnedDir, chosen: List[str], state: Opti
                     f"{release.snapshot_root[:16]}; never mix snapshots"
                 )
         elif st.st_size != row.size:
-            issues.append(f"{where}: existing file has {st.st_size} bytes, this release has {row.size}; kept")
+            issues.append(
+                f"{where}: existing file has {st.st_size} bytes, this release has {row.size}; kept"
+            )
         elif state is None and row.family not in chosen:
             with folder.open_read(os.path.basename(rel)) as fh:
                 if _hash_open(fh)[1] != row.sha256:
@@ -871,7 +894,7 @@ def _preflight(release: Release, root: PinnedDir, chosen: List[str], state: Opti
     return issues
 
 
-def _read_state(output: PinnedDir, release: Release) -> Optional[Dict[str, Any]]:
+def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     name = release.name + STATE_SUFFIX
     st = output.lstat(name)
     if st is None:
@@ -886,17 +909,22 @@ def _read_state(output: PinnedDir, release: Release) -> Optional[Dict[str, Any]]
     if not isinstance(state, dict) or state.get("snapshot_root_sha256") != release.snapshot_root:
         found = state.get("snapshot_root_sha256") if isinstance(state, dict) else None
         raise UnpackError(
-            f"{output.path}/{release.name} holds files of snapshot {found}, this release is snapshot "
-            f"{release.snapshot_root}; refusing to mix packages of different source snapshots"
+            f"{output.path}/{release.name} holds files of snapshot {found}, this release is "
+            f"snapshot {release.snapshot_root}; refusing to mix packages of different "
+            "source snapshots"
         )
     return state
 
 
-def _write_state(output: PinnedDir, release: Release, families: List[str]) -> None:
+def _write_state(output: PinnedDir, release: Release, families: list[str]) -> None:
     name = release.name + STATE_SUFFIX
     tmp = f".{name}.{os.getpid()}.tmp"
     body = canonical_json(
-        {"name": release.name, "snapshot_root_sha256": release.snapshot_root, "families": sorted(families)}
+        {
+            "name": release.name,
+            "snapshot_root_sha256": release.snapshot_root,
+            "families": sorted(families),
+        }
     )
     fd = output.open_new(tmp)
     try:
@@ -911,7 +939,7 @@ def unpack_release(
     output: str,
     families: Sequence[str] = (),
     everything: bool = False,
-    only_packages: Optional[Sequence[str]] = None,
+    only_packages: Sequence[str] | None = None,
     log: Callable[[str], None] = lambda _m: None,
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
@@ -937,7 +965,9 @@ def unpack_release(
         try:
             issues = _preflight(release, root, chosen, state)
             if issues:
-                raise UnpackError("the output already holds conflicting files; nothing was written", issues)
+                raise UnpackError(
+                    "the output already holds conflicting files; nothing was written", issues
+                )
             issues = []
             chain = DirChain(root)
             try:
@@ -962,7 +992,9 @@ def unpack_release(
     return summary
 
 
-def _restore_package(release: Release, pkg: Dict[str, Any], chain: DirChain, summary: Summary, issues: List[str]) -> None:
+def _restore_package(
+    release: Release, pkg: dict[str, Any], chain: DirChain, summary: Summary, issues: list[str]
+) -> None:
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
         parts = m.path.split("/")
         folder = chain.goto(parts[:-1], create=True)
@@ -988,7 +1020,9 @@ def _restore_package(release: Release, pkg: Dict[str, Any], chain: DirChain, sum
             finally:
                 os.close(fd)
             if digest != row.sha256:
-                raise UnpackError(f"{pkg['name']}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}")
+                raise UnpackError(
+                    f"{pkg['name']}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}"
+                )
             folder.rename(tmp, leaf)
         except BaseException:
             folder.unlink(tmp)
@@ -1005,7 +1039,7 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _check_structure(release: Release, root: PinnedDir, wanted: Dict[str, FileRow]) -> None:
+def _check_structure(release: Release, root: PinnedDir, wanted: dict[str, FileRow]) -> None:
     rows = {r.path: r for r in release.rows}
     issues = []
     present = set()
@@ -1016,7 +1050,9 @@ def _check_structure(release: Release, root: PinnedDir, wanted: Dict[str, FileRo
         elif st.st_size != row.size:
             issues.append(f"{release.name}/{rel}: size {st.st_size}, expected {row.size}")
         present.add(rel)
-    issues.extend(f"{release.name}/{p}: missing after restore" for p in sorted(set(wanted) - present))
+    issues.extend(
+        f"{release.name}/{p}: missing after restore" for p in sorted(set(wanted) - present)
+    )
     if issues:
         raise UnpackError("restored tree does not match the release", issues)
 
@@ -1036,16 +1072,20 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every family of the release")
     p.add_argument("--output", metavar="DIR", help="restore into DIR/<release root>")
     p.add_argument("--verify-only", action="store_true", help="verify packages, write nothing")
-    p.add_argument("--release-dir", default=here, metavar="DIR", help="default: this script's folder")
+    p.add_argument(
+        "--release-dir", default=here, metavar="DIR", help="default: this script's folder"
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 failure, 2 usage)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    families = list(args.family) + (["base"] if args.base else []) + (["depth"] if args.depth else [])
+    families = (
+        list(args.family) + (["base"] if args.base else []) + (["depth"] if args.depth else [])
+    )
     if not families and not args.all:
         parser.error("choose --base, --depth, --family NAME or --all")
     if not args.verify_only and not args.output:
@@ -1059,7 +1099,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.verify_only:
             s = verify_release(args.release_dir, families, args.all, log)
             sys.stdout.write(
-                f"OK: {s.packages} packages ({s.package_bytes} bytes) of {', '.join(s.families)} verified\n"
+                f"OK: {s.packages} packages ({s.package_bytes} bytes) of "
+                f"{', '.join(s.families)} verified\n"
             )
         else:
             s = unpack_release(args.release_dir, args.output, families, args.all, log=log)

@@ -49,7 +49,9 @@ def _restore_test(
                     f"the snapshot is {manifest.snapshot.root_sha256}"
                 )
     except unpack.UnpackError as exc:
-        raise ReleaseVerificationError("restore test of the new release failed", [str(exc)]) from None
+        raise ReleaseVerificationError(
+            "restore test of the new release failed", [str(exc)]
+        ) from None
     finally:
         remove_staging(scratch)
     return RestoreTest(
@@ -76,7 +78,9 @@ def validate_release(
         try:
             unpack.verify_release(str(staging), families)
         except unpack.UnpackError as exc:
-            raise ReleaseVerificationError("read-back of the new packages failed", [str(exc)]) from None
+            raise ReleaseVerificationError(
+                "read-back of the new packages failed", [str(exc)]
+            ) from None
     checks = [
         PackageCheck(
             name=p.name,
@@ -106,7 +110,9 @@ def validate_release(
     else:
         restore = _restore_test(staging, out, manifest, families, options.restore_test)
         if restore.mode == "sample":
-            not_verified.append("only the listed sample packages were restored; others were read back")
+            not_verified.append(
+                "only the listed sample packages were restored; others were read back"
+            )
         if restore.restored_root_sha256 is None:
             not_verified.append("the root hash of a complete restored tree was not recomputed")
     if not options.read_back:
