@@ -538,6 +538,8 @@ def scan_package(
             raise TarFormatError(f"{label}: regular member {name!r} carries a link target")
         if not name.startswith(root_name + "/"):
             raise UnsafeNameError(f"{label}: member {name!r} is not under {root_name + '/'!r}")
+        if len(seen) >= len(expected):
+            raise TarFormatError(f"{label}: more members than the {len(expected)} listed")
         rel = name[len(root_name) + 1 :]
         check_relpath(rel)
         row = expected.get(rel)
