@@ -128,7 +128,9 @@ def craft_release(
         "format_version": 1,
         "name": name,
         "snapshot": {
-            "root_sha256": unpack_mod.root_sha256((r["path"], r["size"], r["sha256"]) for r in rows),
+            "root_sha256": unpack_mod.root_sha256(
+                (r["path"], r["size"], r["sha256"]) for r in rows
+            ),
             "source": "computed",
             "excluded": [],
             "file_count": len(rows),

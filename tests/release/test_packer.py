@@ -62,7 +62,11 @@ def test_tar_headers_are_normalized_and_members_sorted(tmp_path: Path) -> None:
     for member in members:
         assert member.isreg()
         assert (member.mtime, member.uid, member.gid, member.uname, member.gname) == (
-            0, 0, 0, "", ""
+            0,
+            0,
+            0,
+            "",
+            "",
         )
         assert member.mode == 0o644
     long_name = next(m for m in members if len(m.name) > 100)
@@ -98,7 +102,7 @@ def test_tree_that_differs_from_its_content_manifest_is_refused_and_nothing_left
     tree = make_tree(tmp_path / "ds")
     write_manifest(tree)
     (tree / "README.md").write_bytes(b"# SAMPLE\n")
-    with pytest.raises(VerificationFailed, match="README.md: SHA-256"):
+    with pytest.raises(VerificationFailed, match=r"README.md: SHA-256"):
         pack(tree, tmp_path / "rel")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
@@ -123,7 +127,7 @@ def test_names_unsafe_on_windows_are_refused_when_packing(tmp_path: Path) -> Non
 
 def test_file_larger_than_a_package_is_an_error_never_a_split(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "ds", {"big.bin": b"b" * 10_000, "small": b"s"})
-    with pytest.raises(PackageLimitError, match="big.bin: 10000 bytes"):
+    with pytest.raises(PackageLimitError, match=r"big.bin: 10000 bytes"):
         pack(tree, tmp_path / "rel", package_limit=8192)
     assert not (tmp_path / "rel").exists()
 
@@ -199,7 +203,9 @@ def test_validation_report_claims_only_what_was_run(tmp_path: Path) -> None:
     assert validation["restore_test"]["restored_root_sha256"] is None
     assert any("native tar" in n for n in validation["not_verified"])
     assert any("sample packages" in n for n in validation["not_verified"])
-    unread = pack(make_tree(tmp_path / "ds2"), tmp_path / "rel2", read_back=False, restore_test="none")
+    unread = pack(
+        make_tree(tmp_path / "ds2"), tmp_path / "rel2", read_back=False, restore_test="none"
+    )
     report = json.loads((unread / "validation.json").read_text())
     assert {c["read_back"] for c in report["packages"]} == {"not run"}
     assert "the packages were not read back after writing" in report["not_verified"]

@@ -126,7 +126,7 @@ def test_output_restored_by_native_tar_from_another_snapshot_is_detected(tmp_pat
     data.mkdir()
     for package in sorted(first.glob("base/*.tar")):
         subprocess.run(["tar", "-xf", str(package), "-C", str(data)], check=True)
-    with pytest.raises(unpack.UnpackError, match="README.md: existing file differs"):
+    with pytest.raises(unpack.UnpackError, match=r"README.md: existing file differs"):
         unpack.unpack_release(str(second), str(data), ["depth"])
 
 
@@ -145,23 +145,23 @@ def test_package_with_wrong_sha256_is_refused(release: Path, tmp_path: Path) -> 
     data = bytearray(package.read_bytes())
     data[1500] ^= 0xFF
     package.write_bytes(bytes(data))
-    with pytest.raises(unpack.UnpackError, match="depth-0001.tar SHA-256 is"):
+    with pytest.raises(unpack.UnpackError, match=r"depth-0001.tar SHA-256 is"):
         unpack.unpack_release(str(release), str(tmp_path / "data"), ["depth"])
-    with pytest.raises(unpack.UnpackError, match="depth-0001.tar"):
+    with pytest.raises(unpack.UnpackError, match=r"depth-0001.tar"):
         unpack.verify_release(str(release), ["depth"])
 
 
 def test_missing_package_is_refused(release: Path, tmp_path: Path) -> None:
     (release / "base" / "base-0002.tar").unlink()
-    with pytest.raises(unpack.UnpackError, match="base-0002.tar is missing"):
+    with pytest.raises(unpack.UnpackError, match=r"base-0002.tar is missing"):
         unpack.unpack_release(str(release), str(tmp_path / "data"), ["base"])
-    with pytest.raises(unpack.UnpackError, match="base-0002.tar is missing"):
+    with pytest.raises(unpack.UnpackError, match=r"base-0002.tar is missing"):
         unpack.verify_release(str(release), ["base"])
 
 
 def test_extra_package_is_refused(release: Path, tmp_path: Path) -> None:
     shutil.copyfile(release / "base" / "base-0001.tar", release / "base" / "base-0099.tar")
-    with pytest.raises(unpack.UnpackError, match="extra package base/base-0099.tar"):
+    with pytest.raises(unpack.UnpackError, match=r"extra package base/base-0099.tar"):
         unpack.unpack_release(str(release), str(tmp_path / "data"), ["base"])
     with pytest.raises(unpack.UnpackError, match="extra package"):
         unpack.verify_release(str(release), ["base"])
@@ -211,7 +211,9 @@ def test_shipped_script_runs_standalone_and_fails_loudly(release: Path, tmp_path
     script = [sys.executable, "-I", "unpack.py"]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*script, *args], cwd=release, env=env, capture_output=True, text=True)
+        return subprocess.run(
+            [*script, *args], cwd=release, env=env, capture_output=True, text=True
+        )
 
     ok = run("--base", "--output", str(tmp_path / "data"))
     assert ok.returncode == 0, ok.stderr

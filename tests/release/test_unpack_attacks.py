@@ -35,7 +35,9 @@ def world(tmp_path: Path) -> dict[str, Path]:
     return {"root": tmp_path, "outside": outside, "output": output}
 
 
-def _attempt(world: dict[str, Path], package: bytes, rows: list[dict[str, Any]], match: str, **kw: Any) -> None:
+def _attempt(
+    world: dict[str, Path], package: bytes, rows: list[dict[str, Any]], match: str, **kw: Any
+) -> None:
     release = craft_release(world["root"] / "release", package, rows, **kw)
     before_outside = fingerprint(world["outside"])
     before_output = fingerprint(world["output"])
@@ -82,7 +84,9 @@ def test_dot_dot_in_files_jsonl_is_refused(world: dict[str, Path]) -> None:
         (tarfile.CONTTYPE, "contiguous file"),
     ],
 )
-def test_every_non_regular_member_type_is_refused(world: dict[str, Path], kind: bytes, what: str) -> None:
+def test_every_non_regular_member_type_is_refused(
+    world: dict[str, Path], kind: bytes, what: str
+) -> None:
     link = str(world["outside"])
     package = tar_bytes(
         [_special("ds/link", kind, linkname=link), file_info("ds/link/victim.txt", b"owned\n")]
@@ -97,7 +101,9 @@ def test_symlink_planted_in_output_directory_is_never_followed(world: dict[str, 
     _attempt(world, package, [row("sub/victim.txt", b"owned\n")], "is not a regular file; kept")
 
 
-def test_symlink_planted_as_the_file_is_kept_and_not_written_through(world: dict[str, Path]) -> None:
+def test_symlink_planted_as_the_file_is_kept_and_not_written_through(
+    world: dict[str, Path],
+) -> None:
     (world["output"] / "ds" / "a.txt").symlink_to(world["outside"] / "victim.txt")
     package = tar_bytes([file_info("ds/a.txt", b"owned\n")])
     _attempt(world, package, [row("a.txt", b"owned\n")], "not a regular file; kept")

@@ -16,7 +16,7 @@ def _families(families: Sequence[str]) -> tuple[list[str], bool]:
 
 
 def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary:
-    """Verify the named families (or ``"all"``) of a release without writing anything.
+    """Verify the named families (or ``"all"``; none: every delivered one), writing nothing.
 
     Raises
     ------
@@ -26,6 +26,9 @@ def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary
     """
     names, everything = _families(families)
     try:
+        if not names and not everything:
+            release = unpack.load_release(str(release_dir))
+            names = [n for n, f in release.families.items() if f["status"] == "delivered"]
         return unpack.verify_release(str(release_dir), names, everything)
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None

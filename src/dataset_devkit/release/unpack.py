@@ -495,7 +495,7 @@ def scan_package(
     ``root_name/``; the archive must end with two zero blocks followed by zeros only.
     """
     stream = _Stream(fh, label, hasher)
-    seen = set()
+    seen: set[str] = set()
     pax: dict[str, str] | None = None
     while True:
         at = f"{label} header at byte {stream.offset}"
