@@ -238,9 +238,13 @@ class Release:
         self.snapshot_root: str = manifest["snapshot"]["root_sha256"]
         self.families: dict[str, dict[str, Any]] = {f["name"]: f for f in manifest["families"]}
         self.packages: dict[str, dict[str, Any]] = {p["name"]: p for p in manifest["packages"]}
+        self._by_package: dict[str | None, dict[str, FileRow]] = {}
+        for row in rows:
+            self._by_package.setdefault(row.package, {})[row.path] = row
 
     def rows_of(self, package: str) -> dict[str, FileRow]:
-        return {r.path: r for r in self.rows if r.package == package}
+        """The rows a package must hold, by path."""
+        return self._by_package.get(package, {})
 
     def packages_of(self, families: Iterable[str]) -> list[dict[str, Any]]:
         chosen = set(families)
@@ -675,15 +679,15 @@ def verify_release(
     chosen = choose_families(release, families, everything)
     packages = release.packages_of(chosen)
     issues = _extra_packages(release, packages)
-    for pkg in packages:
+
+    def verify_one(pkg: dict[str, Any]) -> list[str]:
         problem = _stat_package(release, pkg)
         if problem:
-            issues.append(problem)
-            continue
+            return [problem]
         hasher = hashlib.sha256()
         bad: list[str] = []
 
-        def member(m: Member, row: FileRow, stream: _Stream, bad: list[str] = bad) -> None:
+        def member(m: Member, row: FileRow, stream: _Stream) -> None:
             if _hash_member(stream, m.size, None) != row.sha256:
                 bad.append(f"{stream.label}: member {m.path!r} SHA-256 differs from {FILES_NAME}")
 
@@ -692,14 +696,18 @@ def verify_release(
                 rows = release.rows_of(pkg["name"])
                 scan_package(fh, pkg["name"], release.name, rows, member, hasher)
         except UnpackError as exc:
-            issues.append(str(exc))
-            continue
-        issues.extend(bad)
+            return [str(exc)]
         if hasher.hexdigest() != pkg["sha256"]:
-            issues.append(
+            bad.append(
                 f"package {pkg['name']} SHA-256 is {hasher.hexdigest()}, expected {pkg['sha256']}"
             )
         log(f"verified {pkg['name']}")
+        return bad
+
+    # hashlib releases the GIL on large buffers: packages verify in parallel on every core.
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        for found in pool.map(verify_one, packages):
+            issues.extend(found)
     if issues:
         raise UnpackError("release does not verify", issues)
     summary = Summary()
