@@ -47,7 +47,8 @@ def _attempt(
     after = fingerprint(world["output"])
     for rel, value in before_output.items():
         assert after[rel] == value, rel
-    assert not [rel for rel in after if rel.endswith(".tmp")], "temporary files left behind"
+    new = [rel for rel in after if rel.endswith(".tmp") and rel not in before_output]
+    assert not new, "temporary files left behind"
     assert (world["output"] / "ds.unpack-state.json").exists() is False
 
 
@@ -267,3 +268,16 @@ def test_windows_style_fallback_without_dir_fd_also_refuses_planted_links(
     (world["output"] / "ds" / "sub").symlink_to(world["outside"], target_is_directory=True)
     package = tar_bytes([file_info("ds/sub/victim.txt", b"owned\n")])
     _attempt(world, package, [row("sub/victim.txt", b"owned\n")], "not a regular file; kept")
+
+
+def test_release_root_planted_as_a_symlink_is_never_followed(world: dict[str, Path]) -> None:
+    (world["output"] / "ds").rmdir()
+    (world["output"] / "ds").symlink_to(world["outside"], target_is_directory=True)
+    package = tar_bytes([file_info("ds/victim.txt", b"owned\n")])
+    _attempt(world, package, [row("victim.txt", b"owned\n")], "is a link in the output")
+
+
+def test_leftover_temporary_file_is_reported_not_ignored(world: dict[str, Path]) -> None:
+    (world["output"] / "ds" / ".unpack-0123456789ab.tmp").write_bytes(b"half")
+    package = tar_bytes([file_info("ds/a.txt", b"a\n")])
+    _attempt(world, package, [row("a.txt", b"a\n")], "left by an interrupted run")

@@ -887,12 +887,13 @@ def _preflight(
         row = rows.get(rel)
         if not stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
             issues.append(f"{where}: exists in the output and is not a regular file; kept")
+        elif row is None and os.path.basename(rel).startswith(".unpack-"):
+            issues.append(f"{where}: temporary file left by an interrupted run; delete it")
         elif row is None:
-            if not os.path.basename(rel).startswith(".unpack-"):
-                issues.append(
-                    f"{where}: exists in the output but is not part of snapshot "
-                    f"{release.snapshot_root[:16]}; never mix snapshots"
-                )
+            issues.append(
+                f"{where}: exists in the output but is not part of snapshot "
+                f"{release.snapshot_root[:16]}; never mix snapshots"
+            )
         elif st.st_size != row.size:
             issues.append(
                 f"{where}: existing file has {st.st_size} bytes, this release has {row.size}; kept"
