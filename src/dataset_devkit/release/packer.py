@@ -40,6 +40,7 @@ from dataset_devkit.release.spec import (
     ValidationReport,
 )
 from dataset_devkit.release.tarwriter import TarPackageWriter
+from dataset_devkit.release.validate import read_back_packages
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
 
@@ -131,6 +132,8 @@ def _write_packages(
     deliver: set[str],
     name: str,
     progress: Progress | None,
+    *,
+    hash_packages: bool,
 ) -> tuple[dict[str, str], list[PackageRecord]]:
     """Read every file once: into its package and its hash, or only its hash (pending)."""
     digests: dict[str, str] = {}
@@ -144,7 +147,7 @@ def _write_packages(
                     for item in plan.files:
                         digests[item.path] = _hash_only(reader, item, progress)
                     continue
-                with TarPackageWriter(staging / plan.name) as tar:
+                with TarPackageWriter(staging / plan.name, hash_package=hash_packages) as tar:
                     for item in plan.files:
                         tar.begin_member(f"{name}/{item.path}", item.size)
                         hasher = hashlib.sha256()
@@ -279,7 +282,9 @@ def pack_release(
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
     staging = new_staging_dir(out)
     try:
-        digests, records = _write_packages(tree, staging, plans, deliver, name, progress)
+        digests, records = _write_packages(
+            tree, staging, plans, deliver, name, progress, hash_packages=not opts.read_back
+        )
         snapshot = _snapshot(files, digests, source)
         package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
         rows = [
@@ -292,6 +297,8 @@ def pack_release(
             )
             for f in files
         ]
+        if opts.read_back:
+            records = read_back_packages(staging, name, records, rows)
         if previous is not None:
             records += _carry_over(previous, snapshot, rows, carried)
         manifest, validation = write_metadata(

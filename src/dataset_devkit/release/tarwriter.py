@@ -43,14 +43,16 @@ class TarPackageWriter:
     """Write one package exclusively, hashing every byte as it is written.
 
     Use as a context manager; the archive is complete (end marker written, fsynced) only
-    after a clean exit, and :attr:`sha256`/:attr:`size` are set then.
+    after a clean exit, and :attr:`sha256`/:attr:`size` are set then. With
+    ``hash_package=False`` the caller takes the package hash from its read-back instead, so
+    the bytes are not hashed twice.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, hash_package: bool = True) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         self.path = path
         self._fd = os.open(path, flags, 0o644)
-        self._hash = hashlib.sha256()
+        self._hash = hashlib.sha256() if hash_package else None
         self.size = 0
         self.members = 0
         self.sha256 = ""
@@ -68,13 +70,14 @@ class TarPackageWriter:
             if exc_type is None:
                 self.write(END_OF_ARCHIVE)
                 os.fsync(self._fd)
-                self.sha256 = self._hash.hexdigest()
+                self.sha256 = self._hash.hexdigest() if self._hash is not None else ""
         finally:
             os.close(self._fd)
 
     def write(self, data: bytes | memoryview) -> None:
         """Append raw bytes (a header, member data or padding) and hash them."""
-        self._hash.update(data)
+        if self._hash is not None:
+            self._hash.update(data)
         view = memoryview(data)
         while view:
             view = view[os.write(self._fd, view) :]

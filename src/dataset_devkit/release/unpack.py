@@ -98,6 +98,7 @@ __all__ = [
     "choose_families",
     "load_release",
     "main",
+    "read_back_package",
     "root_sha256",
     "scan_package",
     "unpack_release",
@@ -347,9 +348,9 @@ def load_release(directory: str) -> Release:
     for r in rows:
         counts[r.package] = counts.get(r.package, 0) + 1
         if r.package is not None and release.packages.get(r.package, {}).get("family") != r.family:
-            raise UnpackError(f"{at_row(r)}: package {r.package!r} is not a {r.family} package")
+            raise UnpackError(f"{_at_row(r)}: package {r.package!r} is not a {r.family} package")
         if (r.package is None) != (status[r.family] == "pending"):
-            raise UnpackError(f"{at_row(r)}: package must be null exactly for pending families")
+            raise UnpackError(f"{_at_row(r)}: package must be null exactly for pending families")
     for pname, pkg in release.packages.items():
         if counts.get(pname, 0) != pkg["member_count"]:
             raise UnpackError(
@@ -359,7 +360,7 @@ def load_release(directory: str) -> Release:
     return release
 
 
-def at_row(row: FileRow) -> str:
+def _at_row(row: FileRow) -> str:
     return f"{FILES_NAME} row {row.path!r}"
 
 
@@ -664,6 +665,26 @@ def check_packages(release: Release, packages: list[dict[str, Any]], workers: in
         raise UnpackError("packages do not verify", issues)
 
 
+def read_back_package(
+    path: str, label: str, root_name: str, rows: dict[str, FileRow]
+) -> tuple[str, list[str]]:
+    """Parse one package strictly, hashing it whole and every member, in a single read.
+
+    Returns the package's SHA-256 and the members whose SHA-256 differs from *rows*;
+    structural problems raise :class:`TarFormatError`.
+    """
+    hasher = hashlib.sha256()
+    bad: list[str] = []
+
+    def member(m: Member, row: FileRow, stream: _Stream) -> None:
+        if _hash_member(stream, m.size, None) != row.sha256:
+            bad.append(f"{label}: member {m.path!r} SHA-256 differs from {FILES_NAME}")
+
+    with _open_read_path(path) as fh:
+        scan_package(fh, label, root_name, rows, member, hasher)
+    return hasher.hexdigest(), bad
+
+
 def verify_release(
     release_dir: str,
     families: Sequence[str] = (),
@@ -684,23 +705,15 @@ def verify_release(
         problem = _stat_package(release, pkg)
         if problem:
             return [problem]
-        hasher = hashlib.sha256()
-        bad: list[str] = []
-
-        def member(m: Member, row: FileRow, stream: _Stream) -> None:
-            if _hash_member(stream, m.size, None) != row.sha256:
-                bad.append(f"{stream.label}: member {m.path!r} SHA-256 differs from {FILES_NAME}")
-
         try:
-            with _open_read_path(_package_path(release, pkg["name"])) as fh:
-                rows = release.rows_of(pkg["name"])
-                scan_package(fh, pkg["name"], release.name, rows, member, hasher)
+            path = _package_path(release, pkg["name"])
+            digest, bad = read_back_package(
+                path, pkg["name"], release.name, release.rows_of(pkg["name"])
+            )
         except UnpackError as exc:
             return [str(exc)]
-        if hasher.hexdigest() != pkg["sha256"]:
-            bad.append(
-                f"package {pkg['name']} SHA-256 is {hasher.hexdigest()}, expected {pkg['sha256']}"
-            )
+        if digest != pkg["sha256"]:
+            bad.append(f"package {pkg['name']} SHA-256 is {digest}, expected {pkg['sha256']}")
         log(f"verified {pkg['name']}")
         return bad
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from dataset_devkit.integrity import build_manifest, new_staging_dir, remove_staging
 from dataset_devkit.release import unpack
@@ -12,7 +17,9 @@ from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
     FORMAT_VERSION,
     VALIDATION_FORMAT,
+    FileRow,
     PackageCheck,
+    PackageRecord,
     ReleaseManifest,
     RestoreTest,
     ValidationReport,
@@ -21,7 +28,48 @@ from dataset_devkit.release.spec import (
 if TYPE_CHECKING:
     from dataset_devkit.release.packer import PackOptions
 
-__all__ = ["validate_release"]
+__all__ = ["read_back_packages", "validate_release"]
+
+
+def read_back_packages(
+    staging: Path, name: str, records: list[PackageRecord], rows: list[FileRow]
+) -> list[PackageRecord]:
+    """Re-read every new package with ``unpack.py``'s strict parser, on all cores.
+
+    Every member must be exactly its row and hash to its row's SHA-256; the package's own
+    SHA-256 is taken from this same read (the writer does not hash it twice).
+
+    Raises
+    ------
+    ReleaseVerificationError
+        Listing every package or member that does not read back.
+    """
+    by_package: dict[str, dict[str, unpack.FileRow]] = {}
+    for r in rows:
+        if r.package is not None:
+            by_package.setdefault(r.package, {})[r.path] = unpack.FileRow(
+                r.path, r.size, r.sha256, r.family, r.package
+            )
+
+    def one(record: PackageRecord) -> tuple[PackageRecord, list[str]]:
+        path = str(staging / record.name)
+        try:
+            digest, bad = unpack.read_back_package(
+                path, record.name, name, by_package.get(record.name, {})
+            )
+        except unpack.UnpackError as exc:
+            return record, [str(exc)]
+        return msgspec.structs.replace(record, sha256=digest), bad
+
+    issues: list[str] = []
+    checked: list[PackageRecord] = []
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        for record, bad in pool.map(one, records):
+            checked.append(record)
+            issues.extend(bad)
+    if issues:
+        raise ReleaseVerificationError("read-back of the new packages failed", issues)
+    return checked
 
 
 def _restore_test(
@@ -143,8 +191,6 @@ def validate_release(
 
 
 def _previous_checks(previous: unpack.Release, new_families: set[str]) -> list[PackageCheck]:
-    import json
-
     path = Path(previous.directory) / "validation.json"
     try:
         old = json.loads(path.read_text("utf-8"))
