@@ -209,3 +209,26 @@ def test_validation_report_claims_only_what_was_run(tmp_path: Path) -> None:
     report = json.loads((unread / "validation.json").read_text())
     assert {c["read_back"] for c in report["packages"]} == {"not run"}
     assert "the packages were not read back after writing" in report["not_verified"]
+
+
+def test_package_damaged_after_writing_fails_the_read_back_and_nothing_is_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.release import packer
+    from dataset_devkit.release.errors import ReleaseVerificationError
+    from dataset_devkit.release.tarwriter import TarPackageWriter
+
+    class Flaky(TarPackageWriter):
+        def __exit__(self, *exc: object) -> None:
+            super().__exit__(*exc)  # type: ignore[arg-type]
+            if self.path.name == "depth-0001.tar":
+                with self.path.open("r+b") as fh:
+                    fh.seek(1100)
+                    byte = fh.read(1)
+                    fh.seek(1100)
+                    fh.write(bytes([byte[0] ^ 1]))
+
+    monkeypatch.setattr(packer, "TarPackageWriter", Flaky)
+    with pytest.raises(ReleaseVerificationError, match="read-back of the new packages failed"):
+        pack(make_tree(tmp_path / "ds"), tmp_path / "rel")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

@@ -11,40 +11,44 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from dataset_devkit.errors import ConfigError, VerificationFailed
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import (
-    CONTENT_MANIFEST_NAME,
-    ContentManifest,
     new_staging_dir,
     open_dir_nofollow,
-    read_manifest,
     remove_staging,
 )
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
-from dataset_devkit.release.errors import ReleaseExistsError, SnapshotMismatchError
+from dataset_devkit.release.errors import ReleaseExistsError
 from dataset_devkit.release.families import FamilyRules
 from dataset_devkit.release.metadata import write_metadata
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
+from dataset_devkit.release.snapshot import (
+    carry_over,
+    check_source_manifest,
+    load_previous,
+    snapshot_record,
+)
 from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
 from dataset_devkit.release.spec import (
     DEFAULT_PACKAGE_LIMIT,
     FileRow,
     PackageRecord,
     ReleaseManifest,
-    SnapshotRecord,
     ValidationReport,
 )
 from dataset_devkit.release.tarwriter import TarPackageWriter
-from dataset_devkit.release.validate import read_back_packages
+from dataset_devkit.release.validate import collect_read_backs, read_back_package
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
 
 Progress = Callable[[int], None]
+AfterPackage = Callable[[PackageRecord, dict[str, unpack.FileRow]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,42 +93,6 @@ class PackResult:
     validation: ValidationReport
 
 
-def _check_source_manifest(tree: Path, files: list[SourceFile]) -> ContentManifest | None:
-    if not any(f.path == CONTENT_MANIFEST_NAME for f in files):
-        return None
-    manifest = read_manifest(tree)
-    listed = manifest.by_path()
-    found = {f.path: f.size for f in files if f.path != CONTENT_MANIFEST_NAME}
-    issues = [f"{p}: missing (listed in {CONTENT_MANIFEST_NAME})" for p in listed if p not in found]
-    issues += [f"{p}: extra file not in {CONTENT_MANIFEST_NAME}" for p in found if p not in listed]
-    issues += [
-        f"{p}: {size} bytes, {CONTENT_MANIFEST_NAME} says {listed[p].size}"
-        for p, size in found.items()
-        if p in listed and listed[p].size != size
-    ]
-    if issues:
-        raise VerificationFailed(f"{tree}: does not match its content manifest", sorted(issues))
-    return manifest
-
-
-def _load_previous(previous: Path | None, name: str, limit: int) -> unpack.Release | None:
-    if previous is None:
-        return None
-    try:
-        release = unpack.load_release(str(previous))
-    except unpack.UnpackError as exc:
-        raise VerificationFailed(
-            f"{previous}: previous release does not load", [str(exc)]
-        ) from None
-    if release.name != name or release.manifest["package_limit_bytes"] != limit:
-        raise SnapshotMismatchError(
-            f"{previous}: previous release is {release.name!r} with a "
-            f"{release.manifest['package_limit_bytes']}-byte limit; this one is {name!r} "
-            f"with {limit}: a later family must use the same name and limit"
-        )
-    return release
-
-
 def _write_packages(
     tree: Path,
     staging: Path,
@@ -133,9 +101,14 @@ def _write_packages(
     name: str,
     progress: Progress | None,
     *,
-    hash_packages: bool,
+    after_package: AfterPackage | None,
 ) -> tuple[dict[str, str], list[PackageRecord]]:
-    """Read every file once: into its package and its hash, or only its hash (pending)."""
+    """Read every file once: into its package and its hash, or only its hash (pending).
+
+    *after_package* receives each finished package with its rows (the read-back runs there,
+    on other cores, while the next package is written); without it the writer hashes the
+    package itself.
+    """
     digests: dict[str, str] = {}
     records: list[PackageRecord] = []
     with SourceReader(tree) as reader:
@@ -147,7 +120,8 @@ def _write_packages(
                     for item in plan.files:
                         digests[item.path] = _hash_only(reader, item, progress)
                     continue
-                with TarPackageWriter(staging / plan.name, hash_package=hash_packages) as tar:
+                hash_package = after_package is None
+                with TarPackageWriter(staging / plan.name, hash_package=hash_package) as tar:
                     for item in plan.files:
                         tar.begin_member(f"{name}/{item.path}", item.size)
                         hasher = hashlib.sha256()
@@ -160,15 +134,20 @@ def _write_packages(
                         digests[item.path] = hasher.hexdigest()
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
-                records.append(
-                    PackageRecord(
-                        name=plan.name,
-                        family=family,
-                        size=tar.size,
-                        sha256=tar.sha256,
-                        member_count=tar.members,
-                    )
+                record = PackageRecord(
+                    name=plan.name,
+                    family=family,
+                    size=tar.size,
+                    sha256=tar.sha256,
+                    member_count=tar.members,
                 )
+                records.append(record)
+                if after_package is not None:
+                    rows = {
+                        f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
+                        for f in plan.files
+                    }
+                    after_package(record, rows)
     return digests, records
 
 
@@ -179,56 +158,6 @@ def _hash_only(reader: SourceReader, item: SourceFile, progress: Progress | None
         if progress is not None:
             progress(len(chunk))
     return hasher.hexdigest()
-
-
-def _snapshot(
-    files: list[SourceFile], digests: dict[str, str], source: ContentManifest | None
-) -> SnapshotRecord:
-    if source is None:
-        return SnapshotRecord(
-            root_sha256=unpack.root_sha256((f.path, f.size, digests[f.path]) for f in files),
-            source="computed",
-            excluded=(),
-            file_count=len(files),
-            total_bytes=sum(f.size for f in files),
-        )
-    listed = source.by_path()
-    issues = [
-        f"{path}: SHA-256 {digest}, {CONTENT_MANIFEST_NAME} says {listed[path].sha256}"
-        for path, digest in sorted(digests.items())
-        if path in listed and listed[path].sha256 != digest
-    ]
-    if issues:
-        raise VerificationFailed("the tree does not match its content manifest", issues)
-    return SnapshotRecord(
-        root_sha256=source.root_sha256,
-        source="content_manifest",
-        excluded=source.excluded,
-        file_count=source.file_count,
-        total_bytes=source.total_bytes,
-    )
-
-
-def _carry_over(
-    previous: unpack.Release, snapshot: SnapshotRecord, rows: list[FileRow], carried: set[str]
-) -> list[PackageRecord]:
-    if previous.snapshot_root != snapshot.root_sha256:
-        raise SnapshotMismatchError(
-            f"the tree is snapshot {snapshot.root_sha256}, the previous release is snapshot "
-            f"{previous.snapshot_root}: families of different snapshots are never mixed"
-        )
-    old = {r.path: (r.size, r.sha256, r.family, r.package) for r in previous.rows}
-    diffs = [
-        f"{r.path}: assigned differently than in the previous release"
-        for r in rows
-        if r.family in carried and old.get(r.path) != (r.size, r.sha256, r.family, r.package)
-    ]
-    if diffs:
-        raise SnapshotMismatchError("carried-over families differ from the previous release", diffs)
-    return [
-        PackageRecord(**{k: p[k] for k in ("name", "family", "size", "sha256", "member_count")})
-        for p in previous.packages_of(carried)
-    ]
 
 
 def pack_release(
@@ -263,10 +192,10 @@ def pack_release(
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
     files = scan_tree(tree)
-    source = _check_source_manifest(tree, files)
+    source = check_source_manifest(tree, files)
     families = opts.rules.assign(f.path for f in files)
     present = set(families.values())
-    previous = _load_previous(opts.previous, name, opts.package_limit)
+    previous = load_previous(opts.previous, name, opts.package_limit)
     carried = (
         {f for f, info in previous.families.items() if info["status"] == "delivered"}
         if previous
@@ -282,10 +211,24 @@ def pack_release(
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
     staging = new_staging_dir(out)
     try:
-        digests, records = _write_packages(
-            tree, staging, plans, deliver, name, progress, hash_packages=not opts.read_back
-        )
-        snapshot = _snapshot(files, digests, source)
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            checks: list[Future[tuple[PackageRecord, list[str]]]] = []
+
+            def read_back(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+                checks.append(pool.submit(read_back_package, staging, name, record, rows))
+
+            digests, records = _write_packages(
+                tree,
+                staging,
+                plans,
+                deliver,
+                name,
+                progress,
+                after_package=read_back if opts.read_back else None,
+            )
+            if opts.read_back:
+                records = collect_read_backs(check.result() for check in checks)
+        snapshot = snapshot_record(files, digests, source)
         package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
         rows = [
             FileRow(
@@ -297,10 +240,8 @@ def pack_release(
             )
             for f in files
         ]
-        if opts.read_back:
-            records = read_back_packages(staging, name, records, rows)
         if previous is not None:
-            records += _carry_over(previous, snapshot, rows, carried)
+            records += carry_over(previous, snapshot, rows, carried)
         manifest, validation = write_metadata(
             staging,
             out,

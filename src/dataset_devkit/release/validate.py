@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +16,6 @@ from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
     FORMAT_VERSION,
     VALIDATION_FORMAT,
-    FileRow,
     PackageCheck,
     PackageRecord,
     ReleaseManifest,
@@ -28,48 +26,43 @@ from dataset_devkit.release.spec import (
 if TYPE_CHECKING:
     from dataset_devkit.release.packer import PackOptions
 
-__all__ = ["read_back_packages", "validate_release"]
+__all__ = ["collect_read_backs", "read_back_package", "validate_release"]
 
 
-def read_back_packages(
-    staging: Path, name: str, records: list[PackageRecord], rows: list[FileRow]
+def read_back_package(
+    staging: Path, name: str, record: PackageRecord, rows: dict[str, unpack.FileRow]
+) -> tuple[PackageRecord, list[str]]:
+    """Re-read one new package with ``unpack.py``'s strict parser.
+
+    Every member must be exactly one of *rows* and hash to its SHA-256; the package's own
+    SHA-256 is taken from this same read (the writer does not hash the bytes twice).
+    Returns the completed record and every problem found.
+    """
+    try:
+        digest, bad = unpack.read_back_package(str(staging / record.name), record.name, name, rows)
+    except unpack.UnpackError as exc:
+        return record, [str(exc)]
+    return msgspec.structs.replace(record, sha256=digest), bad
+
+
+def collect_read_backs(
+    results: Iterable[tuple[PackageRecord, list[str]]],
 ) -> list[PackageRecord]:
-    """Re-read every new package with ``unpack.py``'s strict parser, on all cores.
-
-    Every member must be exactly its row and hash to its row's SHA-256; the package's own
-    SHA-256 is taken from this same read (the writer does not hash it twice).
+    """Gather read-back results in order, raising once with every problem.
 
     Raises
     ------
     ReleaseVerificationError
-        Listing every package or member that does not read back.
+        Listing every package or member that did not read back.
     """
-    by_package: dict[str, dict[str, unpack.FileRow]] = {}
-    for r in rows:
-        if r.package is not None:
-            by_package.setdefault(r.package, {})[r.path] = unpack.FileRow(
-                r.path, r.size, r.sha256, r.family, r.package
-            )
-
-    def one(record: PackageRecord) -> tuple[PackageRecord, list[str]]:
-        path = str(staging / record.name)
-        try:
-            digest, bad = unpack.read_back_package(
-                path, record.name, name, by_package.get(record.name, {})
-            )
-        except unpack.UnpackError as exc:
-            return record, [str(exc)]
-        return msgspec.structs.replace(record, sha256=digest), bad
-
+    records: list[PackageRecord] = []
     issues: list[str] = []
-    checked: list[PackageRecord] = []
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        for record, bad in pool.map(one, records):
-            checked.append(record)
-            issues.extend(bad)
+    for record, bad in results:
+        records.append(record)
+        issues.extend(bad)
     if issues:
         raise ReleaseVerificationError("read-back of the new packages failed", issues)
-    return checked
+    return records
 
 
 def _restore_test(
