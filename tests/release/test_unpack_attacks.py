@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -281,3 +282,14 @@ def test_leftover_temporary_file_is_reported_not_ignored(world: dict[str, Path])
     (world["output"] / "ds" / ".unpack-0123456789ab.tmp").write_bytes(b"half")
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     _attempt(world, package, [row("a.txt", b"a\n")], "left by an interrupted run")
+
+
+def test_fifo_in_place_of_a_package_fails_instead_of_hanging(tmp_path: Path) -> None:
+    package = tar_bytes([file_info("ds/a.txt", b"a\n")])
+    release = craft_release(tmp_path / "release", package, [row("a.txt", b"a\n")])
+    (release / "base" / "base-0001.tar").unlink()
+    os.mkfifo(release / "base" / "base-0001.tar")
+    with pytest.raises(unpack.UnpackError, match="not a regular file"):
+        unpack.verify_release(str(release), ["base"])
+    with pytest.raises(unpack.UnpackError, match="not a regular file"):
+        unpack._open_read_path(str(release / "base" / "base-0001.tar"))

@@ -379,7 +379,14 @@ def _read_small(directory: str, name: str, limit: int = 1 << 26) -> bytes:
 
 
 def _open_read_path(path: str) -> IO[bytes]:
-    fd = os.open(path, os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0))
+    # O_NONBLOCK: a FIFO swapped in for a package must fail here, not block the open forever.
+    flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnpackError(f"{path}: not a regular file (links and special files are refused)")
+    if flags & getattr(os, "O_NONBLOCK", 0):
+        os.set_blocking(fd, True)
     return os.fdopen(fd, "rb", buffering=0)
 
 
