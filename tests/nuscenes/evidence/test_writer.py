@@ -150,3 +150,12 @@ def test_labels_are_imported_and_checked(tmp_path: Path, recordings: dict[str, P
         FormatError, match=r"labels\[0\].recording_id: label 'l1' names unknown recording 'nope'"
     ):
         build_evidence([recordings["json"]], CONFIG, tmp_path / "ev2", labels=labels)
+
+
+def test_the_same_recordings_and_config_give_the_same_evidence_hash(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    a = build_evidence([recordings["ros2"]], CONFIG, tmp_path / "a")
+    b = build_evidence([recordings["ros2"]], CONFIG, tmp_path / "b")
+    assert a.root_sha256 == b.root_sha256
+    assert (a.root / "evidence.json").read_bytes() == (b.root / "evidence.json").read_bytes()

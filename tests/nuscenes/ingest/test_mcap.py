@@ -167,3 +167,50 @@ def test_a_symlinked_recording_is_refused(tmp_path: Path, recordings: dict[str, 
     link.symlink_to(recordings["json"])
     with pytest.raises(UnsafePathError):
         read_mcap(link)
+
+
+def test_ego_orientation_may_come_from_pose_in_frame(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    import base64
+
+    from mcap.writer import Writer
+
+    from dataset_devkit.nuscenes.samples import sample_events
+
+    path = tmp_path / "pose.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f)
+        writer.start()
+        ids: dict[tuple[str, str], int] = {}
+        for t, kind, p in sample_events(DRIVE):
+            if kind == "ego":
+                schema, topic = "foxglove.PoseInFrame", "/pose"
+                p = {
+                    "timestamp": p["timestamp"],
+                    "frame_id": "world",
+                    "pose": {"position": p["translation"], "orientation": p["rotation"]},
+                }
+            elif kind == "tf":
+                schema, topic = "foxglove.FrameTransform", "/tf_static"
+            elif kind == "fix":
+                schema, topic = "foxglove.LocationFix", "/gnss"
+            elif kind == "calibration":
+                schema, topic = "foxglove.CameraCalibration", f"/{p['frame_id']}/calibration"
+            else:
+                schema, topic = "foxglove.CompressedImage", f"/{p['frame_id']}/image"
+                p = {**p, "data": base64.b64encode(p["data"]).decode()}
+            if (topic, schema) not in ids:
+                sid = writer.register_schema(name=schema, encoding="jsonschema", data=b"{}")
+                ids[(topic, schema)] = writer.register_channel(
+                    topic=topic, message_encoding="json", schema_id=sid
+                )
+            writer.add_message(
+                ids[(topic, schema)], log_time=t, publish_time=t, data=json.dumps(p).encode()
+            )
+        writer.finish()
+    source = read_mcap(path)
+    reference = read_mcap(recordings["json"])
+    assert len(source.rotations) == len(reference.rotations)
+    assert source.rotations[7].value == pytest.approx(reference.rotations[7].value)
+    assert source.observations.poses == len(DRIVE.pose_times())
