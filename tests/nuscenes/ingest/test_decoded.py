@@ -108,3 +108,10 @@ def test_an_unsafe_video_name_or_symlinked_folder_is_refused(
     (tmp_path / "link").symlink_to(recordings["decoded"])
     with pytest.raises(UnsafePathError):
         read_decoded(tmp_path / "link")
+
+
+def test_an_uncalibrated_all_zero_k_is_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    zeros = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
+    bad = _copy(recordings["decoded"], tmp_path / "bad", cameras__K=zeros)
+    with pytest.raises(FormatError, match=r"cameras\[0\].K: camera 'cam_front': K is not"):
+        read_decoded(bad)

@@ -214,3 +214,46 @@ def test_ego_orientation_may_come_from_pose_in_frame(
     assert len(source.rotations) == len(reference.rotations)
     assert source.rotations[7].value == pytest.approx(reference.rotations[7].value)
     assert source.observations.poses == len(DRIVE.pose_times())
+
+
+def test_gnss_messages_without_a_fix_are_dropped_and_recorded(tmp_path: Path) -> None:
+    import base64
+
+    from mcap.writer import Writer
+
+    from dataset_devkit.nuscenes.samples import sample_events
+
+    drive = SampleDrive(duration_s=1.0, width=16, height=8)
+    path = tmp_path / "nofix.mcap"
+    names = {
+        "tf": "foxglove.FrameTransform",
+        "ego": "foxglove.FrameTransform",
+        "fix": "foxglove.LocationFix",
+        "calibration": "foxglove.CameraCalibration",
+        "image": "foxglove.CompressedImage",
+    }
+    with path.open("wb") as f:
+        writer = Writer(f)
+        writer.start()
+        ids: dict[str, int] = {}
+        dropped = 0
+        for t, kind, p in sample_events(drive):
+            if kind not in ids:
+                sid = writer.register_schema(name=names[kind], encoding="jsonschema", data=b"{}")
+                ids[kind] = writer.register_channel(
+                    topic=f"/{kind}", message_encoding="json", schema_id=sid
+                )
+            if kind == "image":
+                p = {**p, "data": base64.b64encode(p["data"]).decode()}
+            if kind == "fix" and dropped < 3:
+                p = {**p, "latitude": 123.0}
+                dropped += 1
+            writer.add_message(ids[kind], log_time=t, publish_time=t, data=json.dumps(p).encode())
+        writer.finish()
+    source = read_mcap(path)
+    reasons = [r.reason for r in source.filtering if r.subject == "topic /fix"]
+    assert len(reasons) == 3
+    assert all("no usable fix: dropped" in r for r in reasons)
+    assert source.observations.gnss_fixes == len(drive.pose_times())  # observed, before filtering
+    assert source.observations.rejected_messages == 3
+    assert len(source.gnss) == len(drive.pose_times()) - 3

@@ -24,6 +24,7 @@ from dataset_devkit.nuscenes.ingest.model import (
     RecordingSource,
     TimedQuat,
     TimedVec3,
+    check_intrinsic,
 )
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
 from dataset_devkit.nuscenes.jpeg import encode_jpeg
@@ -139,6 +140,10 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
             raise FormatError("width and height must be positive", path=meta, field=where)
         _increasing(cam.timestamps_ns, meta, f"{where}.timestamps_ns")
         _finite([cam.K, cam.rotation_vector, cam.translation, cam.distortion], meta, where)
+        try:
+            check_intrinsic(cam.K, cam.width, cam.height, f"camera {cam.name!r}")
+        except FormatError as exc:
+            raise FormatError(exc.detail, path=meta, field=f"{where}.K") from exc
     _increasing([p.timestamp_ns for p in doc.ego_poses], meta, "$.ego_poses")
     _increasing([g.timestamp_ns for g in doc.gnss], meta, "$.gnss")
     for i, p in enumerate(doc.ego_poses):

@@ -8,6 +8,7 @@ verbatim in a second pass, only for the frames the scene grid needs.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections import defaultdict
@@ -35,6 +36,7 @@ from dataset_devkit.nuscenes.ingest.model import (
     RecordingSource,
     TimedQuat,
     TimedVec3,
+    check_intrinsic,
 )
 from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
@@ -76,6 +78,7 @@ class _Scan:
     metadata: dict[str, str] = field(default_factory=dict)
     filtering: list[Rejection] = field(default_factory=list)
     messages: int = 0
+    gnss_seen: int = 0
     rejected: int = 0
     truncated: bool = False
     detail: str = ""
@@ -203,6 +206,9 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
             return
         frames[rec.timestamp_ns] = dims
     elif isinstance(rec, Calibration):
+        check_intrinsic(
+            rec.intrinsic, rec.width, rec.height, f"topic {topic!r}: camera {rec.frame_id!r}"
+        )
         scan.calibration_counts[rec.frame_id] += 1
         first = scan.calibrations.setdefault(rec.frame_id, rec)
         if (first.width, first.height, first.intrinsic) != (rec.width, rec.height, rec.intrinsic):
@@ -218,7 +224,20 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
     elif isinstance(rec, Orientation):
         scan.poses.append(rec)
     elif isinstance(rec, Fix):
-        scan.fixes.append(rec)
+        scan.gnss_seen += 1
+        usable = rec.has_fix and all(
+            math.isfinite(v) for v in (rec.latitude, rec.longitude, rec.altitude)
+        )
+        if usable and -90.0 <= rec.latitude <= 90.0 and -180.0 <= rec.longitude <= 180.0:
+            scan.fixes.append(rec)
+        else:
+            scan.rejected += 1
+            scan.filtering.append(
+                Rejection(
+                    subject=f"topic {topic}",
+                    reason=f"GNSS message at {rec.timestamp_ns} ns has no usable fix: dropped",
+                )
+            )
 
 
 def _extrinsics(
@@ -334,7 +353,7 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         image_frames={fid: len(frames) for fid, frames in sorted(scan.images.items())},
         calibrations=dict(sorted(scan.calibration_counts.items())),
         poses=len(orientations),
-        gnss_fixes=len(scan.fixes),
+        gnss_fixes=scan.gnss_seen,
         truncated=scan.truncated,
         truncation_detail=scan.detail,
         rejected_messages=scan.rejected,

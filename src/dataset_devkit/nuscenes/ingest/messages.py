@@ -82,6 +82,8 @@ class Fix:
     latitude: float
     longitude: float
     altitude: float
+    #: False for a ROS ``NavSatFix`` whose status says "no fix".
+    has_fix: bool = True
 
 
 Normalized = Image | Calibration | TransformEdge | Orientation | Fix
@@ -187,12 +189,16 @@ def normalize(schema_name: str, msg: Any) -> list[Normalized]:
         return [_edge(t, "ros" if ros else "foxglove") for t in _get(msg, "transforms")]
     if role == "pose":
         return [Orientation(_stamp(msg), _quat(_get(_get(msg, "pose"), "orientation"), "pose"))]
+    has_fix = True
+    if ros:
+        has_fix = int(_get(_get(msg, "status"), "status")) >= 0  # STATUS_NO_FIX is -1
     return [
         Fix(
             timestamp_ns=_stamp(msg),
             latitude=float(_get(msg, "latitude")),
             longitude=float(_get(msg, "longitude")),
             altitude=float(_get(msg, "altitude")),
+            has_fix=has_fix,
         )
     ]
 
