@@ -159,3 +159,19 @@ def test_the_same_recordings_and_config_give_the_same_evidence_hash(
     b = build_evidence([recordings["ros2"]], CONFIG, tmp_path / "b")
     assert a.root_sha256 == b.root_sha256
     assert (a.root / "evidence.json").read_bytes() == (b.root / "evidence.json").read_bytes()
+
+
+def test_a_build_failing_while_storing_frames_leaves_no_evidence(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "short-video"
+    shutil.copytree(recordings["decoded"], folder)
+    doc = json.loads((folder / "recording.json").read_text())
+    last = doc["cameras"][0]["timestamps_ns"][-1]
+    doc["cameras"][0]["timestamps_ns"].append(last + 100_000_000)  # one more stamp than frames
+    (folder / "recording.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="frames but 61 timestamps"):
+        build_evidence([folder], CONFIG, tmp_path / "ev")
+    assert not (tmp_path / "ev").exists()

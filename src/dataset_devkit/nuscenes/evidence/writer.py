@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError
-from dataset_devkit.integrity import SafeDir, write_manifest
+from dataset_devkit.integrity import SafeDir, remove_staging, write_manifest
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -119,7 +119,7 @@ def build_evidence(
     """Ingest *recordings*, derive scenes/selection/splits, store frames; write *out* once.
 
     *out* must not exist. Its ``content_manifest.json`` is written last, so a directory
-    without one is an interrupted build, never evidence.
+    without one is an interrupted build, never evidence; a failed build removes *out*.
     """
     check_config(config)
     if not recordings:
@@ -151,33 +151,40 @@ def build_evidence(
     if labels is not None:
         label_name, label_sha, label_records = read_labels(Path(labels), ev_recordings)
     out = Path(out)
-    with SafeDir.create(out) as root:
-        images = _store_frames(
-            root, sources, derived.scenes, set(derived.selected_scene_ids), mapping, report
-        )
-        doc = EvidenceDocument(
-            schema_version=EVIDENCE_SCHEMA_VERSION,
-            namespace=config.namespace,
-            config=config,
-            config_fingerprint=config_fingerprint(config),
-            source_type=types[0],
-            channel_mapping=mapping,
-            recordings=ev_recordings,
-            derived=derived,
-            images=images,
-            label_file_name=label_name,
-            label_file_sha256=label_sha,
-            labels=label_records,
-            rejections=tuple(
-                Rejection(
-                    subject=s.source_name, reason=f"truncated: {s.observations.truncation_detail}"
-                )
-                for s in sources
-                if s.truncated
-            ),
-        )
-        root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
-    write_manifest(out)
+    root = SafeDir.create(out)  # refuses an existing path: evidence is written once
+    try:
+        with root:
+            images = _store_frames(
+                root, sources, derived.scenes, set(derived.selected_scene_ids), mapping, report
+            )
+            doc = EvidenceDocument(
+                schema_version=EVIDENCE_SCHEMA_VERSION,
+                namespace=config.namespace,
+                config=config,
+                config_fingerprint=config_fingerprint(config),
+                source_type=types[0],
+                channel_mapping=mapping,
+                recordings=ev_recordings,
+                derived=derived,
+                images=images,
+                label_file_name=label_name,
+                label_file_sha256=label_sha,
+                labels=label_records,
+                rejections=tuple(
+                    Rejection(
+                        subject=s.source_name,
+                        reason=f"truncated: {s.observations.truncation_detail}",
+                    )
+                    for s in sources
+                    if s.truncated
+                ),
+            )
+            root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
+        write_manifest(out)
+    except BaseException:
+        # Ours alone (created exclusively above): leave no half-built evidence behind.
+        remove_staging(out)
+        raise
     return read_evidence(out)
 
 

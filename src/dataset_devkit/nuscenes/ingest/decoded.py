@@ -148,6 +148,10 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
     _increasing([g.timestamp_ns for g in doc.gnss], meta, "$.gnss")
     for i, p in enumerate(doc.ego_poses):
         _finite([p.translation, p.rotation_vector], meta, f"$.ego_poses[{i}]")
+    for i, g in enumerate(doc.gnss):
+        _finite([g.latitude_deg, g.longitude_deg, g.altitude_m], meta, f"$.gnss[{i}]")
+        if not (-90.0 <= g.latitude_deg <= 90.0 and -180.0 <= g.longitude_deg <= 180.0):
+            raise FormatError("latitude/longitude out of range", path=meta, field=f"$.gnss[{i}]")
     return doc, raw
 
 
