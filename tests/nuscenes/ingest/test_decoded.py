@@ -115,3 +115,31 @@ def test_an_uncalibrated_all_zero_k_is_refused(tmp_path: Path, recordings: dict[
     bad = _copy(recordings["decoded"], tmp_path / "bad", cameras__K=zeros)
     with pytest.raises(FormatError, match=r"cameras\[0\].K: camera 'cam_front': K is not"):
         read_decoded(bad)
+
+
+def test_the_documented_json_schema_matches_the_reader(recordings: dict[str, Path]) -> None:
+    from dataset_devkit.nuscenes.ingest import decoded
+
+    docs = (Path(__file__).parents[3] / "docs" / "nuscenes.md").read_text()
+    block = docs.split("JSON schema of `recording.json`:", 1)[1].split("```json", 1)[1]
+    schema = json.loads(block.split("```", 1)[0])
+    props = schema["properties"]
+
+    def fields(struct: type) -> set[str]:
+        return set(struct.__struct_fields__)  # type: ignore[attr-defined]
+
+    assert set(props) == set(schema["required"]) == fields(decoded._Recording)
+    items = {
+        "cameras": decoded._Camera,
+        "ego_poses": decoded._Pose,
+        "gnss": decoded._Fix,
+    }
+    for key, struct in items.items():
+        item = props[key]["items"]
+        assert set(item["properties"]) == set(item["required"]) == fields(struct), key
+        assert item["additionalProperties"] is False
+    origin = props["enu_origin"]
+    assert set(origin["properties"]) == set(origin["required"]) == fields(decoded._Origin)
+    sample = json.loads((recordings["decoded"] / "recording.json").read_text())
+    assert set(sample) == set(props)
+    assert set(sample["cameras"][0]) == set(props["cameras"]["items"]["properties"])
