@@ -153,3 +153,28 @@ def test_export_from_a_path_verifies_the_whole_evidence(
     shutil.copytree(mcap_evidence.root, copy)
     export_dataset(tmp_path / "staging", copy)
     assert (tmp_path / "staging" / VERSION / "scene.json").is_file()
+
+
+def test_several_recordings_export_as_several_logs_with_one_scaffold_map(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from nuscenes.nuscenes import NuScenes
+
+    from dataset_devkit.nuscenes import build_evidence
+
+    sources = [recordings["protobuf"], recordings["json"], recordings["ros2"]]
+    evidence = build_evidence(sources, CONFIG, tmp_path / "ev")
+    root = tmp_path / "staging"
+    export_dataset(root, evidence)
+    nusc = NuScenes(version=VERSION, dataroot=str(root), verbose=False)
+    assert len(nusc.log) == 3
+    assert len(nusc.scene) == 9
+    assert len(nusc.sensor) == 2  # one sensor per channel, shared by the recordings
+    assert len(nusc.calibrated_sensor) == 6  # one calibration per recording and channel
+    assert {log["map_token"] for log in nusc.log} == {nusc.map[0]["token"]}
+    splits = json.loads((root / EXTENSIONS_DIR / "split.json").read_text())["assignments"]
+    assert {a["split"] for a in splits} == {"train", "test"}
+    groups: dict[str, set[str]] = {}
+    for a in splits:
+        groups.setdefault(a["group_id"], set()).add(a["split"])
+    assert all(len(s) == 1 for s in groups.values())
