@@ -14,6 +14,7 @@ from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_m
 from dataset_devkit.nuscenes.spec import (
     ExportConfig,
     ImageConfig,
+    IngestConfig,
     PipelineConfig,
     ScenarioConfig,
     SelectionRule,
@@ -25,6 +26,7 @@ __all__ = [
     "ExportConfig",
     "ExportResult",
     "ImageConfig",
+    "IngestConfig",
     "PipelineConfig",
     "RecordingSource",
     "ScenarioConfig",

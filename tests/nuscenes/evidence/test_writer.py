@@ -175,3 +175,15 @@ def test_a_build_failing_while_storing_frames_leaves_no_evidence(
     with pytest.raises(FormatError, match="frames but 61 timestamps"):
         build_evidence([folder], CONFIG, tmp_path / "ev")
     assert not (tmp_path / "ev").exists()
+
+
+def test_the_mcap_vehicle_frame_comes_from_the_ingest_config(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from dataset_devkit.nuscenes import IngestConfig
+
+    config = PipelineConfig(
+        namespace="x", scenario=CONFIG.scenario, ingest=IngestConfig(vehicle_frame="chassis")
+    )
+    with pytest.raises(FormatError, match="not reachable from 'chassis'"):
+        build_evidence([recordings["json"]], config, tmp_path / "ev")

@@ -26,6 +26,8 @@ def check_config(config: PipelineConfig) -> None:
             f"{config.image.jpeg_quality}",
             key="image.jpeg_quality",
         )
+    if not config.ingest.vehicle_frame.strip():
+        raise ConfigError("ingest.vehicle_frame must name a frame", key="ingest.vehicle_frame")
     scenario = config.scenario
     if not scenario.scene_duration_s * 1e9 >= SAMPLE_INTERVAL_NS:
         raise ConfigError(

@@ -42,13 +42,13 @@ def config_fingerprint(config: PipelineConfig) -> str:
     return hashlib.sha256(encode_canonical(config)).hexdigest()
 
 
-def open_recording(path: Path) -> RecordingSource:
+def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
     """Read one recording with the backend its shape selects: a folder or an ``.mcap`` file."""
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         return read_decoded(path)
     if path.suffix == ".mcap":
-        return read_mcap(path)
+        return read_mcap(path, vehicle_frame=vehicle_frame)
     raise FormatError("not a recording: expected an .mcap file or a decoded folder", path=path)
 
 
@@ -128,7 +128,7 @@ def build_evidence(
     sources = []
     for i, path in enumerate(recordings):
         report("ingest", i, len(recordings))
-        sources.append(open_recording(Path(path)))
+        sources.append(open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame))
     report("ingest", len(recordings), len(recordings))
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:
