@@ -448,6 +448,9 @@ class CameraGridAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=
     max_abs_offset_ns: int
     frames_in_window: int
     frames_without_pose: int
+    #: Sample audit (added, additive): per grid point, the matched key frame's signed offset
+    #: from the grid time in ns, or ``None`` when no frame matched.
+    offsets_ns: tuple[int | None, ...] = ()
 
 
 class SceneWindowAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
