@@ -497,6 +497,8 @@ class SceneValidity(_Record, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     sample_tokens: tuple[str, ...]
     channels: tuple[str, ...]
     max_abs_offset_ns: int
+    #: Added (additive): the original nanosecond grid time of each sample, in chain order.
+    sample_timestamps_ns: tuple[int, ...] = ()
 
 
 class ValidityDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
