@@ -136,6 +136,8 @@ class StereoDataset:
     frames
         Which frames ``dataset[i]`` reads: ``None`` for all, an int for the first N, or a
         callable ``(sample_index, num_frames) -> frame numbers``.
+    decoder_threads
+        FFmpeg threads per video; keep 1 (the default) when DataLoader workers fork.
     """
 
     def __init__(
@@ -145,8 +147,10 @@ class StereoDataset:
         index: str | None = None,
         use_depth: bool = False,
         frames: int | FrameSelector | None = None,
+        decoder_threads: int = 1,
     ) -> None:
         self.root = Path(root)
+        self.decoder_threads = decoder_threads
         self.index = index or (INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT)
         self.requirements = load_requirements(self.root, self.index)
         if self.requirements.use_depth != use_depth:
@@ -208,7 +212,8 @@ class StereoDataset:
         reader = self._videos.pop(key, None)
         if reader is None:
             row = self.rows[sample]
-            reader = VideoReader(self.root / (row.left_video if eye == "left" else row.right_video))
+            path = self.root / (row.left_video if eye == "left" else row.right_video)
+            reader = VideoReader(path, self.decoder_threads)
         self._videos[key] = reader
         while len(self._videos) > _MAX_OPEN_VIDEOS:
             _, old = self._videos.popitem(last=False)

@@ -120,10 +120,21 @@ class VideoReader:
     The container is opened on first use in the process that uses it: a handle created in
     the parent of a DataLoader and used in a forked worker reopens its own file (decoder state
     is never shared between processes), and pickling drops the open container (spawn).
+
+    Parameters
+    ----------
+    path
+        The MP4 file.
+    threads
+        FFmpeg decoder threads. The default 1 is what makes ``fork`` safe: a forked child that
+        frees a threaded decoder inherited from its parent (even one awaiting garbage
+        collection) blocks forever on threads that exist only in the parent. Use more only
+        when no process forks after reading, e.g. for whole-clip reads in one process.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, threads: int = 1) -> None:
         self.path = path
+        self.threads = threads
         self._container: Any = None
         self._pid = -1
         self._info: VideoInfo | None = None
@@ -132,10 +143,10 @@ class VideoReader:
         self._frame_of_pts: dict[int, int] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "info": self._info}
+        return {"path": self.path, "threads": self.threads, "info": self._info}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
+        self.__init__(state["path"], state["threads"])  # type: ignore[misc]
         self._info = state["info"]
 
     @property
@@ -157,6 +168,7 @@ class VideoReader:
         av = import_av()
         try:
             container = av.open(str(self.path))
+            container.streams.video[0].codec_context.thread_count = self.threads
             if self._info is None:
                 self._info = _index(container, self.path)
         except av.FFmpegError as exc:
