@@ -16,7 +16,11 @@ WIDTH, HEIGHT = 64, 48
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A two-pair export with depth (read-only by convention: copy before changing it)."""
     return make_sample_source(
-        tmp_path_factory.mktemp("src") / "export", pairs=3, frames=FRAMES, width=WIDTH, height=HEIGHT
+        tmp_path_factory.mktemp("src") / "export",
+        pairs=3,
+        frames=FRAMES,
+        width=WIDTH,
+        height=HEIGHT,
     )
 
 

@@ -20,8 +20,18 @@ def test_build_then_validate_with_json_output(source, tmp_path):
     assert summary["pairs"] == 3 and summary["has_depth"] is True
     report = tmp_path / "reader_validation.json"
     checked = runner.invoke(
-        app, ["stereo", "validate", str(out), "--with-depth", "--full", "--json",
-              "--report", str(report)])
+        app,
+        [
+            "stereo",
+            "validate",
+            str(out),
+            "--with-depth",
+            "--full",
+            "--json",
+            "--report",
+            str(report),
+        ],
+    )
     assert checked.exit_code == 0, checked.output
     result = json.loads(checked.stdout)
     assert result["ok"] is True and result["issues"] == []
@@ -31,7 +41,11 @@ def test_build_then_validate_with_json_output(source, tmp_path):
 def test_validate_of_a_missing_root_exits_1_with_one_line(tmp_path, package_env):
     done = subprocess.run(
         [sys.executable, "-m", "dataset_devkit", "stereo", "validate", str(tmp_path / "none")],
-        capture_output=True, text=True, env=package_env, check=False)
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("error: ") and "stereo validation failed" in done.stderr
 
@@ -39,9 +53,21 @@ def test_validate_of_a_missing_root_exits_1_with_one_line(tmp_path, package_env)
 def test_build_from_a_bad_source_exits_1_naming_the_problem(tmp_path, package_env):
     (tmp_path / "export.json").write_text('{"format": "genvr-render-export"}')
     done = subprocess.run(
-        [sys.executable, "-m", "dataset_devkit", "stereo", "build", str(tmp_path),
-         "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, env=package_env, check=False)
+        [
+            sys.executable,
+            "-m",
+            "dataset_devkit",
+            "stereo",
+            "build",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
     assert done.returncode == 1
     assert "export.json" in done.stderr and "missing required field" in done.stderr
 

@@ -1,10 +1,11 @@
-"""StereoDataset: exact frames, cameras and depth against the source; installs with and without depth."""
+"""StereoDataset against the source: frames, cameras, depth; installs with and without depth."""
 
 from __future__ import annotations
 
 import multiprocessing
 import pickle
 from pathlib import Path
+from typing import Any
 
 import av
 import numpy as np
@@ -17,7 +18,7 @@ from dataset_devkit.stereo.depth import encode_depth_mm
 from tests.stereo.helpers import remove_depth, writable_copy
 
 
-def _decode(path: Path) -> np.ndarray:
+def _decode(path: Path) -> np.ndarray[Any, Any]:
     with av.open(str(path)) as container:
         return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
 
@@ -57,8 +58,10 @@ def test_cameras_are_per_frame_opencv_poses_of_the_ue_track(built, source):
     assert np.allclose(item.camera_to_world["right"][0], expected)
     assert item.K["left"].shape == (1, 3, 3)
     assert item.K["left"][0, 0, 2] == 31.5 and item.K["left"][0, 1, 2] == 23.5
-    baseline = item.camera_to_world["right"][0, :3, 3] - StereoDataset(built.root).read(
-        0, [9]).camera_to_world["left"][0, :3, 3]
+    baseline = (
+        item.camera_to_world["right"][0, :3, 3]
+        - StereoDataset(built.root).read(0, [9]).camera_to_world["left"][0, :3, 3]
+    )
     assert np.isclose(np.linalg.norm(baseline), 0.065)
 
 
@@ -82,7 +85,7 @@ def test_a_base_only_install_reads_the_default_index_and_names_the_depth_downloa
 
 
 def test_use_depth_must_agree_with_the_index_requirements(built):
-    with pytest.raises(ConfigError, match="genvr_i2s.jsonl is read with use_depth=false"):
+    with pytest.raises(ConfigError, match=r"genvr_i2s\.jsonl is read with use_depth=false"):
         StereoDataset(built.root, index="genvr_i2s.jsonl", use_depth=True)
     with pytest.raises(ConfigError, match="use_depth=true"):
         StereoDataset(built.root, index="genvr_i2s_with_depth.jsonl")
@@ -92,13 +95,13 @@ def test_use_depth_must_agree_with_the_index_requirements(built):
 
 def test_out_of_range_samples_and_frames_are_index_errors(built):
     dataset = StereoDataset(built.root)
-    with pytest.raises(IndexError, match="sample 3 outside 0..2"):
+    with pytest.raises(IndexError, match=r"sample 3 outside 0\.\.2"):
         dataset.read(3, [0])
-    with pytest.raises(IndexError, match="frame 13 outside 0..12"):
+    with pytest.raises(IndexError, match=r"frame 13 outside 0\.\.12"):
         dataset.read(0, [13])
 
 
-def _read_in_child(dataset: StereoDataset, queue: multiprocessing.Queue) -> None:
+def _read_in_child(dataset: StereoDataset, queue: Any) -> None:
     queue.put(dataset.read(0, [5, 11]).left)
 
 

@@ -10,8 +10,9 @@ from dataset_devkit.stereo import DepthNotInstalledError, StereoDataset, validat
 
 
 def test_pack_base_and_depth_then_restore_base_only_and_then_depth(built, tmp_path):
-    release = pack_release(built.root, tmp_path / "GenVR-duo-20261023-packages",
-                           PackOptions(package_limit=64 * 1024)).release
+    release = pack_release(
+        built.root, tmp_path / "GenVR-duo-20261023-packages", PackOptions(package_limit=64 * 1024)
+    ).release
     assert len(list((release / "base").glob("base-*.tar"))) >= 2  # 64 KiB packages
     assert list((release / "depth").glob("depth-*.tar"))
     data = tmp_path / "data"
@@ -21,7 +22,7 @@ def test_pack_base_and_depth_then_restore_base_only_and_then_depth(built, tmp_pa
     base = StereoDataset(root)
     original = StereoDataset(built.root, use_depth=True)
     assert np.array_equal(base.read(2, [0, 12]).left, original.read(2, [0, 12]).left)
-    with pytest.raises(DepthNotInstalledError, match="unpack.py --depth"):
+    with pytest.raises(DepthNotInstalledError, match=r"unpack\.py --depth"):
         StereoDataset(root, use_depth=True)
     assert validate_stereo(root).issues == []
 

@@ -47,8 +47,9 @@ def test_a_missing_right_video_file_is_reported(source, tmp_path):
         (root / export["pairs"][0]["right"]["video"]).unlink()
 
     issues = _issues(source, tmp_path, edit)
-    assert issues == ["$.pairs[0] (map0001/scene0001/cams00): right video "
-                      "renders/shot000/right.mp4 is missing"]
+    assert issues == [
+        "$.pairs[0] (map0001/scene0001/cams00): right video renders/shot000/right.mp4 is missing"
+    ]
 
 
 def test_a_frame_count_mismatch_names_both_counts(source, tmp_path):
@@ -98,11 +99,16 @@ def test_wrong_resolutions_are_all_reported_at_once(source, tmp_path):
         path.write_text(json.dumps(track))
 
     issues = _issues(source, tmp_path, edit)
-    assert any("left video renders/shot000/left.mp4 has 13 frames at 64x48, export says "
-               "13 frames at 80x48" in i for i in issues)
+    assert any(
+        "left video renders/shot000/left.mp4 has 13 frames at 64x48, export says "
+        "13 frames at 80x48" in i
+        for i in issues
+    )
     assert any("right video renders/shot000/right.mp4" in i for i in issues)
-    assert any("shot001/left_camera.json at $.frames[0].resolution: [1280, 720], expected "
-               "[64, 48]" in i for i in issues)
+    assert any(
+        "shot001/left_camera.json at $.frames[0].resolution: [1280, 720], expected [64, 48]" in i
+        for i in issues
+    )
 
 
 def test_depth_with_the_wrong_shape_is_reported(source, tmp_path):
@@ -124,5 +130,5 @@ def test_paths_outside_the_export_are_refused(source, tmp_path, path):
 
 
 def test_a_missing_export_file_is_a_devkit_error(tmp_path):
-    with pytest.raises(DevkitError, match="export.json: cannot be read"):
+    with pytest.raises(DevkitError, match=r"export\.json: cannot be read"):
         load_source(tmp_path)

@@ -21,12 +21,20 @@ def test_a_fresh_build_validates_with_depth_and_in_full(built):
 
 def test_the_build_records_its_reader_check_in_reader_validation_json(built):
     record = msgspec.json.decode(
-        (built.root / "reader_validation.json").read_bytes(), type=ReaderValidation)
+        (built.root / "reader_validation.json").read_bytes(), type=ReaderValidation
+    )
     assert record.passed and record.use_depth and record.scope == "sample"
     assert record.pairs_read == [
-        "ue5-pro/map0001/scene0001/cams00", PAIR, "ue5-pro/map0002/scene0003/cams00"]
+        "ue5-pro/map0001/scene0001/cams00",
+        PAIR,
+        "ue5-pro/map0002/scene0003/cams00",
+    ]
     assert {r.what for r in record.reads} == {
-        "left video", "right video", "left depth", "right depth"}
+        "left video",
+        "right video",
+        "left depth",
+        "right depth",
+    }
     assert all(r.frames == [0, 6, 12] for r in record.reads)
     assert "no training run was performed" in record.not_checked
 

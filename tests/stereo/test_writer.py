@@ -40,10 +40,19 @@ def test_the_root_holds_every_documented_file(built):
         "ue5-pro",
     ]
     pair = built.root / PAIR
-    for rel in ["prompt.txt", "meta.json", "videos/left.mp4", "videos/right.mp4",
-                "cameras/left.json", "cameras/right.json", "depth-zstd-5-mm/meta.json",
-                "depth-zstd-5-mm/group.zarr/.zgroup", "depth-zstd-5-mm/group.zarr/.zattrs",
-                "depth-zstd-5-mm/group.zarr/left/.zattrs", "depth-zstd-5-mm/group.zarr/right/3.0.0"]:
+    for rel in [
+        "prompt.txt",
+        "meta.json",
+        "videos/left.mp4",
+        "videos/right.mp4",
+        "cameras/left.json",
+        "cameras/right.json",
+        "depth-zstd-5-mm/meta.json",
+        "depth-zstd-5-mm/group.zarr/.zgroup",
+        "depth-zstd-5-mm/group.zarr/.zattrs",
+        "depth-zstd-5-mm/group.zarr/left/.zattrs",
+        "depth-zstd-5-mm/group.zarr/right/3.0.0",
+    ]:
         assert (pair / rel).is_file(), rel
     assert verify_tree(built.root).ok
 
@@ -66,22 +75,34 @@ def test_indexes_list_the_same_samples_and_differ_only_by_depth(built):
         assert msgspec.structs.replace(b, depth=None) == a
     row = plain[0]
     assert (row.path, row.fps, row.num_frames, row.duration) == (
-        f"{PAIR}/videos/left.mp4", 24.0, 13, 13 / 24)
+        f"{PAIR}/videos/left.mp4",
+        24.0,
+        13,
+        13 / 24,
+    )
     assert (row.resolution.width, row.resolution.height) == (64, 48)
     assert row.cap_kind == "procedural_scene_metadata"
 
 
 def test_requirements_keep_cameras_and_raw_video_mode_in_both_modes(built):
-    for name, use_depth in [("loader_requirements.json", False),
-                            ("loader_requirements_with_depth.json", True)]:
+    for name, use_depth in [
+        ("loader_requirements.json", False),
+        ("loader_requirements_with_depth.json", True),
+    ]:
         req = msgspec.json.decode((built.root / name).read_bytes(), type=LoaderRequirements)
-        assert (req.use_depth, req.use_camera, req.online_vae_encoding,
-                req.online_text_encoding, req.is_v2v) == (use_depth, True, True, True, False)
+        assert (
+            req.use_depth,
+            req.use_camera,
+            req.online_vae_encoding,
+            req.online_text_encoding,
+            req.is_v2v,
+        ) == (use_depth, True, True, True, False)
 
 
 def test_release_manifest_lists_every_file_with_its_family(built):
     manifest = msgspec.json.decode(
-        (built.root / "release_manifest.json").read_bytes(), type=ReleaseManifest)
+        (built.root / "release_manifest.json").read_bytes(), type=ReleaseManifest
+    )
     content = read_manifest(built.root).by_path()
     listed = {entry.path: entry for entry in manifest.files}
     assert set(listed) == set(content) - {"release_manifest.json"}
@@ -103,7 +124,11 @@ def test_source_mapping_and_source_manifest_use_relative_paths(built, source):
 def test_depth_meta_states_units_scale_and_camera_z(built):
     meta = json.loads((built.root / PAIR / "depth-zstd-5-mm/meta.json").read_text())
     assert (meta["units"], meta["scale"], meta["invalid_value"], meta["kind"]) == (
-        "millimetre", 1000, 0, "camera_z_depth")
+        "millimetre",
+        1000,
+        0,
+        "camera_z_depth",
+    )
     assert meta["not_disparity"] is True
     assert meta["invalid_pixels"] == {"left": 4 * 13, "right": 4 * 13}
 

@@ -56,7 +56,7 @@ def chunk_names(num_frames: int) -> list[str]:
 
 
 def encode_depth_mm(
-    metres: npt.NDArray[np.floating[Any]], far_limit_m: float | None, *, where: str, first: int
+    metres: npt.NDArray[Any], far_limit_m: float | None, *, where: str, first: int
 ) -> tuple[U32, int]:
     """Encode float metres ``[T, H, W]`` to millimetres; return the array and invalid count.
 
@@ -103,9 +103,7 @@ def write_depth_group(
     import zarr
     from numcodecs import Blosc
 
-    group = zarr.open_group(
-        str(group_path), mode="w-", zarr_format=2, attributes=dict(attributes)
-    )
+    group = zarr.open_group(str(group_path), mode="w-", zarr_format=2, attributes=dict(attributes))
     invalid: dict[str, int] = {}
     for eye in EYES:
         source = sources[eye]
@@ -218,7 +216,7 @@ class DepthReader:
         decoded = np.frombuffer(Blosc().decode(raw), dtype=DEPTH_DTYPE)
         if decoded.size != DEPTH_CHUNK_FRAMES * height * width:
             raise FormatError(f"decodes to {decoded.size} values", path=path)
-        return decoded.reshape(DEPTH_CHUNK_FRAMES, height, width)  # type: ignore[return-value]
+        return decoded.reshape(DEPTH_CHUNK_FRAMES, height, width)
 
     def read(self, eye: str, frames: Sequence[int]) -> F32:
         """Depth in metres (0 = invalid) for ``frames`` of one eye: ``float32 [T, H, W]``."""

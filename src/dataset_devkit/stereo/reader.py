@@ -163,8 +163,7 @@ class StereoDataset:
         self.rows = load_index(self.root / self.index)
         if len(self.rows) != self.requirements.num_samples:
             raise FormatError(
-                f"lists {len(self.rows)} samples, requirements say "
-                f"{self.requirements.num_samples}",
+                f"lists {len(self.rows)} samples, requirements say {self.requirements.num_samples}",
                 path=self.root / self.index,
             )
         self._check_installed()

@@ -116,7 +116,9 @@ def make_sample_source(
             (out / folder / f"{name}_camera.json").write_bytes(msgspec.json.encode(track))
             eyes[name] = {"video": f"{folder}/{name}.mp4", "camera": f"{folder}/{name}_camera.json"}
             if depth:
-                np.save(out / folder / f"{name}_depth.npy", depth_frames(frames, height, width, eye))
+                np.save(
+                    out / folder / f"{name}_depth.npy", depth_frames(frames, height, width, eye)
+                )
                 eyes[name]["depth"] = f"{folder}/{name}_depth.npy"
         entries.append(
             {

@@ -168,7 +168,9 @@ def _camera(
         return None
     where = f"{path}"
     if (track.format, track.version) != (CAMERA_FORMAT, 1):
-        issues.append(f"{where}: format {track.format!r} v{track.version}, expected ue-camera-track v1")
+        issues.append(
+            f"{where}: format {track.format!r} v{track.version}, expected ue-camera-track v1"
+        )
         return None
     if len(track.frames) != pair.num_frames:
         issues.append(f"{where}: {len(track.frames)} camera frames, expected {pair.num_frames}")

@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - torch is installed in CI
 __all__ = ["TorchStereoDataset"]
 
 
-class TorchStereoDataset(Dataset):  # type: ignore[misc]
+class TorchStereoDataset(Dataset[dict[str, Any]]):
     """Stereo samples as tensors for a DataLoader.
 
     Parameters

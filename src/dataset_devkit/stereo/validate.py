@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
+import numpy as np
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.stereo.cameras import camera_problems
@@ -64,11 +66,21 @@ def reader_validation(root: Path, *, use_depth: bool, full: bool) -> ReaderValid
             item = dataset.read(sample, frames)
         except (DevkitError, IndexError) as exc:
             reads.append(
-                FrameRead(id=row.id, what="pair", frames=frames, shape=[], dtype="",
-                          ok=False, error=str(exc))
+                FrameRead(
+                    id=row.id,
+                    what="pair",
+                    frames=frames,
+                    shape=[],
+                    dtype="",
+                    ok=False,
+                    error=str(exc),
+                )
             )
             continue
-        arrays = {"left video": item.left, "right video": item.right}
+        arrays: dict[str, np.ndarray[Any, Any]] = {
+            "left video": item.left,
+            "right video": item.right,
+        }
         if item.depth is not None:
             arrays |= {f"{eye} depth": item.depth[eye] for eye in EYES}
         expected = {"uint8": 4, "float32": 3}
@@ -137,7 +149,10 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
         return
     size = (meta.resolution.width, meta.resolution.height)
     if (meta.id, meta.num_frames, meta.fps, size) != (
-        row.id, row.num_frames, row.fps, (row.resolution.width, row.resolution.height)
+        row.id,
+        row.num_frames,
+        row.fps,
+        (row.resolution.width, row.resolution.height),
     ):
         issues.append(f"{row.meta_path}: id, frames, fps or resolution differ from the index")
     for eye in EYES:
@@ -161,7 +176,9 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
         except (OSError, msgspec.MsgspecError) as exc:
             issues.append(f"{camera_path}: {exc}")
             continue
-        issues.extend(f"{camera_path}: {p}" for p in camera_problems(camera, meta.num_frames, *size))
+        issues.extend(
+            f"{camera_path}: {p}" for p in camera_problems(camera, meta.num_frames, *size)
+        )
     try:
         prompt = (root / row.prompt_path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -174,7 +191,7 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
 
 
 def _check_depth(root: Path, meta: PairMeta, issues: list[str]) -> None:
-    assert meta.depth is not None  # noqa: S101 - checked by the caller
+    assert meta.depth is not None
     width, height = meta.resolution.width, meta.resolution.height
     try:
         depth = msgspec.json.decode((root / meta.depth.meta).read_bytes(), type=DepthMeta)
@@ -182,10 +199,15 @@ def _check_depth(root: Path, meta: PairMeta, issues: list[str]) -> None:
         issues.append(f"{meta.depth.meta}: {exc}")
     else:
         expected = {
-            "kind": "camera_z_depth", "units": "millimetre", "dtype": DEPTH_DTYPE,
-            "scale": DEPTH_SCALE, "invalid_value": DEPTH_INVALID, "zarr_format": 2,
+            "kind": "camera_z_depth",
+            "units": "millimetre",
+            "dtype": DEPTH_DTYPE,
+            "scale": DEPTH_SCALE,
+            "invalid_value": DEPTH_INVALID,
+            "zarr_format": 2,
             "shape": [meta.num_frames, height, width],
-            "chunks": [DEPTH_CHUNK_FRAMES, height, width], "compressor": DEPTH_COMPRESSOR,
+            "chunks": [DEPTH_CHUNK_FRAMES, height, width],
+            "compressor": DEPTH_COMPRESSOR,
             "not_disparity": True,
         }
         for key, value in expected.items():
@@ -206,8 +228,14 @@ def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[Inde
         if (root / INDEX_WITH_DEPTH).is_file()
         else []
     ):
-        flags = (req.use_depth, req.use_camera, req.online_vae_encoding,
-                 req.online_text_encoding, req.is_v2v, req.num_samples)
+        flags = (
+            req.use_depth,
+            req.use_camera,
+            req.online_vae_encoding,
+            req.online_text_encoding,
+            req.is_v2v,
+            req.num_samples,
+        )
         if flags != (use_depth, True, True, True, False, len(rows)):
             issues.append(
                 f"{name} loader requirements: (use_depth, use_camera, online_vae_encoding, "
@@ -230,9 +258,7 @@ def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[Inde
 
 def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
     try:
-        manifest = msgspec.json.decode(
-            (root / RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest
-        )
+        manifest = msgspec.json.decode((root / RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
     except (OSError, msgspec.MsgspecError) as exc:
         issues.append(f"{RELEASE_MANIFEST}: {exc}")
         return
@@ -246,7 +272,9 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
 
 
-def validate_stereo(root: Path, *, with_depth: bool = False, full: bool = False) -> StereoValidationReport:
+def validate_stereo(
+    root: Path, *, with_depth: bool = False, full: bool = False
+) -> StereoValidationReport:
     """Check everything about a stereo root and run the reader check; never raises on issues."""
     root = Path(root)
     issues: list[str] = []

@@ -153,7 +153,7 @@ class VideoReader:
     def info(self) -> VideoInfo:
         """The frame index, built on first use."""
         self._open()
-        assert self._info is not None  # noqa: S101 - set by _open
+        assert self._info is not None
         return self._info
 
     def _abandon_inherited(self) -> None:
@@ -188,13 +188,13 @@ class VideoReader:
     def _seek(self, keyframe: int) -> None:
         container = self._container
         stream = container.streams.video[0]
-        assert self._info is not None  # noqa: S101 - set by _open
+        assert self._info is not None
         container.seek(self._info.pts[keyframe], stream=stream, backward=True, any_frame=False)
         self._frames = iter(container.decode(stream))
         self._position = keyframe - 1
 
     def _next_frame(self) -> tuple[int, Any]:
-        assert self._frames is not None  # noqa: S101 - set by _seek
+        assert self._frames is not None
         frame = next(self._frames, None)
         if frame is None:
             raise FormatError("ended before the requested frame", path=self.path)
@@ -213,9 +213,7 @@ class VideoReader:
                 raise IndexError(f"{self.path}: frame {frame} outside 0..{info.num_frames - 1}")
         decoded: dict[int, U8] = {}
         for target in wanted:
-            if self._frames is None or not (
-                info.keyframe_for(target) <= self._position < target
-            ):
+            if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
                 self._seek(info.keyframe_for(target))
             restarted = False
             while True:

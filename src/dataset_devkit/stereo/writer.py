@@ -127,9 +127,7 @@ def _write_pairs(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[in
                 sources = {eye: load_depth(source.root, getattr(pair, eye).depth) for eye in EYES}
                 where = {eye: str(source.root / getattr(pair, eye).depth) for eye in EYES}
                 attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": 1000}
-                invalid = write_depth_group(
-                    group, sources, pair.depth_far_m, attributes, where
-                )
+                invalid = write_depth_group(group, sources, pair.depth_far_m, attributes, where)
                 shape = [pair.num_frames, pair.height, pair.width]
                 folder.write_bytes(
                     DEPTH_META, encode_json(_depth_meta(shape, invalid, pair.depth_far_m))
@@ -148,9 +146,7 @@ def _root_files(source: LoadedSource, root: SafeDir) -> None:
     plain = [index_row(i, prompts[i.pair.pair_id], with_depth=False) for i in source.pairs]
     root.write_bytes(INDEX_DEFAULT, encode_jsonl(plain))
     root.write_bytes(INDEX_NODEPTH, encode_jsonl(plain))
-    root.write_bytes(
-        REQUIREMENTS, encode_json(requirements(dataset, len(plain), use_depth=False))
-    )
+    root.write_bytes(REQUIREMENTS, encode_json(requirements(dataset, len(plain), use_depth=False)))
     if source.has_depth:
         deep = [index_row(i, prompts[i.pair.pair_id], with_depth=True) for i in source.pairs]
         root.write_bytes(INDEX_WITH_DEPTH, encode_jsonl(deep))
