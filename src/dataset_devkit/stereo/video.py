@@ -207,12 +207,16 @@ class VideoReader:
         """Decode the given frame numbers (any order, repeats allowed) into ``[T, H, W, 3]``."""
         self._open()
         info = self.info
-        wanted = sorted(set(frames))
-        for frame in wanted:
-            if not 0 <= frame < info.num_frames:
-                raise IndexError(f"{self.path}: frame {frame} outside 0..{info.num_frames - 1}")
-        decoded: dict[int, U8] = {}
-        for target in wanted:
+        slots: dict[int, list[int]] = {}
+        for slot, frame_number in enumerate(frames):
+            if not 0 <= frame_number < info.num_frames:
+                raise IndexError(
+                    f"{self.path}: frame {frame_number} outside 0..{info.num_frames - 1}"
+                )
+            slots.setdefault(frame_number, []).append(slot)
+        # decoded frames go straight into their slots: no second copy of the clip in memory
+        out = np.empty((len(frames), info.height, info.width, 3), dtype=np.uint8)
+        for target in sorted(slots):
             if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
                 self._seek(info.keyframe_for(target))
             restarted = False
@@ -226,9 +230,9 @@ class VideoReader:
                     continue
                 self._position = index
                 if index == target:
-                    decoded[target] = frame.to_ndarray(format="rgb24")
+                    first, *rest = slots[target]
+                    out[first] = frame.to_ndarray(format="rgb24")
+                    for slot in rest:
+                        out[slot] = out[first]
                     break
-        out = np.empty((len(frames), info.height, info.width, 3), dtype=np.uint8)
-        for slot, frame_number in enumerate(frames):
-            out[slot] = decoded[frame_number]
         return out
