@@ -74,3 +74,13 @@ def test_build_from_a_bad_source_exits_1_naming_the_problem(tmp_path, package_en
 
 def test_build_without_out_is_a_usage_error(source):
     assert CliRunner().invoke(app, ["stereo", "build", str(source)]).exit_code == 2
+
+
+def test_validate_never_replaces_an_existing_report(built, tmp_path):
+    report = tmp_path / "report.json"
+    report.write_text("keep me")
+    result = CliRunner().invoke(
+        app, ["stereo", "validate", str(built.root), "--report", str(report)]
+    )
+    assert result.exit_code != 0
+    assert report.read_text() == "keep me"

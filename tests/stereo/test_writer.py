@@ -157,3 +157,25 @@ def test_a_source_without_depth_builds_only_the_default_index(tmp_path):
     assert not result.has_depth
     assert not (result.root / "genvr_i2s_with_depth.jsonl").exists()
     assert not list(result.root.rglob("depth-*"))
+
+
+def test_the_built_depth_reads_with_plain_zarr_and_numcodecs(built, source):
+    import numpy as np
+    import zarr
+    from numcodecs import Blosc
+
+    from dataset_devkit.stereo.depth import encode_depth_mm
+
+    group = zarr.open_group(str(built.root / PAIR / "depth-zstd-5-mm/group.zarr"), mode="r")
+    assert group.metadata.zarr_format == 2
+    raw = np.load(source / "renders/shot000/right_depth.npy")
+    expected, _ = encode_depth_mm(raw, 1000.0, where="", first=0)
+    array = group["right"]
+    assert isinstance(array, zarr.Array)
+    assert array.dtype == np.dtype("<u4") and array.chunks == (4, 48, 64)
+    assert np.array_equal(np.asarray(array[:]), expected)
+    last = Blosc().decode(
+        (built.root / PAIR / "depth-zstd-5-mm/group.zarr/right/3.0.0").read_bytes()
+    )
+    chunk = np.frombuffer(last, dtype="<u4").reshape(4, 48, 64)
+    assert np.array_equal(chunk[0], expected[12]) and not chunk[1:].any()  # fill beyond frame 12

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
+from dataset_devkit.errors import DestinationExistsError
 
 __all__ = ["register"]
 
@@ -72,8 +73,11 @@ def validate(
     result = validate_stereo(root, with_depth=with_depth, full=full)
     reader = result.reader
     if report is not None and reader is not None:
-        with report.open("xb") as handle:  # never replace an existing report
-            handle.write(msgspec.json.format(msgspec.json.encode(reader), indent=2) + b"\n")
+        try:
+            with report.open("xb") as handle:  # never replace an existing report
+                handle.write(msgspec.json.format(msgspec.json.encode(reader), indent=2) + b"\n")
+        except FileExistsError as exc:
+            raise DestinationExistsError(f"{report}: exists; a report is never replaced") from exc
     if as_json:
         print_json(
             {

@@ -33,6 +33,7 @@ from dataset_devkit.stereo.spec import (
     RELEASE_MANIFEST,
     CameraFile,
     DepthMeta,
+    DepthRef,
     FrameRead,
     IndexRow,
     PairMeta,
@@ -187,16 +188,15 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
         if prompt.rstrip("\n") != row.cap:
             issues.append(f"{row.prompt_path}: differs from the index caption")
     if with_depth and meta.depth is not None:
-        _check_depth(root, meta, issues)
+        _check_depth(root, meta, meta.depth, issues)
 
 
-def _check_depth(root: Path, meta: PairMeta, issues: list[str]) -> None:
-    assert meta.depth is not None
+def _check_depth(root: Path, meta: PairMeta, ref: DepthRef, issues: list[str]) -> None:
     width, height = meta.resolution.width, meta.resolution.height
     try:
-        depth = msgspec.json.decode((root / meta.depth.meta).read_bytes(), type=DepthMeta)
+        depth = msgspec.json.decode((root / ref.meta).read_bytes(), type=DepthMeta)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{meta.depth.meta}: {exc}")
+        issues.append(f"{ref.meta}: {exc}")
     else:
         expected = {
             "kind": "camera_z_depth",
@@ -212,10 +212,8 @@ def _check_depth(root: Path, meta: PairMeta, issues: list[str]) -> None:
         }
         for key, value in expected.items():
             if getattr(depth, key) != value:
-                issues.append(
-                    f"{meta.depth.meta} at $.{key}: {getattr(depth, key)!r}, expected {value!r}"
-                )
-    issues.extend(depth_problems(root / meta.depth.zarr, meta.num_frames, height, width))
+                issues.append(f"{ref.meta} at $.{key}: {getattr(depth, key)!r}, expected {value!r}")
+    issues.extend(depth_problems(root / ref.zarr, meta.num_frames, height, width))
 
 
 def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[IndexRow]:

@@ -153,7 +153,8 @@ class VideoReader:
     def info(self) -> VideoInfo:
         """The frame index, built on first use."""
         self._open()
-        assert self._info is not None
+        if self._info is None:  # _open always sets it; kept explicit for python -O
+            raise RuntimeError(f"{self.path}: video index missing after open")
         return self._info
 
     def _abandon_inherited(self) -> None:
@@ -168,14 +169,13 @@ class VideoReader:
         av = import_av()
         try:
             container = av.open(str(self.path))
+            info = self._info or _index(container, self.path)
             container.streams.video[0].codec_context.thread_count = self.threads
-            if self._info is None:
-                self._info = _index(container, self.path)
         except av.FFmpegError as exc:
             raise FormatError(f"cannot be opened as a video ({exc})", path=self.path) from exc
-        self._container, self._pid = container, os.getpid()
+        self._container, self._pid, self._info = container, os.getpid(), info
         self._frames, self._position = None, -1
-        self._frame_of_pts = {p: i for i, p in enumerate(self._info.pts)}
+        self._frame_of_pts = {p: i for i, p in enumerate(info.pts)}
         return container
 
     def close(self) -> None:
@@ -186,16 +186,14 @@ class VideoReader:
         self._container, self._frames, self._position = None, None, -1
 
     def _seek(self, keyframe: int) -> None:
-        container = self._container
+        container = self._open()
         stream = container.streams.video[0]
-        assert self._info is not None
-        container.seek(self._info.pts[keyframe], stream=stream, backward=True, any_frame=False)
+        container.seek(self.info.pts[keyframe], stream=stream, backward=True, any_frame=False)
         self._frames = iter(container.decode(stream))
         self._position = keyframe - 1
 
     def _next_frame(self) -> tuple[int, Any]:
-        assert self._frames is not None
-        frame = next(self._frames, None)
+        frame = next(self._frames, None) if self._frames is not None else None
         if frame is None:
             raise FormatError("ended before the requested frame", path=self.path)
         index = self._frame_of_pts.get(frame.pts if frame.pts is not None else -1)
