@@ -71,20 +71,12 @@ BLOCK_FAMILIES: Final[dict[str, tuple[str, ...]]] = {
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*(\.[A-Za-z0-9_][A-Za-z0-9_\-]*)*$")
 _NUMERIC_DTYPES = frozenset(
-    [
+    (
         "bool",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float16",
-        "float32",
-        "float64",
-    ]
+        *("int8", "int16", "int32", "int64"),
+        *("uint8", "uint16", "uint32", "uint64"),
+        *("float16", "float32", "float64"),
+    )
 )
 _LOCATION_RE = re.compile(r" - at `(\$[^`]*)`$")
 
