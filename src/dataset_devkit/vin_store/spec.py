@@ -402,6 +402,9 @@ def _format_error(
     match = _LOCATION_RE.search(message)
     field = match.group(1) if match else None
     detail = message[: match.start()] if match else message
+    unknown = re.search(r"unknown field `([^`]*)`", detail)
+    if unknown:  # msgspec locates the object; name the offending field itself
+        field = f"{field or '$'}.{unknown.group(1)}"
     if line_based and field:
         line = re.match(r"^\$\[(\d+)\]", field)
         if line:

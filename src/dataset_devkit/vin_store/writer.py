@@ -69,9 +69,12 @@ class VinOfflineShardWriter:
         dtype = data.dtype.newbyteorder("<") if data.dtype.byteorder == ">" else data.dtype
         data = data.astype(dtype, copy=False)
         path = VinOfflineBlockSpec.zarr_array_path(name)
-        spec = VinOfflineBlockSpec.for_zarr_array(
-            name, path, dtype.name, list(data.shape), optional=optional
-        )  # validates the name and dtype before anything is written
+        try:  # validates the name and dtype before anything is written
+            spec = VinOfflineBlockSpec.for_zarr_array(
+                name, path, dtype.name, list(data.shape), optional=optional
+            )
+        except ValueError as exc:
+            raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
         if data.ndim < 1 or data.shape[0] < 1 or data[:1].nbytes == 0:
             raise VinOfflineSchemaError(
                 f"block {name!r} needs at least one row of non-zero size, found {data.shape}",
@@ -107,9 +110,12 @@ class VinOfflineShardWriter:
         self._claim(name)
         payload_name = VinOfflineBlockSpec.msgpack_records_path(name)
         offsets_name = VinOfflineBlockSpec.msgpack_records_offsets_path(name)
-        spec = VinOfflineBlockSpec.for_indexed_msgpack_records(
-            name, payload_name, offsets_name, len(records), optional=optional
-        )
+        try:
+            spec = VinOfflineBlockSpec.for_indexed_msgpack_records(
+                name, payload_name, offsets_name, len(records), optional=optional
+            )
+        except ValueError as exc:
+            raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
         if not records:
             raise VinOfflineSchemaError(f"record block {name!r} has no rows", key=name)
         offsets = np.zeros(len(records) + 1, dtype="<i8")
