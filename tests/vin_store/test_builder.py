@@ -26,12 +26,18 @@ Factory = Callable[..., list[VinOfflineSample]]
 def _build(samples: list[VinOfflineSample], out: Path, **options: object) -> str:
     with ThreadPoolExecutor(2) as pool:
         result = build_vin_offline_store(
-            samples, out, rows_per_shard=4, executor=pool, **options  # type: ignore[arg-type]
+            samples,
+            out,
+            rows_per_shard=4,
+            executor=pool,
+            **options,  # type: ignore[arg-type]
         )
     return result.root_sha256
 
 
-def test_store_reads_back_equal_with_sparse_indices(store: Path, samples: list[VinOfflineSample]) -> None:
+def test_store_reads_back_equal_with_sparse_indices(
+    store: Path, samples: list[VinOfflineSample]
+) -> None:
     reader = VinOfflineStoreReader(store)
     assert reader.sample_indices.tolist() == [3 * i + 1 for i in range(len(samples))]
     for sample in samples:
@@ -66,8 +72,8 @@ def test_same_samples_give_the_same_root_hash_whatever_the_executor(
         sample_factory(), tmp_path / "pool", rows_per_shard=4, val_fraction=0.3
     ).root_sha256  # the default: a local spawn process pool
     with (
-        LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster,
-        Client(cluster) as client,
+        LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster,  # type: ignore[no-untyped-call]
+        Client(cluster) as client,  # type: ignore[no-untyped-call]
     ):
         dask = build_vin_offline_store(
             sample_factory(),
@@ -87,7 +93,9 @@ def test_a_shape_mismatch_is_caught_before_anything_is_published(
     bad = dataclasses.replace(
         samples[6], arrays={**samples[6].arrays, "vin.t_world_rig": np.zeros(13, np.float32)}
     )
-    with pytest.raises(VinOfflineSchemaError, match=r"expected float32 \(12,\), found float32 \(13,\)"):
+    with pytest.raises(
+        VinOfflineSchemaError, match=r"expected float32 \(12,\), found float32 \(13,\)"
+    ):
         _build([*samples[:6], bad], tmp_path / "out")
     assert list(tmp_path.iterdir()) == []  # no final tree, no staging left behind
 

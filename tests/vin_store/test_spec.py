@@ -214,8 +214,13 @@ def test_manifest_read_rejects_shards_whose_rows_do_not_follow_on(tmp_path: Path
 def test_index_read_names_the_line_and_field_of_a_bad_record(tmp_path: Path) -> None:
     path = tmp_path / "sample_index.jsonl"
     good = VinOfflineIndexRecord(
-        sample_index=0, sample_key="k", scene_id="s", snippet_id="n", split="all",
-        shard_id="shard-000000", row=0,
+        sample_index=0,
+        sample_key="k",
+        scene_id="s",
+        snippet_id="n",
+        split="all",
+        shard_id="shard-000000",
+        row=0,
     )
     bad = msgspec.to_builtins(good) | {"sample_index": 1, "split": "test"}
     path.write_bytes(msgspec.json.encode(good) + b"\n" + msgspec.json.encode(bad) + b"\n")
@@ -227,8 +232,13 @@ def test_index_read_names_the_line_and_field_of_a_bad_record(tmp_path: Path) -> 
 def test_index_read_rejects_out_of_order_sample_indices(tmp_path: Path) -> None:
     path = tmp_path / "sample_index.jsonl"
     rec = VinOfflineIndexRecord(
-        sample_index=4, sample_key="k", scene_id="s", snippet_id="n", split="all",
-        shard_id="shard-000000", row=0,
+        sample_index=4,
+        sample_key="k",
+        scene_id="s",
+        snippet_id="n",
+        split="all",
+        shard_id="shard-000000",
+        row=0,
     )
     VinOfflineIndexRecord.write_many(path, [rec, msgspec.structs.replace(rec, sample_index=2)])
     with pytest.raises(InventoryError) as info:

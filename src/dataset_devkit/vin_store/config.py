@@ -107,12 +107,15 @@ class VinOfflineStoreConfig:
                 f"splits must be exactly {SPLIT_NAMES}; missing {missing}, unknown {extra}",
                 key="splits",
             )
-        self.splits_dir.mkdir(exist_ok=True)
-        written = {}
-        for name in SPLIT_NAMES:
+        arrays = {}
+        for name in SPLIT_NAMES:  # check everything before writing anything
             values = np.asarray(splits[name], dtype="<i8").reshape(-1)
             if values.size > 1 and bool(np.any(np.diff(values) <= 0)):
                 raise ConfigError(f"split {name!r} indices must strictly increase", key=name)
+            arrays[name] = values
+        self.splits_dir.mkdir(exist_ok=True)
+        written = {}
+        for name, values in arrays.items():
             path = self.split_path(name)
             with path.open("xb") as stream:
                 np.save(stream, values, allow_pickle=False)

@@ -46,7 +46,8 @@ def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
             f"{what} must be 1-D int64, found {values.dtype} {values.shape}", path=path
         )
     values.flags.writeable = False
-    return values
+    result: npt.NDArray[np.int64] = values
+    return result
 
 
 @dataclass

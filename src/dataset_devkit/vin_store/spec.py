@@ -320,7 +320,7 @@ class VinOfflineManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
 def check_inventory(manifest: VinOfflineManifest, path: Path | str) -> None:
     """Raise :class:`InventoryError` when rows, shard blocks and family flags disagree."""
     expected_start = 0
-    reference: dict[str, tuple[str, str | None, tuple[int, ...]]] | None = None
+    reference: dict[str, tuple[BlockKind, str | None, tuple[int, ...]]] | None = None
     seen_ids: set[str] = set()
     for i, shard in enumerate(manifest.shards):
         where = f"$.shards[{i}]"
