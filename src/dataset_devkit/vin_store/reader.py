@@ -227,9 +227,17 @@ class VinOfflineStoreReader:
         return shard, position - int(state.row_starts[shard])
 
     def read_position(
-        self, position: int, blocks: Sequence[str] | None = None, *, writeable: bool = False
+        self,
+        position: int,
+        blocks: Sequence[str] | None = None,
+        *,
+        writeable: bool = False,
+        decode_records: bool = True,
     ) -> dict[str, Any]:
-        """Read the blocks of the sample at a global row (one copy per numeric block)."""
+        """Read the blocks of the sample at a global row (one copy per numeric block).
+
+        ``decode_records=False`` returns each record's MessagePack bytes undecoded.
+        """
         state = self._open()
         if not 0 <= position < state.sample_indices.shape[0]:
             raise SampleIndexNotFoundError(f"row {position} is outside the store")
@@ -242,7 +250,7 @@ class VinOfflineStoreReader:
                 value.flags.writeable = writeable
                 out[name] = value
             else:
-                out[name] = handle.read(row)
+                out[name] = handle.read(row) if decode_records else handle.raw(row)
         return out
 
     def read_positions(
@@ -251,6 +259,7 @@ class VinOfflineStoreReader:
         blocks: Sequence[str] | None = None,
         *,
         writeable: bool = False,
+        decode_records: bool = True,
     ) -> dict[str, Any]:
         """Read many rows as one collated batch: arrays stacked on axis 0, records listed."""
         state = self._open()
@@ -272,12 +281,17 @@ class VinOfflineStoreReader:
                 raise self._missing_block(state, name)
             if spec.kind == "zarr_array":
                 batch = np.empty((len(pairs), *(spec.shape or ())[1:]), dtype=spec.dtype)
+                views = {s: self._handle(state, s, name).rows for s, _ in pairs}  # type: ignore[union-attr]
                 for k, (shard, row) in enumerate(pairs):
-                    batch[k] = self._handle(state, shard, name).rows[row]  # type: ignore[union-attr]
+                    batch[k] = views[shard][row]
                 batch.flags.writeable = writeable
                 out[name] = batch
             else:
-                out[name] = [self._handle(state, s, name).read(r) for s, r in pairs]  # type: ignore[union-attr]
+                handles = [self._handle(state, s, name) for s, _ in pairs]
+                out[name] = [
+                    h.read(r) if decode_records else h.raw(r)  # type: ignore[union-attr]
+                    for h, (_, r) in zip(handles, pairs, strict=True)
+                ]
         return out
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:

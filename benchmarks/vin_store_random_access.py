@@ -1,0 +1,309 @@
+"""Random access of the VIN offline store against a numpy memmap, side by side in one run.
+
+The dataset matches the peer harness (``/work/shared/bench/peers``): per sample ``points``
+float32 [P, 3], ``pose`` float32 [12], ``label`` int64 [1] and a ~200-byte MessagePack
+record. The baseline is one ``.npy`` per field opened with ``np.load(mmap_mode="r")`` plus a
+records blob + offsets: the practical limit. Measured (medians of --repeats):
+
+(a)  random reads of --reads indices in one process, one sample at a time
+(a2) the same indices in batches of --batch-size (ours: ``read_positions``, one collated
+     batch; memmap: fancy indexing per field)
+(b)  torch DataLoader, --workers fork workers, per-item ``__getitem__``
+(b2) same, with ``__getitems__`` (one call per batch)
+(c)  open + first read in a fresh process (imports excluded), warm page cache
+(d)  bytes on disk (allocated)
+
+Usage::
+
+    PYTHONPATH=src python benchmarks/vin_store_random_access.py --n 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from dataset_devkit.vin_store import (
+    VinOfflineSample,
+    VinOfflineStoreReader,
+    build_vin_offline_store,
+)
+
+
+def generate(root: Path, n: int, points: int) -> None:
+    """Write the source arrays as the memmap baseline layout (also the builder's input)."""
+    rng = np.random.default_rng(0)
+    root.mkdir(parents=True)
+    pts = np.lib.format.open_memmap(root / "points.npy", "w+", "<f4", (n, points, 3))
+    for s in range(0, n, 1024):
+        e = min(n, s + 1024)
+        pts[s:e] = rng.random((e - s, points, 3), dtype=np.float32)
+    pts.flush()
+    np.save(root / "pose.npy", rng.random((n, 12), dtype=np.float32))
+    np.save(root / "label.npy", rng.integers(0, 100, (n, 1)).astype("<i8"))
+    enc = msgspec.msgpack.Encoder(order="deterministic")
+    recs = [
+        enc.encode(
+            {
+                "id": i,
+                "scene": f"scene-{i // 50:05d}",
+                "tags": ["a", "bb", "ccc"],
+                "score": float(i) / 7,
+                "text": "x" * int(rng.integers(100, 160)),
+            }
+        )
+        for i in range(n)
+    ]
+    (root / "records.bin").write_bytes(b"".join(recs))
+    np.save(root / "record_offsets.npy", np.concatenate([[0], np.cumsum([len(r) for r in recs])]))
+
+
+class Memmap:
+    """The baseline reader (same code as the peer harness's numpy-memmap adapter)."""
+
+    def __init__(self, root: Path) -> None:
+        self.points = np.load(root / "points.npy", mmap_mode="r")
+        self.pose = np.load(root / "pose.npy", mmap_mode="r")
+        self.label = np.load(root / "label.npy", mmap_mode="r")
+        self.offsets = np.load(root / "record_offsets.npy")
+        self.records = np.memmap(root / "records.bin", dtype=np.uint8, mode="r")
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        o = self.offsets
+        return {
+            "points": np.array(self.points[i]),
+            "pose": np.array(self.pose[i]),
+            "label": np.array(self.label[i]),
+            "record": np.array(self.records[o[i] : o[i + 1]]),
+        }
+
+    def get_many(self, idxs: Any) -> dict[str, Any]:
+        idxs = np.asarray(idxs)
+        o = self.offsets
+        return {
+            "points": self.points[idxs],
+            "pose": self.pose[idxs],
+            "label": self.label[idxs],
+            "record": [np.array(self.records[o[i] : o[i + 1]]) for i in idxs],
+        }
+
+    def __getitems__(self, idxs: list[int]) -> dict[str, Any]:
+        return self.get_many(idxs)
+
+
+class Ours:
+    """Our reader, returning the same fields (records as raw MessagePack bytes, like peers)."""
+
+    def __init__(self, root: Path) -> None:
+        self.reader = VinOfflineStoreReader(root)
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.reader.read_position(i, decode_records=False)
+
+    def get_many(self, idxs: Any) -> dict[str, Any]:
+        return self.reader.read_positions(idxs, decode_records=False)
+
+    def __getitems__(self, idxs: list[int]) -> dict[str, Any]:
+        return self.get_many(idxs)
+
+
+def samples(src: Path) -> Any:
+    pts = np.load(src / "points.npy", mmap_mode="r")
+    pose, label = np.load(src / "pose.npy"), np.load(src / "label.npy")
+    off, blob = np.load(src / "record_offsets.npy"), (src / "records.bin").read_bytes()
+    for i in range(pts.shape[0]):
+        yield VinOfflineSample(
+            sample_key=f"k{i}",
+            scene_id="s",
+            snippet_id=str(i),
+            arrays={"points": np.asarray(pts[i]), "pose": pose[i], "label": label[i]},
+            records={"record": msgspec.msgpack.decode(blob[off[i] : off[i + 1]])},
+        )
+
+
+def per_item(ds: Any, idx: np.ndarray) -> float:
+    t = time.perf_counter()
+    for i in idx.tolist():
+        ds[i]
+    return len(idx) / (time.perf_counter() - t)
+
+
+def batched(ds: Any, idx: np.ndarray, bs: int) -> float:
+    t = time.perf_counter()
+    for s in range(0, len(idx), bs):
+        ds.get_many(idx[s : s + bs])
+    return len(idx) / (time.perf_counter() - t)
+
+
+def collate_items(items: list[dict[str, Any]]) -> dict[str, Any]:
+    import torch
+
+    return {
+        k: torch.from_numpy(np.stack([x[k] for x in items]))
+        if k != "record"
+        else [x[k] for x in items]
+        for k in items[0]
+    }
+
+
+def collate_batch(batch: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in batch.items()}
+
+
+class _NoGetitems:
+    """Hide ``__getitems__`` so the DataLoader fetches item by item."""
+
+    def __init__(self, ds: Any) -> None:
+        self.ds = ds
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.ds[i]
+
+
+def loader(ds: Any, n: int, workers: int, bs: int, batched_fetch: bool) -> float:
+    import torch
+    from torch.utils.data import DataLoader, RandomSampler
+
+    sampler = RandomSampler(
+        range(len(ds)), num_samples=n, generator=torch.Generator().manual_seed(0)
+    )
+    dl = DataLoader(
+        ds if batched_fetch else _NoGetitems(ds),
+        batch_size=bs,
+        sampler=sampler,
+        num_workers=workers,
+        multiprocessing_context="fork",
+        collate_fn=collate_batch if batched_fetch else collate_items,
+    )
+    t = time.perf_counter()
+    got = sum(len(b["record"]) for b in dl)
+    return got / (time.perf_counter() - t)
+
+
+OPEN_SNIPPET = """
+import sys, time, json
+from pathlib import Path
+sys.path.insert(0, {src!r}); sys.path.insert(0, {bench!r})
+import numpy as np
+from vin_store_random_access import Memmap, Ours
+cls = {{"memmap": Memmap, "ours": Ours}}[{kind!r}]
+t = time.perf_counter(); ds = cls(Path({root!r})); ds[len(ds) // 2]
+print(json.dumps((time.perf_counter() - t) * 1000))
+"""
+
+
+def open_ms(kind: str, root: Path) -> float:
+    code = OPEN_SNIPPET.format(
+        src=str(Path(__file__).parents[1] / "src"),
+        bench=str(Path(__file__).parent),
+        kind=kind,
+        root=str(root),
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(json.loads(out.stdout))
+
+
+def disk_bytes(root: Path) -> int:
+    return sum(p.lstat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=20_000)
+    ap.add_argument("--points", type=int, default=2048)
+    ap.add_argument("--reads", type=int, default=5_000)
+    ap.add_argument("--loader-samples", type=int, default=5_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rows-per-shard", type=int, default=1024)
+    ap.add_argument("--data-dir", type=Path, default=Path("/tmp/vin-store-bench"))
+    ap.add_argument("--skip-loader", action="store_true")
+    args = ap.parse_args()
+
+    tag = args.data_dir / f"n{args.n}-p{args.points}-r{args.rows_per_shard}"
+    src, store = tag / "memmap", tag / "store"
+    if not store.exists():
+        shutil.rmtree(tag, ignore_errors=True)
+        generate(src, args.n, args.points)
+        t = time.perf_counter()
+        build_vin_offline_store(samples(src), store, rows_per_shard=args.rows_per_shard)
+        print(f"built store in {time.perf_counter() - t:.1f} s")
+    for path in (src, store):  # warm the page cache, as the peer harness does
+        for f in path.rglob("*"):
+            if f.is_file():
+                f.read_bytes()
+
+    backends: dict[str, Any] = {"memmap": Memmap(src), "ours": Ours(store)}
+    ref = backends["memmap"]
+    for i in np.random.default_rng(1).integers(0, args.n, 30).tolist():
+        a, b = ref[i], backends["ours"][i]
+        for k in ("points", "pose", "label"):
+            np.testing.assert_array_equal(a[k], b[k])
+        assert a["record"].tobytes() == b["record"]
+    idx = np.random.default_rng(2).integers(0, args.n, args.reads)
+    rows: dict[str, dict[str, float]] = {name: {} for name in backends}
+    for name, ds in backends.items():
+        per_item(ds, idx)  # untimed warm-up pass
+        rows[name]["(a) per-item /s"] = statistics.median(
+            per_item(ds, idx) for _ in range(args.repeats)
+        )
+        rows[name]["(a2) batched /s"] = statistics.median(
+            batched(ds, idx, args.batch_size) for _ in range(args.repeats)
+        )
+        if not args.skip_loader:
+            for label, flag in (
+                ("(b) loader per-item /s", False),
+                ("(b2) loader batched /s", True),
+            ):
+                rows[name][label] = statistics.median(
+                    loader(ds, args.loader_samples, args.workers, args.batch_size, flag)
+                    for _ in range(args.repeats)
+                )
+        rows[name]["(c) open+first ms"] = statistics.median(
+            open_ms(name, src if name == "memmap" else store) for _ in range(args.repeats)
+        )
+        rows[name]["(d) disk MB"] = disk_bytes(src if name == "memmap" else store) / 1e6
+    print(
+        f"\nN={args.n}, points [{args.points},3] f32 + pose [12] f32 + label [1] i64 + record; "
+        f"{args.reads} random reads; batch {args.batch_size}; loader {args.loader_samples} "
+        f"samples, {args.workers} fork workers; median of {args.repeats}; cpu={os.cpu_count()}\n"
+    )
+    cols = list(rows["memmap"])
+    print("| backend | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for name, row in rows.items():
+        cells = [f"{row[c]:,.1f} ({row[c] / rows['memmap'][c]:.2f}x)" for c in cols]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    ours, mm = rows["ours"], rows["memmap"]
+    if "(b) loader per-item /s" in mm:
+        print(
+            f"\nours batched DataLoader vs memmap per-item DataLoader: "
+            f"{ours['(b2) loader batched /s'] / mm['(b) loader per-item /s']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
