@@ -72,8 +72,8 @@ def test_same_samples_give_the_same_root_hash_whatever_the_executor(
         sample_factory(), tmp_path / "pool", rows_per_shard=4, val_fraction=0.3
     ).root_sha256  # the default: a local spawn process pool
     with (
-        LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster,  # type: ignore[no-untyped-call]
-        Client(cluster) as client,  # type: ignore[no-untyped-call]
+        LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None) as cluster,
+        Client(cluster) as client,
     ):
         dask = build_vin_offline_store(
             sample_factory(),
