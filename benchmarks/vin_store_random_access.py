@@ -124,6 +124,96 @@ class Ours:
         return self.get_many(idxs)
 
 
+class ZarrPython:
+    """zarr-python reading the same store's arrays (records through our reader)."""
+
+    def __init__(self, root: Path) -> None:
+        import zarr
+
+        self.reader = VinOfflineStoreReader(root)
+        manifest = self.reader.manifest
+        self.rps = manifest.shards[0].num_rows
+        groups = [zarr.open_group(root / s.relative_dir, mode="r") for s in manifest.shards]
+        self.arrays = [{k: g[k] for k in ("points", "pose", "label")} for g in groups]
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        shard, row = divmod(i, self.rps)
+        out = {k: a[row] for k, a in self.arrays[shard].items()}
+        out["record"] = self.reader.read_position(i, ["record"], decode_records=False)["record"]
+        return out
+
+
+def open_at_scale(root: Path, n: int, rows_per_shard: int) -> float:
+    """Write a metadata-only store of *n* samples and time opening it in a fresh process."""
+    from dataset_devkit.vin_store import (
+        VinOfflineBlockSpec,
+        VinOfflineManifest,
+        VinOfflineMaterializedBlocks,
+        VinOfflineShardSpec,
+        VinOfflineStoreConfig,
+    )
+
+    if not (root / "manifest.json").exists():
+        root.mkdir(parents=True)
+        shards = []
+        for k, start in enumerate(range(0, n, rows_per_shard)):
+            rows = min(rows_per_shard, n - start)
+            blocks = {
+                "points": VinOfflineBlockSpec.for_zarr_array(
+                    "points", "points", "float32", [rows, 2048, 3]
+                ),
+                "pose": VinOfflineBlockSpec.for_zarr_array("pose", "pose", "float32", [rows, 12]),
+                "label": VinOfflineBlockSpec.for_zarr_array("label", "label", "int64", [rows, 1]),
+                "record": VinOfflineBlockSpec.for_indexed_msgpack_records(
+                    "record", "record.msgpack", "record.offsets.npy", rows
+                ),
+            }
+            shards.append(
+                VinOfflineShardSpec(
+                    shard_id=f"shard-{k:06d}",
+                    relative_dir=f"shards/shard-{k:06d}",
+                    row_start=start,
+                    num_rows=rows,
+                    blocks=blocks,
+                )
+            )
+        VinOfflineManifest(
+            version=1,
+            created_at="1970-01-01T00:00:00Z",
+            source={},
+            oracle={},
+            vin={},
+            materialized_blocks=VinOfflineMaterializedBlocks(
+                backbone=False, depths=False, candidate_pcs=False
+            ),
+            shards=tuple(shards),
+        ).write(root / "manifest.json")
+        everything = np.arange(n, dtype="<i8")
+        np.save(root / "sample_index.npy", everything)
+        VinOfflineStoreConfig(root).write_split_indices(
+            {"all": everything, "train": everything[n // 10 :], "val": everything[: n // 10]}
+        )
+    code = (
+        f"import sys, time; sys.path.insert(0, {str(Path(__file__).parents[1] / 'src')!r})\n"
+        "from dataset_devkit.vin_store import VinOfflineStoreConfig, VinOfflineStoreReader\n"
+        f"t = time.perf_counter(); r = VinOfflineStoreReader(VinOfflineStoreConfig({str(root)!r}, "
+        "split='train')); len(r); r.position_of(12345)\n"
+        "print((time.perf_counter() - t) * 1000)"
+    )
+    runs = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(3)
+    ]
+    return statistics.median(runs)
+
+
 def samples(src: Path) -> Any:
     pts = np.load(src / "points.npy", mmap_mode="r")
     pose, label = np.load(src / "pose.npy"), np.load(src / "label.npy")
@@ -241,6 +331,13 @@ def main() -> None:
     ap.add_argument("--rows-per-shard", type=int, default=1024)
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/vin-store-bench"))
     ap.add_argument("--skip-loader", action="store_true")
+    ap.add_argument("--zarr-reads", type=int, default=300, help="reads for zarr-python (slow)")
+    ap.add_argument(
+        "--open-scale",
+        type=int,
+        default=10_000_000,
+        help="samples of a metadata-only store whose open is timed (0: skip)",
+    )
     args = ap.parse_args()
 
     tag = args.data_dir / f"n{args.n}-p{args.points}-r{args.rows_per_shard}"
@@ -291,12 +388,28 @@ def main() -> None:
         f"{args.reads} random reads; batch {args.batch_size}; loader {args.loader_samples} "
         f"samples, {args.workers} fork workers; median of {args.repeats}; cpu={os.cpu_count()}\n"
     )
+    zarr_ds = ZarrPython(store)
+    zidx = idx[: args.zarr_reads]
+    per_item(zarr_ds, zidx[:20])
+    rows["zarr-python (same store)"] = {
+        "(a) per-item /s": statistics.median(per_item(zarr_ds, zidx) for _ in range(args.repeats))
+    }
     cols = list(rows["memmap"])
     print("| backend | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for name, row in rows.items():
-        cells = [f"{row[c]:,.1f} ({row[c] / rows['memmap'][c]:.2f}x)" for c in cols]
+        cells = [
+            f"{row[c]:,.1f} ({row[c] / rows['memmap'][c]:.2f}x)" if c in row else "—" for c in cols
+        ]
         print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.open_scale:
+        scale_ms = open_at_scale(
+            args.data_dir / f"open-scale-{args.open_scale}", args.open_scale, args.rows_per_shard
+        )
+        print(
+            f"\nopen of a {args.open_scale:,}-sample store (manifest + index sidecar + train "
+            f"split, fresh process, warm cache): {scale_ms:.0f} ms"
+        )
     ours, mm = rows["ours"], rows["memmap"]
     if "(b) loader per-item /s" in mm:
         print(
