@@ -118,7 +118,7 @@ class Ours:
         return self.reader.read_position(i, decode_records=False)
 
     def get_many(self, idxs: Any) -> dict[str, Any]:
-        return self.reader.read_positions(idxs, decode_records=False)
+        return self.reader.read_positions(idxs, decode_records=False, writeable=True)
 
     def __getitems__(self, idxs: list[int]) -> dict[str, Any]:
         return self.get_many(idxs)

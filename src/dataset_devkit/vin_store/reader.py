@@ -281,17 +281,20 @@ class VinOfflineStoreReader:
                 raise self._missing_block(state, name)
             if spec.kind == "zarr_array":
                 batch = np.empty((len(pairs), *(spec.shape or ())[1:]), dtype=spec.dtype)
-                views = {s: self._handle(state, s, name).rows for s, _ in pairs}  # type: ignore[union-attr]
-                for k, (shard, row) in enumerate(pairs):
-                    batch[k] = views[shard][row]
+                sources = {s: self._handle(state, s, name) for s, _ in pairs}
+                size = int(batch.itemsize * batch[:1].size)
+                target = memoryview(batch.reshape(-1).view(np.uint8))
+                for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
+                    start = row * size
+                    target[k * size : k * size + size] = sources[shard].buffer[start : start + size]  # type: ignore[union-attr]
                 batch.flags.writeable = writeable
                 out[name] = batch
             else:
-                handles = [self._handle(state, s, name) for s, _ in pairs]
-                out[name] = [
-                    h.read(r) if decode_records else h.raw(r)  # type: ignore[union-attr]
-                    for h, (_, r) in zip(handles, pairs, strict=True)
-                ]
+                records = {s: self._handle(state, s, name) for s, _ in pairs}
+                if decode_records:
+                    out[name] = [records[s].read(r) for s, r in pairs]  # type: ignore[union-attr]
+                else:
+                    out[name] = [records[s].raw(r) for s, r in pairs]  # type: ignore[union-attr]
         return out
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:
