@@ -137,3 +137,23 @@ def test_a_chunk_file_of_the_wrong_size_is_a_format_error(store: Path) -> None:
         stream.write(b"\0")
     with pytest.raises(VinOfflineFormatError, match="expected 100 bytes"):
         VinOfflineStoreReader(store).read_sample(1)
+
+
+def test_open_reads_the_binary_sidecar_never_the_json_lines(store: Path) -> None:
+    index = store / "sample_index.jsonl"
+    store.chmod(0o700)
+    index.chmod(0o600)
+    index.write_bytes(b"not json at all\n")
+    reader = VinOfflineStoreReader(store)
+    assert len(reader) == 11
+    assert reader.read_sample(31)["vin.lengths"].tolist() == [10]
+    with pytest.raises(VinOfflineFormatError, match=r"sample_index\.jsonl"):
+        reader.index_records  # noqa: B018 - parsed only when asked for
+
+
+def test_shards_of_uneven_size_are_located_by_search(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    expected = [reader[i]["vin.lengths"].item() for i in range(len(reader))]
+    reader._open().rows_per_shard = None  # the general path, as for hand-made stores
+    assert [reader[i]["vin.lengths"].item() for i in range(len(reader))] == expected
+    assert reader.__getitems__([10, 3, 4])["vin.lengths"].ravel().tolist() == [10, 3, 4]

@@ -4,9 +4,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.vin_store import VinOfflineSchemaError, VinOfflineShardWriter
+from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle
 from dataset_devkit.vin_store.writer import chunk_file_path
 
 
@@ -75,3 +78,46 @@ def test_finish_rejects_blocks_with_different_row_counts(tmp_path: Path) -> None
     writer.write_record_block("r", [1, 2, 3])
     with pytest.raises(VinOfflineSchemaError, match=r"\[2, 3\]"):
         writer.finish("shard-000000", "shards/shard-000000", 0)
+
+
+msgpack_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.binary(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(msgpack_values, min_size=1, max_size=6))
+def test_record_blocks_round_trip_through_writer_and_reader(
+    tmp_path_factory: pytest.TempPathFactory, records: list[object]
+) -> None:
+    shard_dir = tmp_path_factory.mktemp("rec") / "s"
+    spec = VinOfflineShardWriter(shard_dir).write_record_block("oracle.candidate_pcs", records)
+    handle = RecordBlockHandle(shard_dir, spec)
+    assert [handle.read(row) for row in range(len(records))] == records
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.sampled_from(["bool", "int8", "uint16", "int64", "float16", "float32", "float64"]),
+    st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    st.integers(0, 2**32 - 1),
+)
+def test_numeric_blocks_round_trip_through_writer_and_reader(
+    tmp_path_factory: pytest.TempPathFactory, dtype: str, shape: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    data = (rng.random(shape) * 100).astype(dtype)
+    shard_dir = tmp_path_factory.mktemp("num") / "s"
+    spec = VinOfflineShardWriter(shard_dir).write_numeric_block("a.b", data)
+    rows = NumericBlockHandle(shard_dir, spec).rows
+    np.testing.assert_array_equal(rows, data)
+    assert rows.dtype == np.dtype(dtype)

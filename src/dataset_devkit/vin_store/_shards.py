@@ -74,7 +74,7 @@ class NumericBlockHandle:
         self.rows: npt.NDArray[Any] = flat.reshape(shape)
         self.row_nbytes = row_nbytes
         # Byte view for batched gathers: slicing a memoryview costs less than a numpy view.
-        self.buffer = memoryview(flat.view(np.uint8))
+        self.buffer = flat.view(np.uint8).data
 
 
 class RecordBlockHandle:

@@ -283,7 +283,7 @@ class VinOfflineStoreReader:
                 batch = np.empty((len(pairs), *(spec.shape or ())[1:]), dtype=spec.dtype)
                 sources = {s: self._handle(state, s, name) for s, _ in pairs}
                 size = int(batch.itemsize * batch[:1].size)
-                target = memoryview(batch.reshape(-1).view(np.uint8))
+                target = batch.reshape(-1).view(np.uint8).data
                 for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
                     start = row * size
                     target[k * size : k * size + size] = sources[shard].buffer[start : start + size]  # type: ignore[union-attr]
