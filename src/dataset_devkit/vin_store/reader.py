@@ -25,6 +25,7 @@ from dataset_devkit.vin_store.errors import (
 )
 from dataset_devkit.vin_store.spec import (
     BLOCK_FAMILIES,
+    Split,
     VinOfflineBlockSpec,
     VinOfflineIndexRecord,
     VinOfflineManifest,
@@ -193,9 +194,9 @@ class VinOfflineStoreReader:
         """The index record of one sample index."""
         return self.index_records[self.position_of(sample_index)]
 
-    def split_view(self, split: str) -> VinOfflineStoreReader:
+    def split_view(self, split: Split) -> VinOfflineStoreReader:
         """A reader of another split of the same store."""
-        return VinOfflineStoreReader(VinOfflineStoreConfig(self.config.store_dir, split))  # type: ignore[arg-type]
+        return VinOfflineStoreReader(VinOfflineStoreConfig(self.config.store_dir, split))
 
     # ---- reads ---------------------------------------------------------------------------
     def _handle(
@@ -208,6 +209,18 @@ class VinOfflineStoreReader:
                 raise self._missing_block(state, name)
             shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
             handle = state.handles[(shard, name)] = open_block(shard_dir, spec)
+        return handle
+
+    def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
+        handle = self._handle(state, shard, name)
+        if not isinstance(handle, NumericBlockHandle):
+            raise SampleIndexNotFoundError(f"block {name!r} is a record block, not numeric")
+        return handle
+
+    def _record_handle(self, state: _OpenState, shard: int, name: str) -> RecordBlockHandle:
+        handle = self._handle(state, shard, name)
+        if not isinstance(handle, RecordBlockHandle):
+            raise SampleIndexNotFoundError(f"block {name!r} is numeric, not a record block")
         return handle
 
     def _missing_block(self, state: _OpenState, name: str) -> SampleIndexNotFoundError:
@@ -281,20 +294,20 @@ class VinOfflineStoreReader:
                 raise self._missing_block(state, name)
             if spec.kind == "zarr_array":
                 batch = np.empty((len(pairs), *(spec.shape or ())[1:]), dtype=spec.dtype)
-                sources = {s: self._handle(state, s, name) for s, _ in pairs}
+                sources = {s: self._numeric_handle(state, s, name).buffer for s, _ in pairs}
                 size = int(batch.itemsize * batch[:1].size)
                 target = batch.reshape(-1).view(np.uint8).data
                 for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
                     start = row * size
-                    target[k * size : k * size + size] = sources[shard].buffer[start : start + size]  # type: ignore[union-attr]
+                    target[k * size : k * size + size] = sources[shard][start : start + size]
                 batch.flags.writeable = writeable
                 out[name] = batch
             else:
-                records = {s: self._handle(state, s, name) for s, _ in pairs}
+                records = {s: self._record_handle(state, s, name) for s, _ in pairs}
                 if decode_records:
-                    out[name] = [records[s].read(r) for s, r in pairs]  # type: ignore[union-attr]
+                    out[name] = [records[s].read(r) for s, r in pairs]
                 else:
-                    out[name] = [records[s].raw(r) for s, r in pairs]  # type: ignore[union-attr]
+                    out[name] = [records[s].raw(r) for s, r in pairs]
         return out
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:
