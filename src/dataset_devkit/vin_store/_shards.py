@@ -2,8 +2,9 @@
 
 A numeric block's chunk file is rows back to back followed by the Zarr shard index; the
 handle checks once that the index really is the arithmetic layout, then row ``r`` is a view
-at ``r * row_nbytes``. Handles are never shared across processes: the reader drops them
-when pickled and rebuilds them after a fork.
+at ``r * row_nbytes``. Handles are never pickled (the reader drops them); a forked child
+reads through the mappings it inherited, which is safe for read-only ``MAP_SHARED`` maps
+whose descriptors are already closed.
 """
 
 from __future__ import annotations
