@@ -109,6 +109,7 @@ class Ours:
     """Our reader, returning the same fields (records as raw MessagePack bytes, like peers)."""
 
     def __init__(self, root: Path) -> None:
+        self.root = root
         self.reader = VinOfflineStoreReader(root)
 
     def __len__(self) -> int:
@@ -121,7 +122,14 @@ class Ours:
         return self.reader.read_positions(idxs, decode_records=False, writeable=True)
 
     def __getitems__(self, idxs: list[int]) -> dict[str, Any]:
-        return self.get_many(idxs)
+        # The DataLoader's batched fetch goes through the library's torch adapter, which
+        # gathers a batch straight into shared memory inside the worker (torch imported late
+        # so the open timing does not include it).
+        if "torch_dataset" not in self.__dict__:
+            from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset
+
+            self.torch_dataset = VinOfflineBatchedTorchDataset(self.root, raw_records=True)
+        return self.torch_dataset.__getitems__(idxs)
 
 
 class ZarrPython:

@@ -157,3 +157,13 @@ def test_shards_of_uneven_size_are_located_by_search(store: Path) -> None:
     reader._open().rows_per_shard = None  # the general path, as for hand-made stores
     assert [reader[i]["vin.lengths"].item() for i in range(len(reader))] == expected
     assert reader.__getitems__([10, 3, 4])["vin.lengths"].ravel().tolist() == [10, 3, 4]
+
+
+def test_batched_reads_fill_caller_given_arrays_after_checking_them(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    target = np.zeros((2, 16, 3), dtype=np.float32)
+    batch = reader.read_positions([4, 1], ["vin.points_world"], out={"vin.points_world": target})
+    assert batch["vin.points_world"] is target
+    np.testing.assert_array_equal(target[0], reader[4]["vin.points_world"])
+    with pytest.raises(ConfigError, match="C-contiguous float32 array of shape"):
+        reader.read_positions([4], ["vin.points_world"], out={"vin.points_world": target})

@@ -10,7 +10,7 @@ re-mapping in each DataLoader worker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import (
@@ -273,8 +274,13 @@ class VinOfflineStoreReader:
         *,
         writeable: bool = False,
         decode_records: bool = True,
+        out: Mapping[str, npt.NDArray[Any]] | None = None,
     ) -> dict[str, Any]:
-        """Read many rows as one collated batch: arrays stacked on axis 0, records listed."""
+        """Read many rows as one collated batch: arrays stacked on axis 0, records listed.
+
+        ``out`` may give preallocated C-contiguous arrays for numeric blocks (e.g. views of
+        one shared-memory buffer, so a DataLoader worker sends the batch without a copy).
+        """
         state = self._open()
         rows_at = np.asarray(positions, dtype=np.int64)
         if rows_at.size and (
@@ -287,28 +293,43 @@ class VinOfflineStoreReader:
             shards = np.searchsorted(state.row_starts, rows_at, side="right") - 1
             rows = rows_at - state.row_starts[shards]
         pairs = list(zip(shards.tolist(), rows.tolist(), strict=True))
-        out: dict[str, Any] = {}
+        result: dict[str, Any] = {}
         for name in state.blocks if blocks is None else blocks:
             spec = state.blocks.get(name)
             if spec is None:
                 raise self._missing_block(state, name)
             if spec.kind == "zarr_array":
-                batch = np.empty((len(pairs), *(spec.shape or ())[1:]), dtype=spec.dtype)
+                shape = (len(pairs), *(spec.shape or ())[1:])
+                if out is not None and name in out:
+                    batch = out[name]
+                    if (
+                        batch.shape != shape
+                        or batch.dtype != np.dtype(spec.dtype)
+                        or not batch.flags.c_contiguous
+                    ):
+                        raise ConfigError(
+                            f"out[{name!r}] must be a C-contiguous {spec.dtype} array of shape "
+                            f"{shape}, found {batch.dtype} {batch.shape}",
+                            key=name,
+                        )
+                else:
+                    batch = np.empty(shape, dtype=spec.dtype)
                 sources = {s: self._numeric_handle(state, s, name).buffer for s, _ in pairs}
                 size = int(batch.itemsize * batch[:1].size)
                 target = batch.reshape(-1).view(np.uint8).data
                 for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
                     start = row * size
                     target[k * size : k * size + size] = sources[shard][start : start + size]
-                batch.flags.writeable = writeable
-                out[name] = batch
+                if out is None or name not in out:
+                    batch.flags.writeable = writeable
+                result[name] = batch
             else:
                 records = {s: self._record_handle(state, s, name) for s, _ in pairs}
                 if decode_records:
-                    out[name] = [records[s].read(r) for s, r in pairs]
+                    result[name] = [records[s].read(r) for s, r in pairs]
                 else:
-                    out[name] = [records[s].raw(r) for s, r in pairs]
-        return out
+                    result[name] = [records[s].raw(r) for s, r in pairs]
+        return result
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:
         """Read one numeric block of the sample an index record points at (read-only)."""

@@ -18,7 +18,7 @@ from dataset_devkit.vin_store.reader import VinOfflineStoreReader
 
 try:
     import torch
-    from torch.utils.data import Dataset
+    from torch.utils.data import Dataset, get_worker_info
 except ImportError as exc:  # pragma: no cover - the torch extra is installed in CI
     raise MissingDependencyError(
         "torch", extra="torch", purpose="the VIN offline torch Dataset"
@@ -66,10 +66,15 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     """
 
     def __init__(
-        self, config: VinOfflineStoreConfig | Path | str, blocks: Sequence[str] | None = None
+        self,
+        config: VinOfflineStoreConfig | Path | str,
+        blocks: Sequence[str] | None = None,
+        *,
+        raw_records: bool = False,
     ) -> None:
         self.reader = VinOfflineStoreReader(config)
         self.blocks = None if blocks is None else tuple(blocks)
+        self.decode_records = not raw_records
 
     def __len__(self) -> int:
         return len(self.reader)
@@ -81,7 +86,10 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
 
     def __getitem__(self, index: int) -> dict[str, Any]:
         position = int(self._positions([index])[0])
-        return _to_torch(self.reader.read_position(position, self.blocks, writeable=True))
+        values = self.reader.read_position(
+            position, self.blocks, writeable=True, decode_records=self.decode_records
+        )
+        return _to_torch(values)
 
 
 class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
@@ -92,5 +100,32 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
     """
 
     def __getitems__(self, indices: list[int]) -> dict[str, Any]:
-        batch = self.reader.read_positions(self._positions(indices), self.blocks, writeable=True)
-        return _to_torch(batch)
+        positions = self._positions(indices)
+        if get_worker_info() is None:
+            batch = self.reader.read_positions(
+                positions, self.blocks, writeable=True, decode_records=self.decode_records
+            )
+            return _to_torch(batch)
+        # In a worker: gather straight into one shared-memory buffer, so the batch crosses to
+        # the main process as a single storage with no extra copy (fewer, larger transfers).
+        specs = self.reader.block_specs
+        names = list(specs) if self.blocks is None else list(self.blocks)
+        numeric = [n for n in names if n in specs and specs[n].kind == "zarr_array"]
+        layout, total = [], 0
+        for name in numeric:
+            shape = (len(positions), *(specs[name].shape or ())[1:])
+            dtype = np.dtype(specs[name].dtype)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            layout.append((name, shape, dtype, total, nbytes))
+            total += -(-nbytes // 64) * 64
+        shared = torch.UntypedStorage._new_shared(total)  # type: ignore[no-untyped-call]
+        storage = torch.empty(0, dtype=torch.uint8).set_(shared)  # as default_collate does
+        flat = storage.numpy()
+        out = {n: flat[o : o + b].view(d).reshape(shp) for n, shp, d, o, b in layout}
+        batch = self.reader.read_positions(
+            positions, names, decode_records=self.decode_records, out=out
+        )
+        for name, shape, dtype, offset, nbytes in layout:
+            torch_dtype = torch.from_numpy(np.empty(0, dtype)).dtype
+            batch[name] = storage[offset : offset + nbytes].view(torch_dtype).view(shape)
+        return batch
