@@ -128,7 +128,7 @@ class Ours:
         if "torch_dataset" not in self.__dict__:
             from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset
 
-            self.torch_dataset = VinOfflineBatchedTorchDataset(self.root, raw_records=True)
+            self.torch_dataset = VinOfflineBatchedTorchDataset(self.reader, raw_records=True)
         return self.torch_dataset.__getitems__(idxs)
 
 

@@ -10,6 +10,7 @@ from torch.utils.data import DataLoader
 from dataset_devkit.vin_store import (
     VinOfflineBatchedTorchDataset,
     VinOfflineStoreConfig,
+    VinOfflineStoreReader,
     VinOfflineTorchDataset,
 )
 from dataset_devkit.vin_store.torch_dataset import collate_samples, passthrough_collate
@@ -54,3 +55,12 @@ def test_dataloader_workers_read_under_fork_and_spawn(store: Path, method: str) 
         torch.testing.assert_close(points, expected)
         records = [r for b in batches for r in b["oracle.candidate_pcs"]]
         assert [r["i"] for r in records] == list(range(len(per_item)))
+
+
+def test_a_dataset_can_share_an_open_reader_and_return_raw_records(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    dataset = VinOfflineBatchedTorchDataset(reader, raw_records=True)
+    assert dataset.reader is reader
+    batch = dataset.__getitems__([0, 2])
+    assert batch["vin.points_world"].shape == (2, 16, 3)
+    assert all(isinstance(r, bytes) for r in batch["oracle.candidate_pcs"])

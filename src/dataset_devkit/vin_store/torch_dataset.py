@@ -60,19 +60,22 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     Parameters
     ----------
     config
-        Store and split to read (a path means ``"all"``).
+        Store and split to read (a path means ``"all"``), or an open reader to share.
     blocks
         Block names to read (default: every block).
     """
 
     def __init__(
         self,
-        config: VinOfflineStoreConfig | Path | str,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
     ) -> None:
-        self.reader = VinOfflineStoreReader(config)
+        if isinstance(config, VinOfflineStoreReader):
+            self.reader = config  # share its open handles
+        else:
+            self.reader = VinOfflineStoreReader(config)
         self.blocks = None if blocks is None else tuple(blocks)
         self.decode_records = not raw_records
 
