@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 import msgspec
@@ -90,8 +90,9 @@ def block_family(name: str) -> str | None:
 
 
 def _check_relative(path: str) -> None:
-    pure = PurePosixPath(path)
-    if not path or pure.is_absolute() or ".." in pure.parts or str(pure) != path:
+    # String checks, not PurePosixPath: a 10M-sample manifest has ~40k of these at open.
+    parts = path.split("/")
+    if path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in path:
         raise ValueError(f"expected a normalized relative POSIX path, found {path!r}")
 
 
