@@ -18,6 +18,7 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
 )
+from dataset_devkit.vin_store import reader as reader_module
 
 
 def test_config_names_the_seed_paths(tmp_path: Path) -> None:
@@ -167,3 +168,18 @@ def test_batched_reads_fill_caller_given_arrays_after_checking_them(store: Path)
     np.testing.assert_array_equal(target[0], reader[4]["vin.points_world"])
     with pytest.raises(ConfigError, match="C-contiguous float32 array of shape"):
         reader.read_positions([4], ["vin.points_world"], out={"vin.points_world": target})
+
+
+@pytest.mark.parametrize("small_block_bytes", [0, 16 * 2**20])
+@pytest.mark.parametrize("positions", [[10, 0, 5, 5, 3], [1, 3, 0], []])
+def test_every_batched_gather_path_equals_single_reads(
+    store: Path, monkeypatch: pytest.MonkeyPatch, small_block_bytes: int, positions: list[int]
+) -> None:
+    monkeypatch.setattr(reader_module, "SMALL_BLOCK_BYTES", small_block_bytes)
+    reader = VinOfflineStoreReader(store)
+    batch = reader.read_positions(positions)
+    for name in ("vin.points_world", "vin.t_world_rig", "vin.lengths"):
+        expected = [reader.read_position(p)[name] for p in positions]
+        assert batch[name].shape[0] == len(positions)
+        for k, value in enumerate(expected):
+            np.testing.assert_array_equal(batch[name][k], value)

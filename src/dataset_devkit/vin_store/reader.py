@@ -35,7 +35,10 @@ from dataset_devkit.vin_store.spec import (
     block_family,
 )
 
-__all__ = ["VinOfflineStoreReader"]
+__all__ = ["SMALL_BLOCK_BYTES", "VinOfflineStoreReader"]
+
+#: Numeric blocks at most this large in total are gathered into memory for batched reads.
+SMALL_BLOCK_BYTES = 16 * 2**20
 
 
 def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
@@ -67,6 +70,7 @@ class _OpenState:
     handles: dict[tuple[int, str], NumericBlockHandle | RecordBlockHandle] = field(
         default_factory=dict
     )
+    small: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
 
 
 class VinOfflineStoreReader:
@@ -223,6 +227,55 @@ class VinOfflineStoreReader:
             raise SampleIndexNotFoundError(f"block {name!r} is numeric, not a record block")
         return handle
 
+    def _gather(
+        self,
+        state: _OpenState,
+        name: str,
+        spec: VinOfflineBlockSpec,
+        rows_at: npt.NDArray[np.int64],
+        pairs: list[tuple[int, int]],
+        batch: npt.NDArray[Any],
+    ) -> None:
+        """Copy the rows of one numeric block into *batch* (indices already checked)."""
+        small = self._small_block(state, name, spec)
+        if small is not None:  # one C-level gather for the whole batch
+            np.take(small, rows_at, axis=0, out=batch, mode="clip")  # "raise" would buffer
+            return
+        shards = {s for s, _ in pairs}
+        if len(shards) == 1:  # a single shard: one C-level gather as well
+            view = self._numeric_handle(state, shards.pop(), name).rows
+            np.take(view, [r for _, r in pairs], axis=0, out=batch, mode="clip")
+            return
+        sources = {s: self._numeric_handle(state, s, name).buffer for s in shards}
+        size = int(batch.itemsize * batch[:1].size)
+        target = batch.reshape(-1).view(np.uint8).data
+        for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
+            start = row * size
+            target[k * size : k * size + size] = sources[shard][start : start + size]
+
+    def _small_block(
+        self, state: _OpenState, name: str, spec: VinOfflineBlockSpec
+    ) -> npt.NDArray[Any] | None:
+        """All rows of a small numeric block in one array (built once), else None.
+
+        Per-row copies of a few bytes cost more in Python overhead than in bytes; below
+        SMALL_BLOCK_BYTES in total, a block is gathered once per process into memory so a
+        batch is one ``np.take``.
+        """
+        cached = state.small.get(name)
+        if cached is not None:
+            return cached
+        row_shape = (spec.shape or ())[1:]
+        total = state.sample_indices.shape[0] * int(np.prod(row_shape, dtype=np.int64))
+        if total * np.dtype(spec.dtype).itemsize > SMALL_BLOCK_BYTES:
+            return None
+        parts = [self._numeric_handle(state, k, name).rows for k in range(len(state.row_starts))]
+        if not parts:
+            return None
+        cached = state.small[name] = np.concatenate(parts)
+        cached.flags.writeable = False
+        return cached
+
     def _missing_block(self, state: _OpenState, name: str) -> SampleIndexNotFoundError:
         family = block_family(name)
         if family is not None and not getattr(state.manifest.materialized_blocks, family):
@@ -313,12 +366,7 @@ class VinOfflineStoreReader:
                         )
                 else:
                     batch = np.empty(shape, dtype=spec.dtype)
-                sources = {s: self._numeric_handle(state, s, name).buffer for s, _ in pairs}
-                size = int(batch.itemsize * batch[:1].size)
-                target = batch.reshape(-1).view(np.uint8).data
-                for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
-                    start = row * size
-                    target[k * size : k * size + size] = sources[shard][start : start + size]
+                self._gather(state, name, spec, rows_at, pairs, batch)
                 if out is None or name not in out:
                     batch.flags.writeable = writeable
                 result[name] = batch
