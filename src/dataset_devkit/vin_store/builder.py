@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
 from contextlib import ExitStack
@@ -219,8 +220,9 @@ def build_vin_offline_store(
         0 puts every sample in ``all``; otherwise a hash of the key picks ``train``/``val``.
         A sample's own ``split`` always wins.
     executor
-        Where shards are written; default a 2-process spawn pool (fork would copy a parent
-        that may hold Zarr's event-loop thread). A Dask client's ``get_executor()`` works.
+        Where shards are written; default a spawn process pool of one worker per CPU (at
+        most 8; fork would copy a parent that may hold Zarr's event-loop thread). A Dask
+        client's ``get_executor()`` works too when its workers see the same filesystem.
     max_pending
         Shards in flight at once; bounds memory while samples stream in.
     materialized_blocks
@@ -244,7 +246,8 @@ def build_vin_offline_store(
     ):
         if executor is None:
             context = multiprocessing.get_context("spawn")
-            executor = stack.enter_context(ProcessPoolExecutor(2, mp_context=context))
+            workers = min(8, os.cpu_count() or 1)
+            executor = stack.enter_context(ProcessPoolExecutor(workers, mp_context=context))
         (staging / SHARDS_DIR).mkdir()
         pending: list[Future[VinOfflineShardSpec]] = []
         specs: list[VinOfflineShardSpec] = []
