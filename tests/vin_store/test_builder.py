@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -156,3 +157,35 @@ def test_an_existing_destination_is_never_replaced(tmp_path: Path, sample_factor
     with pytest.raises(DestinationExistsError):
         _build(sample_factory(3), tmp_path / "out")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_bad_names_and_duplicate_keys_are_caught_up_front(
+    tmp_path: Path, sample_factory: Factory
+) -> None:
+    samples = sample_factory(3)
+    bad_name = dataclasses.replace(samples[0], arrays={"../escape": np.zeros(2)}, records={})
+    with pytest.raises(VinOfflineSchemaError, match="invalid block name"):
+        _build([bad_name], tmp_path / "a")
+    text = dataclasses.replace(samples[0], arrays={"x": np.array(["a"])}, records={})
+    with pytest.raises(VinOfflineSchemaError, match="numeric dtype"):
+        _build([text], tmp_path / "b")
+    twice = dataclasses.replace(samples[1], sample_key=samples[0].sample_key)
+    with pytest.raises(VinOfflineSchemaError, match="appears twice"):
+        _build([samples[0], twice], tmp_path / "c")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_worker_failure_surfaces_as_the_typed_error_and_publishes_nothing(
+    tmp_path: Path, sample_factory: Factory
+) -> None:
+    samples = sample_factory(6)
+    unencodable = dataclasses.replace(samples[5], records={"oracle.candidate_pcs": {1j}})
+    context = multiprocessing.get_context("spawn")
+    with (
+        ProcessPoolExecutor(1, mp_context=context) as pool,
+        pytest.raises(VinOfflineSchemaError, match="cannot encode"),
+    ):
+        build_vin_offline_store(
+            [*samples[:5], unencodable], tmp_path / "out", rows_per_shard=4, executor=pool
+        )
+    assert list(tmp_path.iterdir()) == []

@@ -29,6 +29,7 @@ from dataset_devkit.vin_store.spec import (
     SHARDS_DIR,
     SPLIT_NAMES,
     Split,
+    VinOfflineBlockSpec,
     VinOfflineIndexRecord,
     VinOfflineManifest,
     VinOfflineMaterializedBlocks,
@@ -116,8 +117,22 @@ class _Schema:
         overlap = self.records & set(self.arrays)
         if overlap:
             raise VinOfflineSchemaError(f"names used twice: {sorted(overlap)}")
+        for name, (dtype, shape) in self.arrays.items():  # fail here, not in a worker
+            try:
+                VinOfflineBlockSpec.for_zarr_array(name, "x", dtype.name, [1, *shape])
+            except ValueError as exc:
+                raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
+        for name in self.records:
+            try:
+                VinOfflineBlockSpec.for_indexed_msgpack_records(name, "x", "y", 1)
+            except ValueError as exc:
+                raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
+        self.keys: set[str] = set()
 
     def check(self, sample: VinOfflineSample) -> dict[str, npt.NDArray[Any]]:
+        if sample.sample_key in self.keys:
+            raise VinOfflineSchemaError(f"sample_key {sample.sample_key!r} appears twice")
+        self.keys.add(sample.sample_key)
         arrays = {k: np.asarray(v) for k, v in sample.arrays.items()}
         if set(arrays) != set(self.arrays) or set(sample.records) != self.records:
             raise VinOfflineSchemaError(
@@ -158,7 +173,7 @@ def _shards(
             schema = _Schema(sample)
         arrays = schema.check(sample)
         sample_index = last_index + 1 if sample.sample_index is None else int(sample.sample_index)
-        if sample_index <= last_index:
+        if sample_index <= last_index or sample_index < 0:
             raise VinOfflineSchemaError(
                 f"sample {sample.sample_key!r}: sample_index must increase, found {sample_index} "
                 f"after {last_index}",
