@@ -83,3 +83,14 @@ def test_demo_builds_a_store_and_reads_a_random_batch(tmp_path: Path) -> None:
     store = tmp_path / "vin-offline-store"
     assert report.root_sha256["vin-offline-store"] == inspect_store(store).root_sha256
     assert len(VinOfflineStoreReader(store)) == 96
+
+
+def test_a_directory_that_is_not_a_store_is_one_clear_error(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    result = _run(package_env, "inspect", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"error: {tmp_path / 'manifest.json'}: missing: is this a VIN offline store?"
+    )
+    assert "Traceback" not in result.stderr

@@ -200,7 +200,7 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     @classmethod
     def read_many(cls, path: Path) -> list[VinOfflineIndexRecord]:
         """Read ``sample_index.jsonl`` strictly; records must be ordered by sample_index."""
-        data = Path(path).read_bytes()
+        data = _read_bytes(path)
         if not data:
             return []
         if not data.endswith(b"\n"):
@@ -297,7 +297,7 @@ class VinOfflineManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     @classmethod
     def read(cls, path: Path) -> VinOfflineManifest:
         """Load a manifest: version first, then strict fields, then inventory consistency."""
-        data = Path(path).read_bytes()
+        data = _read_bytes(path)
         try:
             version = msgspec.json.decode(data, type=_VersionProbe).version
         except msgspec.ValidationError as exc:
@@ -394,6 +394,15 @@ def check_record_offsets(
     if steps.size and int(steps.min()) < 0:
         bad = int(np.argmax(steps < 0)) + 1
         raise InventoryError(f"offsets decrease at entry {bad}", path=path, field=f"[{bad}]")
+
+
+def _read_bytes(path: Path | str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise VinOfflineFormatError("missing: is this a VIN offline store?", path=path) from None
+    except OSError as exc:
+        raise VinOfflineFormatError(f"unreadable: {exc.strerror}", path=path) from None
 
 
 def _format_error(
