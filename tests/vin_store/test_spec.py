@@ -97,9 +97,9 @@ def test_index_records_round_trip_through_jsonl(
 
 
 @settings(max_examples=25)
-@given(block_specs(), flags)
+@given(block_specs(), st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5)))
 def test_manifest_round_trips_when_flags_match_blocks(
-    tmp_path_factory: pytest.TempPathFactory, block: VinOfflineBlockSpec, _: object
+    tmp_path_factory: pytest.TempPathFactory, block: VinOfflineBlockSpec, stats: dict[str, object]
 ) -> None:
     shard = VinOfflineShardSpec(
         shard_id="shard-000000",
@@ -115,6 +115,7 @@ def test_manifest_round_trips_when_flags_match_blocks(
         oracle={},
         vin={"k": 1.5},
         materialized_blocks=VinOfflineMaterializedBlocks.from_block_names([block.name]),
+        stats=stats,
         shards=(shard,),
     )
     path = tmp_path_factory.mktemp("m") / "manifest.json"
