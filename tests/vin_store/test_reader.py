@@ -183,3 +183,15 @@ def test_every_batched_gather_path_equals_single_reads(
         assert batch[name].shape[0] == len(positions)
         for k, value in enumerate(expected):
             np.testing.assert_array_equal(batch[name][k], value)
+
+
+def test_numpy_alone_reads_a_chunk_file_as_documented(
+    store: Path, samples: list[VinOfflineSample]
+) -> None:
+    chunk = store / "shards" / "shard-000002" / "vin" / "points_world" / "c" / "0" / "0" / "0"
+    num_rows, row_nbytes = 3, 16 * 3 * 4
+    assert chunk.stat().st_size == num_rows * row_nbytes + 16 * num_rows + 4
+    rows = np.memmap(chunk, dtype="<f4", mode="r", shape=(num_rows, 16, 3))
+    np.testing.assert_array_equal(rows[2], samples[10].arrays["vin.points_world"])
+    index = np.memmap(chunk, dtype="<u8", mode="r", offset=num_rows * row_nbytes, shape=(3, 2))
+    assert index.tolist() == [[0, 192], [192, 192], [384, 192]]
