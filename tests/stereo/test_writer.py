@@ -179,3 +179,13 @@ def test_the_built_depth_reads_with_plain_zarr_and_numcodecs(built, source):
     )
     chunk = np.frombuffer(last, dtype="<u4").reshape(4, 48, 64)
     assert np.array_equal(chunk[0], expected[12]) and not chunk[1:].any()  # fill beyond frame 12
+
+
+def test_a_spawn_process_pool_encodes_depth_to_the_same_bytes(built, source, tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+        result = build_stereo_dataset(source, tmp_path / "GenVR-duo-20261023", executor=pool)
+    assert result.root_sha256 == built.root_sha256

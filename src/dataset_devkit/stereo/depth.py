@@ -132,6 +132,18 @@ def write_depth_group(
     return invalid
 
 
+def write_pair_depth(
+    group_path: str, npy: dict[str, str], far_limit_m: float | None
+) -> dict[str, int]:
+    """Encode one pair's ``.npy`` depth files into its group; a picklable executor task.
+
+    Paths are plain strings so the task ships to process pools and Dask workers alike.
+    """
+    sources = {eye: np.load(path, mmap_mode="r", allow_pickle=False) for eye, path in npy.items()}
+    attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": DEPTH_SCALE}
+    return write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
+
+
 def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -> list[str]:
     """Every difference between a depth group on disk and the exact expected layout."""
     problems: list[str] = []

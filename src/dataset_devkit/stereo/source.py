@@ -264,12 +264,6 @@ def _check_depth(
         )
 
 
-def load_depth(root: Path, relative: str) -> np.ndarray[Any, np.dtype[np.floating[Any]]]:
-    """Memory-map one eye's depth (already checked by :func:`load_source`)."""
-    array: Any = np.load(root / PurePosixPath(relative), mmap_mode="r", allow_pickle=False)
-    return array  # type: ignore[no-any-return]
-
-
 def load_source(root: Path) -> LoadedSource:
     """Read and check a whole export; raise once with every problem found."""
     path = root / SOURCE_FILE
