@@ -104,18 +104,29 @@ def bench_random(path: Path, reads: int, threads: int, repeats: int) -> None:
     plain_rounds, ours_rounds, decoded = [], [], []
     with av.open(str(path)) as container:
         container.streams.video[0].codec_context.thread_count = threads
-        for _ in range(repeats):
+
+        def run_plain() -> float:
             start = time.perf_counter()
             for t in targets:
                 plain_keyframe_decode(container, info.pts, info.keyframe_for(t), t)
-            middle = time.perf_counter()
+            return time.perf_counter() - start
+
+        def run_ours() -> float:
             CountingReader.decoded = 0
+            start = time.perf_counter()
             for t in targets:
                 reader._frames = None  # force a seek every time, as a random access would
                 reader.read([t])
-            ours_rounds.append(time.perf_counter() - middle)
-            plain_rounds.append(middle - start)
             decoded.append(CountingReader.decoded)
+            return time.perf_counter() - start
+
+        for round_number in range(repeats):  # alternate who goes first: no order bias
+            if round_number % 2:
+                ours_rounds.append(run_ours())
+                plain_rounds.append(run_plain())
+            else:
+                plain_rounds.append(run_plain())
+                ours_rounds.append(run_ours())
     reader.close()
     plain, ours = min(plain_rounds) / len(targets), min(ours_rounds) / len(targets)
     print(
@@ -129,19 +140,31 @@ def bench_random(path: Path, reads: int, threads: int, repeats: int) -> None:
 def bench_sequential(path: Path, threads: int, repeats: int) -> None:
     info = probe_video(path)
     ours_times, plain_times = [], []
-    for _ in range(repeats):
+
+    def run_plain() -> float:
         with av.open(str(path)) as container:
             container.streams.video[0].codec_context.thread_count = threads
             start = time.perf_counter()
             frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
             np.stack(frames)
-            plain_times.append(time.perf_counter() - start)
+            return time.perf_counter() - start
+
+    def run_ours() -> float:
         reader = VideoReader(path, threads)
         reader.info  # noqa: B018 - index outside the timed part, as a worker's handle would be
         start = time.perf_counter()
         reader.read(range(info.num_frames))
-        ours_times.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
         reader.close()
+        return elapsed
+
+    for round_number in range(repeats):  # best of rounds, alternating who goes first
+        if round_number % 2:
+            ours_times.append(run_ours())
+            plain_times.append(run_plain())
+        else:
+            plain_times.append(run_plain())
+            ours_times.append(run_ours())
     ours, plain = min(ours_times), min(plain_times)
     print(
         f"sequential clip ({info.num_frames} frames, threads={threads}): reader "
@@ -158,17 +181,28 @@ def bench_depth(
     reader.read("left", [0])
     codec = Blosc()
     ours_rounds, direct_rounds = [], []
-    for _ in range(repeats):  # best of rounds, both sides back to back
+
+    def run_ours() -> float:
         start = time.perf_counter()
         for t in targets:
             reader.read("left", [t])
-        middle = time.perf_counter()
+        return time.perf_counter() - start
+
+    def run_direct() -> float:
+        start = time.perf_counter()
         for t in targets:
             raw = (group / "left" / f"{t // 4}.0.0").read_bytes()
             chunk = np.frombuffer(codec.decode(raw), dtype="<u4").reshape(4, height, width)
             chunk[t % 4].astype(np.float32) / 1000
-        direct_rounds.append(time.perf_counter() - middle)
-        ours_rounds.append(middle - start)
+        return time.perf_counter() - start
+
+    for round_number in range(repeats):  # best of rounds, alternating who goes first
+        if round_number % 2:
+            direct_rounds.append(run_direct())
+            ours_rounds.append(run_ours())
+        else:
+            ours_rounds.append(run_ours())
+            direct_rounds.append(run_direct())
     ours, direct = min(ours_rounds) / len(targets), min(direct_rounds) / len(targets)
     print(
         f"depth frame ({len(targets)} reads): reader {ours * 1e3:.1f} ms, direct numcodecs "

@@ -73,7 +73,8 @@ def encode_depth_mm(
     if overflow.any():
         frame, row, col = (int(v[0]) for v in np.nonzero(overflow))
         raise DepthOverflowError(
-            f"depth {depth[frame, row, col]!r} m at frame {first + frame}, pixel ({row}, {col}) "
+            f"depth {float(depth[frame, row, col])!r} m at frame {first + frame}, "
+            f"pixel ({row}, {col}) "
             f"does not fit uint32 millimetres (max {_UINT32_MAX / DEPTH_SCALE} m); "
             "set depth_far_m to mark far values invalid",
             path=where,
