@@ -132,3 +132,16 @@ def test_paths_outside_the_export_are_refused(source, tmp_path, path):
 def test_a_missing_export_file_is_a_devkit_error(tmp_path):
     with pytest.raises(DevkitError, match=r"export\.json: cannot be read"):
         load_source(tmp_path)
+
+
+def test_linked_videos_are_refused_before_anything_is_written(source, tmp_path):
+    def edit(root: Path, export: dict[str, Any]) -> None:
+        left = root / export["pairs"][0]["left"]["video"]
+        (root / "linked.mp4").symlink_to(left)
+        export["pairs"][0]["right"]["video"] = "linked.mp4"
+        (root / "hard.mp4").hardlink_to(root / export["pairs"][1]["left"]["video"])
+        export["pairs"][1]["right"]["video"] = "hard.mp4"
+
+    issues = _issues(source, tmp_path, edit)
+    assert any("right video linked.mp4 is a symbolic link" in issue for issue in issues)
+    assert any("right video hard.mp4 has 2 hard links" in issue for issue in issues)

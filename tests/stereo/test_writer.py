@@ -7,14 +7,19 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dataset_devkit.errors import DestinationExistsError
 from dataset_devkit.integrity import hash_file, read_manifest, verify_tree
 from dataset_devkit.stereo import build_stereo_dataset, make_sample_source
 from dataset_devkit.stereo.spec import (
+    DepthRef,
     IndexRow,
     LoaderRequirements,
     ReleaseManifest,
+    Resolution,
+    encode_jsonl,
 )
 
 PAIR = "ue5-pro/map0001/scene0001/cams00"
@@ -189,3 +194,45 @@ def test_a_spawn_process_pool_encodes_depth_to_the_same_bytes(built, source, tmp
     with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
         result = build_stereo_dataset(source, tmp_path / "GenVR-duo-20261023", executor=pool)
     assert result.root_sha256 == built.root_sha256
+
+
+names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789/_-.", min_size=1, max_size=40)
+
+
+@given(
+    names,
+    st.text(max_size=200),
+    st.floats(min_value=0.001, max_value=1000, allow_nan=False),
+    st.integers(1, 10_000),
+    st.booleans(),
+)
+def test_index_rows_round_trip_through_their_jsonl_bytes(name, cap, fps, frames, deep):
+    depth = DepthRef(
+        zarr=f"{name}/g.zarr",
+        meta=f"{name}/m.json",
+        arrays={"left": "left", "right": "right"},
+        scale=1000,
+        invalid_value=0,
+        family="depth",
+    )
+    row = IndexRow(
+        id=name,
+        path=f"{name}/l.mp4",
+        cap=cap,
+        cap_kind="procedural_scene_metadata",
+        fps=fps,
+        num_frames=frames,
+        duration=frames / fps,
+        resolution=Resolution(width=64, height=48),
+        left_video="l",
+        right_video="r",
+        left_camera="lc",
+        right_camera="rc",
+        prompt_path="p",
+        meta_path="m",
+        depth=depth if deep else None,
+    )
+    data = encode_jsonl([row])
+    assert data.count(b"\n") == 1
+    assert msgspec.json.decode(data, type=IndexRow) == row
+    assert encode_jsonl([msgspec.json.decode(data, type=IndexRow)]) == data

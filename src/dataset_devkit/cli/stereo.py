@@ -14,6 +14,8 @@ from dataset_devkit.errors import DestinationExistsError
 
 __all__ = ["register"]
 
+_TABLE_ROWS = 16  # a --full check of thousands of pairs is summarised, not printed row by row
+
 stereo_app = typer.Typer(
     help="Stereo video datasets (GenVR-duo layout): build, validate.", no_args_is_help=True
 )
@@ -94,9 +96,15 @@ def validate(
         return
     if reader is not None:
         table = Table("pair", "read", "frames", "shape", "ok", title="reader validation")
-        for row in reader.reads:
+        shown = [r for r in reader.reads if not r.ok] or reader.reads[:_TABLE_ROWS]
+        for row in shown[:_TABLE_ROWS]:
             table.add_row(row.id, row.what, str(row.frames), str(row.shape), str(row.ok))
         stdout_console().print(table)
+        if len(reader.reads) > len(shown[:_TABLE_ROWS]):
+            stdout_console().print(
+                f"{len(reader.reads)} reads of {len(reader.pairs_read)} pairs in all "
+                f"({sum(not r.ok for r in reader.reads)} failed); --report FILE keeps every one"
+            )
     result.raise_for_issues()
     stdout_console().print(
         f"OK {root}: {result.pairs} pairs"

@@ -8,6 +8,7 @@ track per eye and optional per-frame depth (``.npy``, float metres, camera Z) pe
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -154,6 +155,27 @@ def source_path(root: Path, relative: str, field: str) -> Path:
     return root / posix
 
 
+def _not_copyable(path: Path) -> str | None:
+    """Why a video cannot be copied byte for byte by the integrity core, or ``None``.
+
+    The copy refuses links and multiply linked files (it could not prove what it copied), so
+    the build says so up front instead of failing halfway through.
+    """
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return "is missing"
+    except OSError as exc:
+        return f"cannot be inspected ({exc.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link; export the file itself"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    if info.st_nlink > 1:
+        return f"has {info.st_nlink} hard links; materialise a single-link copy first"
+    return None
+
+
 def _camera(
     root: Path, pair: SourcePair, eye: str, field: str, issues: list[str]
 ) -> CameraFile | None:
@@ -216,8 +238,9 @@ def _check_pair(root: Path, index: int, pair: SourcePair, issues: list[str]) -> 
     for eye in EYES:
         files: SourceEye = getattr(pair, eye)
         video = source_path(root, files.video, f"$.pairs[{index}].{eye}.video")
-        if not video.is_file():
-            issues.append(f"{name}: {eye} video {files.video} is missing")
+        problem = _not_copyable(video)
+        if problem:
+            issues.append(f"{name}: {eye} video {files.video} {problem}")
         else:
             try:
                 info = probe_video(video)
