@@ -123,6 +123,9 @@ def test_source_mapping_and_source_manifest_use_relative_paths(built, source):
     manifest = json.loads((built.root / "source_dataset_release_manifest.json").read_text())
     paths = [f["path"] for f in manifest["files"]]
     assert "export.json" in paths and not any(p.startswith("/") for p in paths)
+    by_path = {f["path"]: f for f in manifest["files"]}
+    for rel in ("renders/shot001/left.mp4", "renders/shot002/right_depth.npy", "export.json"):
+        assert (by_path[rel]["size"], by_path[rel]["sha256"]) == hash_file(source / rel)
     assert str(source) not in (built.root / "source_dataset_release_manifest.json").read_text()
 
 

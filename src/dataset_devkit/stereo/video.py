@@ -80,7 +80,7 @@ def _index(container: Any, path: Path) -> VideoInfo:
     stream = container.streams.video[0]
     packets: list[tuple[int, bool]] = []
     for packet in container.demux(stream):
-        if packet.pts is None:  # the flush packet at the end of the stream
+        if packet.pts is None or packet.is_discard:  # flush packet; edit-list discards
             continue
         packets.append((int(packet.pts), bool(packet.is_keyframe)))
     if not packets:

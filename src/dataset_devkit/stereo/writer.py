@@ -153,7 +153,7 @@ def _write_pairs(
                 raise VerificationFailed(f"{group / eye}: chunks not written", sorted(missing))
 
 
-def _root_files(source: LoadedSource, root: SafeDir) -> None:
+def _root_files(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int, str]]) -> None:
     dataset = f"{source.export.dataset}-{source.export.snapshot}"
     prompts = {
         item.pair.pair_id: procedural_prompt(item.pair.scene_metadata) for item in source.pairs
@@ -179,9 +179,15 @@ def _root_files(source: LoadedSource, root: SafeDir) -> None:
         for eye in EYES:
             files = getattr(item.pair, eye)
             referenced |= {files.video, files.camera} | ({files.depth} if files.depth else set())
+    # a copied video's hash is its source's hash: no second read of the largest files
+    known = {
+        getattr(item.pair, eye).video: hashes[f"{pair_dir(item)}/{VIDEO_FILES[eye]}"]
+        for item in source.pairs
+        for eye in EYES
+    }
     entries = []
     for rel in sorted(referenced):
-        size, digest = hash_file(source.root / rel)
+        size, digest = known[rel] if rel in known else hash_file(source.root / rel)
         entries.append(ManifestFile(path=rel, size=size, sha256=digest))
     root.write_bytes(
         SOURCE_RELEASE_MANIFEST,
@@ -261,7 +267,7 @@ def build_stereo_dataset(
     with staged_publication(Path(out)) as staging, SafeDir.open(staging) as root:
         say(f"writing {len(loaded.pairs)} pairs")
         _write_pairs(loaded, root, hashes, executor)
-        _root_files(loaded, root)
+        _root_files(loaded, root, hashes)
         say("reading frames back")
         report = reader_validation(staging, use_depth=loaded.has_depth, full=False)
         root.write_bytes(READER_VALIDATION, encode_json(report))
