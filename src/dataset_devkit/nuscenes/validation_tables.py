@@ -1,0 +1,167 @@
+"""Strict loading of the 13 official tables: JSON, row shape, field kinds, unique tokens.
+
+Every problem is appended to an issue list rather than raised, so one validation run reports
+all of them. Rows that fail their shape check are left out of the loaded table (and the
+failure is an issue), so later graph checks never trip over a malformed value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from dataset_devkit.errors import DevkitError
+from dataset_devkit.nuscenes.validation_io import DatarootReader
+from dataset_devkit.nuscenes.validation_schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
+
+__all__ = ["LoadedTables", "check_field", "decode_json", "load_tables"]
+
+Row = dict[str, Any]
+
+
+@dataclass(slots=True)
+class LoadedTables:
+    """The official tables of one dataroot, with a token index per table.
+
+    Attributes
+    ----------
+    version
+        The table directory name (``v1.0-trainval``).
+    tables
+        Well-formed rows per table, in file order.
+    index
+        ``table -> token -> row``.
+    broken
+        Tables that could not be read or decoded at all; references into them are not
+        reported again as missing tokens.
+    """
+
+    version: str
+    tables: dict[str, list[Row]] = field(default_factory=dict)
+    index: dict[str, dict[str, Row]] = field(default_factory=dict)
+    broken: set[str] = field(default_factory=set)
+
+    def rel(self, table: str) -> str:
+        """The dataroot-relative path of *table*'s JSON file."""
+        return f"{self.version}/{table}.json"
+
+
+def decode_json(data: bytes, rel: str, issues: list[str]) -> Any:
+    """Decode strict JSON (no NaN/Infinity), appending an issue and returning None on failure."""
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        issues.append(f"{rel}: malformed JSON ({exc})")
+        return None
+
+
+def _finite(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+    )
+
+
+def check_field(kind: str, value: Any) -> str | None:
+    """Return why *value* is not of field *kind*, or None when it is."""
+    if kind == "token":
+        ok = isinstance(value, str) and TOKEN_RE.match(value) is not None
+        return None if ok else f"expected a 32-hex token, found {value!r}"
+    if kind == "link":
+        ok = isinstance(value, str) and (value == "" or TOKEN_RE.match(value) is not None)
+        return None if ok else f"expected a token or '', found {value!r}"
+    if kind == "str":
+        return None if isinstance(value, str) else f"expected a string, found {value!r}"
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        return None if ok else f"expected an integer, found {value!r}"
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"expected true/false, found {value!r}"
+    if kind in ("vec3", "quat"):
+        size = 3 if kind == "vec3" else 4
+        ok = isinstance(value, list) and len(value) == size and all(_finite(v) for v in value)
+        return None if ok else f"expected {size} finite numbers, found {value!r}"
+    if kind == "intrinsic":
+        if value == []:
+            return None
+        ok = (
+            isinstance(value, list)
+            and len(value) == 3
+            and all(isinstance(r, list) and len(r) == 3 and all(map(_finite, r)) for r in value)
+        )
+        return None if ok else f"expected a 3x3 finite matrix or [], found {value!r}"
+    if kind == "tokens":
+        ok = isinstance(value, list) and all(
+            isinstance(v, str) and TOKEN_RE.match(v) is not None for v in value
+        )
+        return None if ok else f"expected a list of 32-hex tokens, found {value!r}"
+    raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - schema bug
+
+
+def _check_rows(table: str, rows: list[Any], rel: str, issues: list[str]) -> list[Row]:
+    fields = TABLE_FIELDS[table]
+    expected = set(fields)
+    good: list[Row] = []
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        where = f"{rel} at $[{i}]"
+        if not isinstance(row, dict):
+            issues.append(f"{where}: expected an object, found {type(row).__name__}")
+            continue
+        ok = True
+        missing = expected - row.keys()
+        extra = row.keys() - expected
+        if missing:
+            issues.append(f"{where}: missing fields {sorted(missing)}")
+            ok = False
+        if extra:
+            issues.append(f"{where}: unknown fields {sorted(extra)}")
+            ok = False
+        for name, kind in fields.items():
+            if name in row and (problem := check_field(kind, row[name])) is not None:
+                issues.append(f"{where}.{name}: {problem}")
+                ok = False
+        if ok and row["token"] in seen:
+            issues.append(f"{where}.token: duplicate token {row['token']}")
+        elif ok:
+            seen.add(row["token"])
+            good.append(row)
+    return good
+
+
+def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> LoadedTables:
+    """Read, decode and shape-check every official table of the dataroot behind *reader*."""
+    loaded = LoadedTables(version=version)
+    try:
+        entries = reader.list_dir(version)
+    except DevkitError as exc:
+        issues.append(f"{version}: cannot list the table directory ({exc})")
+        entries = []
+    expected = {f"{table}.json" for table in OFFICIAL_TABLES}
+    for name, kind in entries:
+        if name not in expected:
+            issues.append(f"{version}/{name}: unexpected {kind} in the table directory")
+    for table in OFFICIAL_TABLES:
+        rel = loaded.rel(table)
+        rows: list[Row] = []
+        try:
+            data = reader.read_bytes(rel)
+        except DevkitError as exc:
+            issues.append(f"{rel}: cannot read table ({exc})")
+            loaded.broken.add(table)
+        else:
+            decoded = decode_json(data, rel, issues)
+            if decoded is None:
+                loaded.broken.add(table)
+            elif not isinstance(decoded, list):
+                issues.append(f"{rel}: expected a JSON array, found {type(decoded).__name__}")
+                loaded.broken.add(table)
+            else:
+                rows = _check_rows(table, decoded, rel, issues)
+        loaded.tables[table] = rows
+        loaded.index[table] = {row["token"]: row for row in rows}
+    return loaded
