@@ -1,0 +1,83 @@
+"""``manifest``, ``verify`` and ``publish``: the integrity core on the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dataset_devkit.cli.render import byte_progress, print_json, stdout_console
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    build_manifest,
+    publish_tree,
+    verify_tree,
+    write_manifest,
+)
+from dataset_devkit.integrity.tree_size import tree_size
+
+__all__ = ["register"]
+
+
+def manifest(
+    directory: Annotated[Path, typer.Argument(help="The tree to hash.")],
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the manifest instead of writing it.")
+    ] = False,
+) -> None:
+    """Write DIR/content_manifest.json (never replacing one) and print the root hash."""
+    with byte_progress("hashing", tree_size(directory)) as advance:
+        if print_only:
+            result = build_manifest(directory, progress=advance)
+        else:
+            result = write_manifest(directory, progress=advance)
+    if print_only:
+        typer.echo(result.to_bytes().decode("utf-8"), nl=False)
+        return
+    console = stdout_console()
+    console.print(
+        f"wrote {directory / CONTENT_MANIFEST_NAME}: {result.file_count} files, "
+        f"{result.total_bytes} bytes"
+    )
+    console.print(f"root_sha256 {result.root_sha256}")
+
+
+def verify(
+    directory: Annotated[Path, typer.Argument(help="A tree holding content_manifest.json.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+) -> None:
+    """Check DIR against its content manifest; exit 1 with every difference listed."""
+    with byte_progress("verifying", tree_size(directory)) as advance:
+        report = verify_tree(directory, progress=advance)
+    if as_json:
+        print_json(report.to_json())
+        if not report.ok:
+            raise typer.Exit(1)
+        return
+    if report.ok:
+        stdout_console().print(
+            f"OK {directory}: {report.file_count} files, {report.total_bytes} bytes, "
+            f"root_sha256 {report.root_sha256}"
+        )
+        return
+    report.raise_for_issues()
+
+
+def publish(
+    staging: Annotated[Path, typer.Argument(help="The complete staged tree.")],
+    to: Annotated[Path, typer.Option("--to", help="The final name (must not exist).")],
+) -> None:
+    """Publish STAGING under FINAL: manifest, read-only modes, fsync, atomic rename."""
+    with byte_progress("publishing", tree_size(staging)) as advance:
+        result = publish_tree(staging, to, progress=advance)
+    console = stdout_console()
+    console.print(f"published {result.final}: {result.manifest.file_count} files (read-only)")
+    console.print(f"root_sha256 {result.root_sha256}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the integrity commands to the root app."""
+    app.command("manifest")(manifest)
+    app.command("verify")(verify)
+    app.command("publish")(publish)

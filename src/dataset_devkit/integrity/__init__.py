@@ -1,0 +1,65 @@
+"""Integrity core: content manifests, no-follow filesystem primitives, atomic publication.
+
+Every system of dataset-devkit ends in a tree hashed into ``content_manifest.json`` and
+published read-only under its final name; this package is that shared ground.
+"""
+
+from __future__ import annotations
+
+from dataset_devkit.integrity.canonical import canonical_json, pretty_json
+from dataset_devkit.integrity.issues import Issue, IssueKind
+from dataset_devkit.integrity.manifest import (
+    CONTENT_MANIFEST_FORMAT,
+    CONTENT_MANIFEST_NAME,
+    CONTENT_MANIFEST_VERSION,
+    ContentManifest,
+    ManifestEntry,
+    build_manifest,
+    compute_root_sha256,
+    parse_manifest,
+    read_manifest,
+    write_manifest,
+)
+from dataset_devkit.integrity.publish import (
+    PUBLISH_PHASES,
+    PublishResult,
+    new_staging_dir,
+    publish_tree,
+    remove_staging,
+    staged_publication,
+)
+from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, open_dir_nofollow
+from dataset_devkit.integrity.scan import ScanResult, hash_fd, hash_file, scan_tree
+from dataset_devkit.integrity.verify import VerificationReport, verify_tree
+
+__all__ = [
+    "CONTENT_MANIFEST_FORMAT",
+    "CONTENT_MANIFEST_NAME",
+    "CONTENT_MANIFEST_VERSION",
+    "PUBLISH_PHASES",
+    "ContentManifest",
+    "Issue",
+    "IssueKind",
+    "ManifestEntry",
+    "PublishResult",
+    "SafeDir",
+    "ScanResult",
+    "VerificationReport",
+    "build_manifest",
+    "canonical_json",
+    "check_relative_path",
+    "compute_root_sha256",
+    "hash_fd",
+    "hash_file",
+    "new_staging_dir",
+    "open_dir_nofollow",
+    "parse_manifest",
+    "pretty_json",
+    "publish_tree",
+    "read_manifest",
+    "remove_staging",
+    "scan_tree",
+    "staged_publication",
+    "verify_tree",
+    "write_manifest",
+]

@@ -1,0 +1,219 @@
+"""The content manifest: every published file by path, size and SHA-256, and a root hash.
+
+``content_manifest.json`` lists every single-link regular file of a tree, sorted by relative
+POSIX path, and excludes only itself (saying so in ``excluded``). ``root_sha256`` is the
+SHA-256 of the canonical JSON of the entry list, so the same content always gives the same
+file and the same root hash whatever the host, the mtimes or the order files were made in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from dataset_devkit.errors import FormatError, UnsafePathError, VerificationFailed
+from dataset_devkit.integrity.canonical import canonical_json, pretty_json
+from dataset_devkit.integrity.safefs import SafeDir, check_relative_path
+from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
+
+__all__ = [
+    "CONTENT_MANIFEST_FORMAT",
+    "CONTENT_MANIFEST_NAME",
+    "CONTENT_MANIFEST_VERSION",
+    "ContentManifest",
+    "ManifestEntry",
+    "build_manifest",
+    "compute_root_sha256",
+    "read_manifest",
+    "write_manifest",
+]
+
+CONTENT_MANIFEST_NAME: Final = "content_manifest.json"
+CONTENT_MANIFEST_FORMAT: Final = "dataset-devkit/content-manifest"
+CONTENT_MANIFEST_VERSION: Final = 1
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+class ManifestEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One file: relative POSIX path, byte size and lowercase hex SHA-256."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict[str, str | int]:
+        """The canonical mapping hashed into ``root_sha256``."""
+        return {"path": self.path, "sha256": self.sha256, "size": self.size}
+
+
+class ContentManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole ``content_manifest.json`` document."""
+
+    format: str = CONTENT_MANIFEST_FORMAT
+    format_version: int = CONTENT_MANIFEST_VERSION
+    algorithm: str = "sha256"
+    excluded: tuple[str, ...] = (CONTENT_MANIFEST_NAME,)
+    file_count: int
+    total_bytes: int
+    root_sha256: str
+    files: tuple[ManifestEntry, ...]
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[ManifestEntry]) -> ContentManifest:
+        """Sort *entries* by path and compute the counts and root hash."""
+        files = tuple(sorted(entries, key=lambda entry: entry.path))
+        return cls(
+            file_count=len(files),
+            total_bytes=sum(entry.size for entry in files),
+            root_sha256=compute_root_sha256(files),
+            files=files,
+        )
+
+    def by_path(self) -> dict[str, ManifestEntry]:
+        """Entries keyed by path."""
+        return {entry.path: entry for entry in self.files}
+
+    def to_bytes(self) -> bytes:
+        """The deterministic file bytes (sorted keys, two-space indent, final newline)."""
+        return pretty_json(
+            {
+                "algorithm": self.algorithm,
+                "excluded": list(self.excluded),
+                "file_count": self.file_count,
+                "files": [entry.to_json() for entry in self.files],
+                "format": self.format,
+                "format_version": self.format_version,
+                "root_sha256": self.root_sha256,
+                "total_bytes": self.total_bytes,
+            }
+        )
+
+
+def compute_root_sha256(entries: Iterable[ManifestEntry]) -> str:
+    """SHA-256 of the canonical JSON list of entries, sorted by path."""
+    ordered = sorted(entries, key=lambda entry: entry.path)
+    return hashlib.sha256(canonical_json([entry.to_json() for entry in ordered])).hexdigest()
+
+
+def build_manifest(
+    root: Path, *, progress: ProgressCallback | None = None, workers: int | None = None
+) -> ContentManifest:
+    """Hash every file below *root* (except a top-level manifest) into a manifest.
+
+    Raises
+    ------
+    VerificationFailed
+        When the tree holds links, special files, or files that changed while hashed:
+        such a tree cannot be described truthfully, so no manifest is made.
+    """
+    scan = scan_tree(
+        Path(root),
+        exclude_top=frozenset({CONTENT_MANIFEST_NAME}),
+        progress=progress,
+        workers=workers,
+    )
+    if scan.issues:
+        raise VerificationFailed(
+            f"{root}: cannot build a content manifest", [str(issue) for issue in scan.issues]
+        )
+    return ContentManifest.from_entries(
+        ManifestEntry(path=path, size=size, sha256=digest)
+        for path, (size, digest) in scan.files.items()
+    )
+
+
+def write_manifest(
+    root: Path, *, progress: ProgressCallback | None = None, workers: int | None = None
+) -> ContentManifest:
+    """Build the manifest of *root* and write it as ``content_manifest.json`` (exclusively)."""
+    manifest = build_manifest(root, progress=progress, workers=workers)
+    with SafeDir.open(root) as pinned:
+        pinned.write_bytes(CONTENT_MANIFEST_NAME, manifest.to_bytes())
+    return manifest
+
+
+def read_manifest(root: Path) -> ContentManifest:
+    """Read and strictly check ``content_manifest.json`` at the top of *root*."""
+    path = Path(root) / CONTENT_MANIFEST_NAME
+    try:
+        with SafeDir.open(root) as pinned:
+            raw = pinned.read_bytes(CONTENT_MANIFEST_NAME)
+    except FileNotFoundError as exc:
+        raise FormatError("no content manifest (expected a file here)", path=path) from exc
+    return parse_manifest(raw, path)
+
+
+def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
+    """Decode manifest bytes and check every invariant, naming the offending field."""
+    try:
+        manifest = msgspec.json.decode(raw, type=ContentManifest, strict=True)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        field = message.rsplit(" - at ", 1)[-1] if " - at " in message else None
+        raise FormatError(message.split(" - at ")[0], path=path, field=field) from exc
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"not valid JSON ({exc})", path=path) from exc
+    if manifest.format != CONTENT_MANIFEST_FORMAT:
+        raise FormatError(
+            f"expected {CONTENT_MANIFEST_FORMAT!r}, found {manifest.format!r}",
+            path=path,
+            field="$.format",
+        )
+    if manifest.format_version != CONTENT_MANIFEST_VERSION:
+        raise FormatError(
+            f"unsupported version {manifest.format_version} "
+            f"(this reader supports {CONTENT_MANIFEST_VERSION})",
+            path=path,
+            field="$.format_version",
+        )
+    if manifest.algorithm != "sha256":
+        raise FormatError("expected 'sha256'", path=path, field="$.algorithm")
+    if manifest.excluded != (CONTENT_MANIFEST_NAME,):
+        raise FormatError(
+            f"expected exactly [{CONTENT_MANIFEST_NAME!r}]", path=path, field="$.excluded"
+        )
+    previous = ""
+    for index, entry in enumerate(manifest.files):
+        where = f"$.files[{index}]"
+        try:
+            check_relative_path(entry.path)
+        except UnsafePathError as exc:
+            raise FormatError(str(exc), path=path, field=f"{where}.path") from exc
+        if entry.path == CONTENT_MANIFEST_NAME:
+            raise FormatError("the manifest cannot list itself", path=path, field=where)
+        if index and entry.path <= previous:
+            raise FormatError("paths must be unique and sorted", path=path, field=f"{where}.path")
+        previous = entry.path
+        if entry.size < 0:
+            raise FormatError("size must be >= 0", path=path, field=f"{where}.size")
+        if not _SHA256_HEX.fullmatch(entry.sha256):
+            raise FormatError(
+                "expected 64 lowercase hex digits", path=path, field=f"{where}.sha256"
+            )
+    if manifest.file_count != len(manifest.files):
+        raise FormatError(
+            f"says {manifest.file_count}, lists {len(manifest.files)}",
+            path=path,
+            field="$.file_count",
+        )
+    total = sum(entry.size for entry in manifest.files)
+    if manifest.total_bytes != total:
+        raise FormatError(
+            f"says {manifest.total_bytes}, entries add up to {total}",
+            path=path,
+            field="$.total_bytes",
+        )
+    expected = compute_root_sha256(manifest.files)
+    if manifest.root_sha256 != expected:
+        raise FormatError(
+            f"says {manifest.root_sha256}, entries hash to {expected}",
+            path=path,
+            field="$.root_sha256",
+        )
+    return manifest

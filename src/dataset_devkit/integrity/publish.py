@@ -1,0 +1,329 @@
+"""Atomic, read-only publication of a staged tree under its final name.
+
+The steps follow the seed's publication contract: the tree is built in a sibling staging
+directory; the caller's validator runs; ``content_manifest.json`` is written last; every
+file becomes 0400 and every directory 0500, all fsynced; the tree is re-verified; an
+advisory lock on the parent serializes cooperating publishers; a no-replace rename moves it
+under the final name; and an identity check right after the rename moves the same tree back
+out if anything changed. An existing final name is never replaced.
+
+This guards against accidents and cooperating concurrent writers, not against a hostile
+process of the same user (it can undo chmod or ignore the lock).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dataset_devkit.errors import DestinationExistsError, PublicationError, UnsafePathError
+from dataset_devkit.integrity.manifest import (
+    CONTENT_MANIFEST_NAME,
+    ContentManifest,
+    read_manifest,
+    write_manifest,
+)
+from dataset_devkit.integrity.rename import rename_noreplace
+from dataset_devkit.integrity.safefs import open_dir_nofollow
+from dataset_devkit.integrity.scan import ProgressCallback
+from dataset_devkit.integrity.verify import verify_tree
+
+__all__ = [
+    "PUBLISH_PHASES",
+    "PublishResult",
+    "new_staging_dir",
+    "publish_tree",
+    "remove_staging",
+    "staged_publication",
+]
+
+#: Phases reported to ``on_phase``, in order; a test can stop the process at each.
+PUBLISH_PHASES = (
+    "checked",
+    "validated",
+    "manifest-written",
+    "sealed",
+    "rechecked",
+    "locked",
+    "renamed",
+    "verified",
+)
+
+Validator = Callable[[Path], None]
+PhaseHook = Callable[[str], None]
+_Snapshot = dict[str, tuple[int, int, int, int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class PublishResult:
+    """A published tree: its final path, root hash and manifest."""
+
+    final: Path
+    root_sha256: str
+    manifest: ContentManifest
+
+
+def _pin_parent(final: Path) -> int:
+    """Pin the real parent directory of *final* and check *final* does not exist."""
+    try:
+        parent_fd = open_dir_nofollow(final.parent)
+    except FileNotFoundError as exc:
+        raise PublicationError(f"{final.parent}: parent directory does not exist") from exc
+    try:
+        os.stat(final.name, dir_fd=parent_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return parent_fd
+    os.close(parent_fd)
+    raise DestinationExistsError(f"{final}: already exists; a published tree is never replaced")
+
+
+def new_staging_dir(final: Path) -> Path:
+    """Create a fresh private staging directory beside *final* (same filesystem)."""
+    final = Path(final).absolute()
+    parent_fd = _pin_parent(final)
+    try:
+        name = f".{final.name}.staging-{secrets.token_hex(6)}"
+        os.mkdir(name, 0o700, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+    return final.parent / name
+
+
+def _remove_contents(dir_fd: int) -> None:
+    with os.scandir(dir_fd) as scan:
+        entries = list(scan)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
+            try:
+                os.fchmod(sub, 0o700)
+                _remove_contents(sub)
+            finally:
+                os.close(sub)
+            os.rmdir(entry.name, dir_fd=dir_fd)
+        else:
+            os.unlink(entry.name, dir_fd=dir_fd)
+
+
+def remove_staging(path: Path) -> None:
+    """Remove a staging tree left by a failed attempt (sealed modes are lifted first).
+
+    Links inside are unlinked, never followed. A missing path is not an error.
+    """
+    path = Path(path).absolute()
+    try:
+        parent_fd = open_dir_nofollow(path.parent)
+    except FileNotFoundError:
+        return
+    try:
+        try:
+            fd = open_dir_nofollow(path.name, dir_fd=parent_fd)
+        except FileNotFoundError:
+            return
+        try:
+            os.fchmod(fd, 0o700)
+            _remove_contents(fd)
+        finally:
+            os.close(fd)
+        os.rmdir(path.name, dir_fd=parent_fd)
+    finally:
+        os.close(parent_fd)
+
+
+def _seal(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
+    """Make files 0400 and directories 0500 bottom-up, fsync all, and record identities."""
+    with os.scandir(dir_fd) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        rel = prefix + entry.name
+        if entry.is_dir(follow_symlinks=False):
+            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
+            try:
+                _seal(sub, rel + "/", snapshot)
+            finally:
+                os.close(sub)
+        else:
+            fd = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                    raise UnsafePathError("not a single-link regular file", path=rel)
+                os.fchmod(fd, 0o400)
+                os.fsync(fd)
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+            snapshot[rel] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+    os.fsync(dir_fd)
+    os.fchmod(dir_fd, 0o500)
+    st = os.fstat(dir_fd)
+    snapshot[prefix or "."] = (st.st_dev, st.st_ino, 0, 0, st.st_mode)
+
+
+def _take_snapshot(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
+    """Record the identity of every entry, without following links."""
+    with os.scandir(dir_fd) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        rel = prefix + entry.name
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
+            try:
+                _take_snapshot(sub, rel + "/", snapshot)
+            finally:
+                os.close(sub)
+        else:
+            snapshot[rel] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
+    st = os.fstat(dir_fd)
+    snapshot[prefix or "."] = (st.st_dev, st.st_ino, 0, 0, st.st_mode)
+
+
+def publish_tree(
+    staging: Path,
+    final: Path,
+    *,
+    validate: Validator | None = None,
+    progress: ProgressCallback | None = None,
+    on_phase: PhaseHook | None = None,
+) -> PublishResult:
+    """Publish the staged tree *staging* under *final*, atomically and read-only.
+
+    Parameters
+    ----------
+    staging
+        A real directory beside *final* (same parent), holding the complete tree. If it
+        already holds ``content_manifest.json``, that manifest must verify; otherwise it is
+        written after *validate* passes.
+    final
+        The publication name; it must not exist, and its parent must be a real directory.
+    validate
+        The caller's check of the staged content; raising stops publication.
+    progress
+        Receives byte counts while hashing.
+    on_phase
+        Called with each name of :data:`PUBLISH_PHASES` as it completes (observability,
+        and the hook tests use to interrupt publication at every phase).
+
+    Raises
+    ------
+    DestinationExistsError
+        *final* exists (or appeared during publication): nothing was replaced.
+    PublicationError
+        Any other failure; *final* is absent or untouched and *staging* is left for audit.
+    """
+    final = Path(final).absolute()
+    staging = Path(staging).absolute()
+    phase = on_phase or (lambda _name: None)
+    parent_fd = _pin_parent(final)
+    try:
+        staging_parent = staging.parent.stat()
+        pinned_parent = os.fstat(parent_fd)
+        if (staging_parent.st_dev, staging_parent.st_ino) != (
+            pinned_parent.st_dev,
+            pinned_parent.st_ino,
+        ):
+            raise PublicationError(
+                f"{staging}: staging must be a sibling of {final} (same parent directory)"
+            )
+        staging_fd = open_dir_nofollow(staging.name, dir_fd=parent_fd)
+        try:
+            identity = os.fstat(staging_fd)
+            phase("checked")
+            if validate is not None:
+                validate(staging)
+            phase("validated")
+            try:
+                os.stat(CONTENT_MANIFEST_NAME, dir_fd=staging_fd, follow_symlinks=False)
+                manifest = read_manifest(staging)
+            except FileNotFoundError:
+                manifest = write_manifest(staging, progress=progress)
+            phase("manifest-written")
+            sealed: _Snapshot = {}
+            _seal(staging_fd, "", sealed)
+            phase("sealed")
+            report = verify_tree(staging, progress=progress)
+            if not report.ok or report.root_sha256 != manifest.root_sha256:
+                raise PublicationError(
+                    f"{staging}: changed after its manifest was written; not published:\n"
+                    + "\n".join(f"  - {line}" for line in report.issues)
+                )
+            checked: _Snapshot = {}
+            _take_snapshot(staging_fd, "", checked)
+            if checked != sealed:
+                raise PublicationError(f"{staging}: changed while it was verified")
+            phase("rechecked")
+            fcntl.flock(parent_fd, fcntl.LOCK_EX)
+            phase("locked")
+            rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
+            os.fsync(parent_fd)
+            phase("renamed")
+            _check_after_rename(parent_fd, final, identity, checked)
+            phase("verified")
+        finally:
+            os.close(staging_fd)
+    finally:
+        os.close(parent_fd)  # also releases the advisory lock
+    return PublishResult(final=final, root_sha256=manifest.root_sha256, manifest=manifest)
+
+
+def _check_after_rename(
+    parent_fd: int, final: Path, identity: os.stat_result, expected: _Snapshot
+) -> None:
+    """Check the final name holds exactly the tree that was verified, or move it out."""
+    problem: str | None = None
+    try:
+        fd = open_dir_nofollow(final.name, dir_fd=parent_fd)
+    except (OSError, UnsafePathError) as exc:
+        problem = f"cannot reopen the published tree: {exc}"
+    else:
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != (identity.st_dev, identity.st_ino):
+                problem = "a different directory appeared under the final name"
+            else:
+                seen: _Snapshot = {}
+                _take_snapshot(fd, "", seen)
+                if seen != expected:
+                    changed = sorted(set(seen.items()) ^ set(expected.items()))
+                    problem = f"changed during publication: {changed[0][0]}"
+        finally:
+            os.close(fd)
+    if problem is None:
+        return
+    quarantine = f".{final.name}.rejected-{secrets.token_hex(6)}"
+    try:
+        rename_noreplace(parent_fd, final.name, parent_fd, quarantine)
+    except Exception as exc:
+        raise PublicationError(f"{final}: {problem}; moving it out also failed ({exc})") from exc
+    raise PublicationError(f"{final}: {problem}; moved out to {final.parent / quarantine}")
+
+
+@contextmanager
+def staged_publication(
+    final: Path,
+    *,
+    validate: Validator | None = None,
+    progress: ProgressCallback | None = None,
+    keep_failed: bool = False,
+) -> Iterator[Path]:
+    """Yield a fresh sibling staging directory; publish it to *final* on a clean exit.
+
+    On an exception in the block, or a failed publication, the staging directory is
+    removed (``keep_failed=True`` keeps it for audit) and *final* is untouched.
+    """
+    final = Path(final).absolute()
+    staging = new_staging_dir(final)
+    try:
+        yield staging
+        publish_tree(staging, final, validate=validate, progress=progress)
+    except BaseException:
+        if not keep_failed:
+            remove_staging(staging)
+        raise

@@ -1,0 +1,266 @@
+"""Hash a whole tree once, on every core, without following links.
+
+The walk pins each directory by a no-follow descriptor and hands each regular file, already
+opened, to a small thread pool: ``hashlib`` and ``read`` release the GIL on large buffers,
+so two threads keep two cores busy on large files while the walker keeps going on small
+ones. A bounded window of in-flight files keeps the number of open descriptors at the tree
+depth plus a constant, and memory flat whatever the file sizes.
+
+Every file's identity is compared at three points: the directory entry seen by the walk,
+the opened descriptor before the read, and both again after the read. Any difference
+(another inode, another size, another mtime, a byte count that disagrees) is reported as a
+race rather than hashed into a manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from dataset_devkit.errors import UnsafePathError
+from dataset_devkit.integrity.issues import Issue, IssueKind
+from dataset_devkit.integrity.safefs import (
+    COPY_BLOCK_SIZE,
+    SafeDir,
+    describe_mode,
+    open_dir_nofollow,
+)
+
+__all__ = ["ScanResult", "default_workers", "hash_fd", "hash_file", "scan_tree"]
+
+ProgressCallback = Callable[[int], None]
+
+_SMALL_FILE: Final = 1 << 20
+_OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def default_workers() -> int:
+    """Hashing threads: one per available core, at least two so I/O overlaps hashing."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        cores = os.cpu_count() or 2
+    return max(2, cores)
+
+
+@dataclass
+class ScanResult:
+    """Sizes and digests of every regular file found, plus every issue met on the way."""
+
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)
+    issues: list[Issue] = field(default_factory=list)
+
+
+class _DirRef:
+    """A directory descriptor shared by the walker and pending file tasks; closed at zero."""
+
+    __slots__ = ("_count", "_lock", "fd")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._count = 1
+        self._lock = threading.Lock()
+
+    def acquire(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._count -= 1
+            done = self._count == 0
+        if done:
+            os.close(self.fd)
+
+
+def hash_fd(fd: int, size_hint: int, progress: ProgressCallback | None = None) -> tuple[int, str]:
+    """Read *fd* to its end once, returning ``(bytes read, sha256 hex)``."""
+    digest = hashlib.sha256()
+    total = 0
+    if size_hint < _SMALL_FILE:
+        # One read is the whole file for small files: the per-file cost is syscalls.
+        while True:
+            data = os.read(fd, max(size_hint + 1, 4096))
+            if not data:
+                break
+            digest.update(data)
+            total += len(data)
+    else:
+        buffer = bytearray(COPY_BLOCK_SIZE)
+        view = memoryview(buffer)
+        while True:
+            count = os.readv(fd, [buffer])
+            if count == 0:
+                break
+            digest.update(view[:count])
+            total += count
+            if progress is not None:
+                progress(count)
+        return total, digest.hexdigest()
+    if progress is not None:
+        progress(total)
+    return total, digest.hexdigest()
+
+
+def hash_file(path: str | os.PathLike[str]) -> tuple[int, str]:
+    """Hash one single-link regular file without following links: ``(size, sha256 hex)``.
+
+    Raises :class:`UnsafePathError` for a link or special file, or a file that changed
+    while it was read.
+    """
+    target = Path(path)
+    with SafeDir.open(target.parent) as parent, parent.open_read(target.name) as handle:
+        fd = handle.fileno()
+        before = os.fstat(fd)
+        size, digest = hash_fd(fd, before.st_size)
+        after = os.fstat(fd)
+    if _identity(before) != _identity(after) or size != before.st_size:
+        raise UnsafePathError("changed while it was hashed", path=target)
+    return size, digest
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _hash_entry(
+    parent: _DirRef, name: str, rel: str, seen: os.stat_result, progress: ProgressCallback | None
+) -> tuple[str, tuple[int, str] | Issue]:
+    """Open, hash and identity-check one file relative to its pinned directory."""
+    try:
+        try:
+            fd = os.open(name, _OPEN_FLAGS, dir_fd=parent.fd)
+        except OSError as exc:
+            return rel, Issue(rel, IssueKind.RACED, f"could not be opened: {exc.strerror}")
+        try:
+            before = os.fstat(fd)
+            if (before.st_dev, before.st_ino) != (seen.st_dev, seen.st_ino):
+                return rel, Issue(rel, IssueKind.RACED, "replaced between listing and opening")
+            if not stat.S_ISREG(before.st_mode) or before.st_nlink != 1:
+                return rel, Issue(rel, IssueKind.RACED, "changed kind or links after listing")
+            os.set_blocking(fd, True)
+            size, digest = hash_fd(fd, before.st_size, progress)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        relisted = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)
+    except OSError as exc:
+        return rel, Issue(rel, IssueKind.RACED, f"vanished or failed while hashed: {exc}")
+    finally:
+        parent.release()
+    ident_before = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
+    ident_after = (after.st_dev, after.st_ino, after.st_size, after.st_mtime_ns)
+    if ident_before != ident_after or size != before.st_size:
+        return rel, Issue(
+            rel,
+            IssueKind.RACED,
+            f"identity or size changed while hashed (size {before.st_size} before, "
+            f"{after.st_size} after, {size} bytes read)",
+        )
+    if (relisted.st_dev, relisted.st_ino, relisted.st_size) != ident_after[:3]:
+        return rel, Issue(rel, IssueKind.RACED, "directory entry replaced while hashed")
+    return rel, (size, digest)
+
+
+def scan_tree(
+    root: Path,
+    *,
+    exclude_top: frozenset[str] = frozenset(),
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> ScanResult:
+    """Hash every regular file below *root*; report links, special files and races.
+
+    Parameters
+    ----------
+    root
+        A real directory (not a symlink).
+    exclude_top
+        Names at the top level that are skipped (the content manifest itself).
+    progress
+        Called from worker threads with the number of bytes just hashed.
+    workers
+        Hashing threads; :func:`default_workers` when ``None``.
+    """
+    result = ScanResult()
+    nworkers = workers or default_workers()
+    window = threading.BoundedSemaphore(nworkers * 4)
+    pending: list[Future[tuple[str, tuple[int, str] | Issue]]] = []
+    root_ref = _DirRef(open_dir_nofollow(root))
+
+    def finished(_: Future[tuple[str, tuple[int, str] | Issue]]) -> None:
+        window.release()
+
+    def walk(ref: _DirRef, prefix: str, pool: ThreadPoolExecutor) -> None:
+        try:
+            with os.scandir(ref.fd) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+            for entry in entries:
+                rel = prefix + entry.name
+                if not prefix and entry.name in exclude_top:
+                    continue
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    result.issues.append(
+                        Issue(
+                            rel.encode("utf-8", "replace").decode(),
+                            IssueKind.UNSAFE,
+                            "file name is not valid UTF-8",
+                        )
+                    )
+                    continue
+                try:
+                    seen = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:
+                    result.issues.append(Issue(rel, IssueKind.RACED, "vanished while listed"))
+                    continue
+                mode = seen.st_mode
+                if stat.S_ISDIR(mode):
+                    try:
+                        sub = _DirRef(open_dir_nofollow(entry.name, dir_fd=ref.fd))
+                    except OSError as exc:
+                        result.issues.append(Issue(rel, IssueKind.RACED, f"directory: {exc}"))
+                        continue
+                    pinned = os.fstat(sub.fd)
+                    if (pinned.st_dev, pinned.st_ino) != (seen.st_dev, seen.st_ino):
+                        sub.release()
+                        result.issues.append(Issue(rel, IssueKind.RACED, "directory replaced"))
+                        continue
+                    walk(sub, rel + "/", pool)
+                elif stat.S_ISLNK(mode):
+                    result.issues.append(Issue(rel, IssueKind.LINKED, "is a symlink"))
+                elif not stat.S_ISREG(mode):
+                    result.issues.append(
+                        Issue(rel, IssueKind.NOT_REGULAR, f"is a {describe_mode(mode)}")
+                    )
+                elif seen.st_nlink > 1:
+                    result.issues.append(
+                        Issue(rel, IssueKind.LINKED, f"is a hard link ({seen.st_nlink} links)")
+                    )
+                else:
+                    window.acquire()
+                    ref.acquire()
+                    future = pool.submit(_hash_entry, ref, entry.name, rel, seen, progress)
+                    future.add_done_callback(finished)
+                    pending.append(future)
+        finally:
+            ref.release()
+
+    with ThreadPoolExecutor(max_workers=nworkers, thread_name_prefix="hash") as pool:
+        walk(root_ref, "", pool)
+    for future in pending:
+        rel, outcome = future.result()
+        if isinstance(outcome, Issue):
+            result.issues.append(outcome)
+        else:
+            result.files[rel] = outcome
+    result.issues.sort()
+    return result

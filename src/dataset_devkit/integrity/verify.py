@@ -1,0 +1,153 @@
+"""Revalidate a tree against its content manifest and report every difference at once."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dataset_devkit.errors import DevkitError, FormatError, VerificationFailed
+from dataset_devkit.integrity.issues import Issue, IssueKind
+from dataset_devkit.integrity.manifest import (
+    CONTENT_MANIFEST_NAME,
+    ContentManifest,
+    ManifestEntry,
+    compute_root_sha256,
+    read_manifest,
+)
+from dataset_devkit.integrity.safefs import describe_mode
+from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
+
+__all__ = ["VerificationReport", "verify_tree"]
+
+
+@dataclass
+class VerificationReport:
+    """The outcome of :func:`verify_tree`.
+
+    ``details`` holds structured :class:`Issue` values sorted by path; ``issues`` the same as
+    lines of text. ``root_sha256`` is the manifest's root hash (``None`` when the manifest
+    itself could not be read), ``actual_root_sha256`` the hash of what is on disk when every
+    file could be hashed.
+    """
+
+    root: Path
+    details: list[Issue] = field(default_factory=list)
+    root_sha256: str | None = None
+    actual_root_sha256: str | None = None
+    file_count: int = 0
+    total_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """Whether the tree matches its manifest exactly."""
+        return not self.details
+
+    @property
+    def issues(self) -> list[str]:
+        """Every issue as one line of text, sorted."""
+        return [str(issue) for issue in self.details]
+
+    def raise_for_issues(self) -> None:
+        """Raise :class:`VerificationFailed` listing every issue, if there is any."""
+        if self.details:
+            count = len(self.details)
+            raise VerificationFailed(
+                f"{self.root}: does not match its content manifest "
+                f"({count} issue{'s' if count != 1 else ''})",
+                self.issues,
+            )
+
+    def to_json(self) -> dict[str, object]:
+        """A plain mapping for ``--json`` output."""
+        return {
+            "root": str(self.root),
+            "ok": self.ok,
+            "root_sha256": self.root_sha256,
+            "actual_root_sha256": self.actual_root_sha256,
+            "file_count": self.file_count,
+            "total_bytes": self.total_bytes,
+            "issues": [issue.to_json() for issue in self.details],
+        }
+
+
+def _manifest_file_issue(root: Path) -> Issue | None:
+    """The manifest itself must be a single-link regular file."""
+    try:
+        st = os.lstat(root / CONTENT_MANIFEST_NAME)
+    except FileNotFoundError:
+        return Issue(CONTENT_MANIFEST_NAME, IssueKind.MISSING, "no content manifest")
+    if stat.S_ISLNK(st.st_mode):
+        return Issue(CONTENT_MANIFEST_NAME, IssueKind.LINKED, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        return Issue(
+            CONTENT_MANIFEST_NAME, IssueKind.NOT_REGULAR, f"is a {describe_mode(st.st_mode)}"
+        )
+    if st.st_nlink > 1:
+        return Issue(CONTENT_MANIFEST_NAME, IssueKind.LINKED, f"is a hard link ({st.st_nlink})")
+    return None
+
+
+def verify_tree(
+    root: Path,
+    *,
+    manifest: ContentManifest | None = None,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> VerificationReport:
+    """Compare every file below *root* with its content manifest.
+
+    Reports missing, extra, changed (size or SHA-256), linked (symlink or hard link),
+    non-regular and raced files, sorted by path. The manifest is read from *root* unless
+    given. A tree whose manifest cannot be read reports that as its one issue.
+    """
+    root = Path(root)
+    report = VerificationReport(root=root)
+    if manifest is None:
+        problem = _manifest_file_issue(root)
+        if problem is not None:
+            report.details.append(problem)
+            return report
+        try:
+            manifest = read_manifest(root)
+        except FormatError as exc:
+            where = f" (at {exc.field})" if exc.field else ""
+            report.details.append(
+                Issue(CONTENT_MANIFEST_NAME, IssueKind.MANIFEST, exc.detail + where)
+            )
+            return report
+        except DevkitError as exc:
+            report.details.append(Issue(CONTENT_MANIFEST_NAME, IssueKind.MANIFEST, str(exc)))
+            return report
+    report.root_sha256 = manifest.root_sha256
+    report.file_count = manifest.file_count
+    report.total_bytes = manifest.total_bytes
+    scan = scan_tree(
+        root, exclude_top=frozenset({CONTENT_MANIFEST_NAME}), progress=progress, workers=workers
+    )
+    issues = list(scan.issues)
+    problem_paths = {issue.path for issue in scan.issues}
+    expected = manifest.by_path()
+    for path, entry in expected.items():
+        found = scan.files.get(path)
+        if found is None:
+            if path not in problem_paths:
+                issues.append(Issue(path, IssueKind.MISSING, f"expected {entry.size} bytes"))
+            continue
+        size, digest = found
+        if size != entry.size:
+            issues.append(Issue(path, IssueKind.CHANGED, f"size {size}, expected {entry.size}"))
+        elif digest != entry.sha256:
+            issues.append(
+                Issue(path, IssueKind.CHANGED, f"sha256 {digest}, expected {entry.sha256}")
+            )
+    for path, (size, _) in scan.files.items():
+        if path not in expected:
+            issues.append(Issue(path, IssueKind.EXTRA, f"not in the manifest ({size} bytes)"))
+    report.details = sorted(issues)
+    if not scan.issues:
+        report.actual_root_sha256 = compute_root_sha256(
+            ManifestEntry(path=p, size=s, sha256=d) for p, (s, d) in scan.files.items()
+        )
+    return report
