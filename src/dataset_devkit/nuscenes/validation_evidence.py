@@ -185,6 +185,8 @@ def _check_audit(
 
 def _check_validation_state(ext: LoadedExtensions, expected: Any, issues: list[str]) -> None:
     doc = ext.get(spec.VALIDATION_FILE)
+    if expected is None:  # the SDK reads either state; validate demands the exact one
+        return
     if doc is not None and doc != expected:
         issues.append(
             f"{_rel(spec.VALIDATION_FILE)}: expected {msgspec.json.encode(expected).decode()}, "
@@ -195,7 +197,11 @@ def _check_validation_state(ext: LoadedExtensions, expected: Any, issues: list[s
 def check_evidence(
     t: LoadedTables, ext: LoadedExtensions, issues: list[str], *, expected_validation: Any
 ) -> None:
-    """Run every evidence check; *expected_validation* is the exact validation.json wanted."""
+    """Run every evidence check.
+
+    *expected_validation* is the exact ``validation.json`` wanted, or None to accept any
+    well-formed one (the SDK reads both staging and published dataroots).
+    """
     config = ext.get(spec.CONFIG_FILE)
     if config is not None:
         _check_config(config, issues)
