@@ -121,9 +121,13 @@ def _check_scenes(t: LoadedTables, issues: list[str]) -> None:
 
 
 def _channel_of(t: LoadedTables, sd: Row) -> str | None:
-    cs = t.index["calibrated_sensor"].get(sd["calibrated_sensor_token"])
-    sensor = t.index["sensor"].get(cs["sensor_token"]) if cs else None
-    return None if sensor is None else str(sensor["channel"])
+    if t.channel_of_calibration is None:
+        t.channel_of_calibration = {}
+        for cs in t.tables["calibrated_sensor"]:
+            sensor = t.index["sensor"].get(cs["sensor_token"])
+            if sensor is not None:
+                t.channel_of_calibration[cs["token"]] = sensor["channel"]
+    return t.channel_of_calibration.get(sd["calibrated_sensor_token"])
 
 
 def _check_sensors(t: LoadedTables, issues: list[str]) -> None:
@@ -154,34 +158,45 @@ def _check_sample_data(t: LoadedTables, issues: list[str]) -> None:
     rel = t.rel("sample_data")
     pose_owner: dict[str, str] = {}
     key_frames: dict[tuple[str, str], list[str]] = defaultdict(list)
+    poses = t.index["ego_pose"]
+    # The loop runs once per image: messages are only formatted when there is an issue.
     for sd in t.tables["sample_data"]:
-        where = f"{rel} row {sd['token']}"
+        token = sd["token"]
         channel = _channel_of(t, sd)
-        folder = SAMPLES_DIR if sd["is_key_frame"] else spec.SWEEPS_DIR
         if channel is not None:
-            expected = f"{folder}/{channel}/{sd['token']}.jpg"
+            folder = SAMPLES_DIR if sd["is_key_frame"] else spec.SWEEPS_DIR
+            expected = f"{folder}/{channel}/{token}.jpg"
             if sd["filename"] != expected:
-                issues.append(f"{where}.filename: expected {expected!r}, found {sd['filename']!r}")
+                issues.append(
+                    f"{rel} row {token}.filename: expected {expected!r}, found {sd['filename']!r}"
+                )
             if sd["is_key_frame"]:
-                key_frames[(sd["sample_token"], channel)].append(sd["token"])
-        if sd["fileformat"] != "jpg":
-            issues.append(f"{where}.fileformat: expected 'jpg', found {sd['fileformat']!r}")
+                key_frames[(sd["sample_token"], channel)].append(token)
+        if sd["fileformat"] != spec.JPEG_FILEFORMAT:
+            issues.append(f"{rel} row {token}.fileformat: expected 'jpg', found {sd['fileformat']!r}")
         if sd["width"] <= 0 or sd["height"] <= 0:
-            issues.append(f"{where}: image size {sd['width']}x{sd['height']} is not positive")
-        pose = t.index["ego_pose"].get(sd["ego_pose_token"])
-        if sd["ego_pose_token"] in pose_owner:
             issues.append(
-                f"{where}.ego_pose_token: pose {sd['ego_pose_token']} is shared with "
-                f"{pose_owner[sd['ego_pose_token']]}; each camera frame has its own pose"
+                f"{rel} row {token}: image size {sd['width']}x{sd['height']} is not positive"
             )
-        pose_owner.setdefault(sd["ego_pose_token"], sd["token"])
+        pose_token = sd["ego_pose_token"]
+        owner = pose_owner.setdefault(pose_token, token)
+        if owner != token:
+            issues.append(
+                f"{rel} row {token}.ego_pose_token: pose {pose_token} is shared with "
+                f"{owner}; each camera frame has its own pose"
+            )
+        pose = poses.get(pose_token)
         if pose is not None and pose["timestamp"] != sd["timestamp"]:
             issues.append(
-                f"{where}.timestamp: {sd['timestamp']} differs from its ego pose timestamp "
-                f"{pose['timestamp']}"
+                f"{rel} row {token}.timestamp: {sd['timestamp']} differs from its ego pose "
+                f"timestamp {pose['timestamp']}"
             )
     for pose in t.tables["ego_pose"]:
-        _check_quaternion(f"{t.rel('ego_pose')} row {pose['token']}.rotation", pose["rotation"], issues)
+        q = pose["rotation"]
+        if abs(math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]) - 1.0) > (
+            QUATERNION_TOLERANCE
+        ):
+            _check_quaternion(f"{t.rel('ego_pose')} row {pose['token']}.rotation", q, issues)
     _check_coverage(t, key_frames, issues)
 
 
