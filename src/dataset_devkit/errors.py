@@ -7,6 +7,8 @@
     ├── FormatError (ValueError)        a file on disk does not match its format
     │                                   (names the file and the ``$.json.path`` field)
     ├── NotFoundError (KeyError)        a lookup (token, sample index, member) has no match
+    ├── MissingPathError (FileNotFoundError)
+    │                                   a file or directory the user named does not exist
     ├── MissingDependencyError (ImportError)
     │                                   an optional extra is not installed
     ├── UnsafePathError (PermissionError)
@@ -34,6 +36,7 @@ __all__ = [
     "FormatError",
     "IntegrityError",
     "MissingDependencyError",
+    "MissingPathError",
     "NotFoundError",
     "PublicationError",
     "UnsafePathError",
@@ -94,6 +97,17 @@ class NotFoundError(DevkitError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want the plain message
         return str(self.args[0]) if self.args else ""
+
+
+class MissingPathError(DevkitError, FileNotFoundError):
+    """A file or directory that was named does not exist."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path is not None else message)
+        self.path = None if path is None else Path(path)
+
+    def __str__(self) -> str:  # OSError's own formatting would drop our message
+        return str(self.args[0])
 
 
 class MissingDependencyError(DevkitError, ImportError):

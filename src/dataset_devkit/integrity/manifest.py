@@ -155,7 +155,7 @@ def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
         manifest = msgspec.json.decode(raw, type=ContentManifest, strict=True)
     except msgspec.ValidationError as exc:
         message = str(exc)
-        field = message.rsplit(" - at ", 1)[-1] if " - at " in message else None
+        field = message.rsplit(" - at ", 1)[-1].strip("`") if " - at " in message else None
         raise FormatError(message.split(" - at ")[0], path=path, field=field) from exc
     except msgspec.DecodeError as exc:
         raise FormatError(f"not valid JSON ({exc})", path=path) from exc

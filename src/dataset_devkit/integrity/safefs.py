@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from dataset_devkit.errors import DestinationExistsError, UnsafePathError
+from dataset_devkit.errors import DestinationExistsError, MissingPathError, UnsafePathError
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -81,7 +81,7 @@ def open_dir_nofollow(name: str | os.PathLike[str], *, dir_fd: int | None = None
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
-            raise
+            raise MissingPathError("no such directory", path=os.fspath(name)) from exc
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
@@ -300,7 +300,7 @@ def _open_regular(name: str | os.PathLike[str], dir_fd: int | None, shown: Path)
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
-            raise
+            raise MissingPathError("no such file", path=shown) from exc
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:

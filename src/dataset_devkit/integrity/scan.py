@@ -85,13 +85,16 @@ def hash_fd(fd: int, size_hint: int, progress: ProgressCallback | None = None) -
     digest = hashlib.sha256()
     total = 0
     if size_hint < _SMALL_FILE:
-        # One read is the whole file for small files: the per-file cost is syscalls.
+        # Small files: the cost is syscalls, so ask for one byte more than expected; a
+        # read that returns exactly the expected size has met the end of the file.
+        want = size_hint + 1
         while True:
-            data = os.read(fd, max(size_hint + 1, 4096))
-            if not data:
-                break
+            data = os.read(fd, want)
             digest.update(data)
             total += len(data)
+            if (len(data) < want and total == size_hint) or not data:
+                break
+            want = max(want - len(data), 65536)
     else:
         buffer = bytearray(COPY_BLOCK_SIZE)
         view = memoryview(buffer)
@@ -145,7 +148,8 @@ def _hash_entry(
                 return rel, Issue(rel, IssueKind.RACED, "replaced between listing and opening")
             if not stat.S_ISREG(before.st_mode) or before.st_nlink != 1:
                 return rel, Issue(rel, IssueKind.RACED, "changed kind or links after listing")
-            os.set_blocking(fd, True)
+            # O_NONBLOCK only guarded the open against a swapped-in FIFO; it has no effect
+            # on reads of the regular file we now know this is.
             size, digest = hash_fd(fd, before.st_size, progress)
             after = os.fstat(fd)
         finally:
@@ -193,6 +197,7 @@ def scan_tree(
     nworkers = workers or default_workers()
     window = threading.BoundedSemaphore(nworkers * 4)
     pending: list[Future[tuple[str, tuple[int, str] | Issue]]] = []
+    inline: list[tuple[str, tuple[int, str] | Issue]] = []
     root_ref = _DirRef(open_dir_nofollow(root))
 
     def finished(_: Future[tuple[str, tuple[int, str] | Issue]]) -> None:
@@ -245,6 +250,11 @@ def scan_tree(
                     result.issues.append(
                         Issue(rel, IssueKind.LINKED, f"is a hard link ({seen.st_nlink} links)")
                     )
+                elif seen.st_size < _SMALL_FILE:
+                    # Small files are hashed right here: a task hand-off costs more than
+                    # the hash, and the pool stays free for large files.
+                    ref.acquire()
+                    inline.append(_hash_entry(ref, entry.name, rel, seen, progress))
                 else:
                     window.acquire()
                     ref.acquire()
@@ -256,8 +266,7 @@ def scan_tree(
 
     with ThreadPoolExecutor(max_workers=nworkers, thread_name_prefix="hash") as pool:
         walk(root_ref, "", pool)
-    for future in pending:
-        rel, outcome = future.result()
+    for rel, outcome in [*inline, *(future.result() for future in pending)]:
         if isinstance(outcome, Issue):
             result.issues.append(outcome)
         else:

@@ -16,7 +16,7 @@ from dataset_devkit.integrity.manifest import (
     compute_root_sha256,
     read_manifest,
 )
-from dataset_devkit.integrity.safefs import describe_mode
+from dataset_devkit.integrity.safefs import describe_mode, open_dir_nofollow
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
 __all__ = ["VerificationReport", "verify_tree"]
@@ -103,6 +103,7 @@ def verify_tree(
     given. A tree whose manifest cannot be read reports that as its one issue.
     """
     root = Path(root)
+    os.close(open_dir_nofollow(root))  # a missing or linked root is an error, not a report
     report = VerificationReport(root=root)
     if manifest is None:
         problem = _manifest_file_issue(root)

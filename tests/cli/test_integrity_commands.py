@@ -1,0 +1,88 @@
+"""The integrity commands as a user runs them: exit codes, messages, JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integrity.helpers import make_tree
+
+
+def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dataset_devkit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_manifest_then_verify_succeeds_and_prints_the_root_hash(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    root = make_tree(tmp_path / "t")
+    made = _run(package_env, "manifest", str(root))
+    assert made.returncode == 0, made.stderr
+    digest = made.stdout.split("root_sha256 ")[1].strip()
+    checked = _run(package_env, "verify", str(root))
+    assert checked.returncode == 0
+    assert digest in checked.stdout
+
+
+def test_verify_of_a_damaged_tree_exits_1_listing_every_issue(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    root = make_tree(tmp_path / "t")
+    assert _run(package_env, "manifest", str(root)).returncode == 0
+    (root / "a.txt").write_text("changed")
+    (root / "extra").write_text("x")
+    result = _run(package_env, "verify", str(root))
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "a.txt: changed" in result.stderr
+    assert "extra: extra" in result.stderr
+    as_json = _run(package_env, "verify", "--json", str(root))
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert [issue["kind"] for issue in report["issues"]] == ["changed", "extra"]
+
+
+def test_publish_command_refuses_an_existing_destination(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    staging = make_tree(tmp_path / ".staging")
+    (tmp_path / "final").mkdir()
+    result = _run(package_env, "publish", str(staging), "--to", str(tmp_path / "final"))
+    assert result.returncode == 1
+    assert "already exists" in result.stderr
+    assert "Traceback" not in result.stderr
+    ok = _run(package_env, "publish", str(staging), "--to", str(tmp_path / "final2"))
+    assert ok.returncode == 0, ok.stderr
+    assert "root_sha256" in ok.stdout
+
+
+def test_a_missing_directory_is_a_one_line_error_and_debug_shows_the_traceback(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    result = _run(package_env, "verify", str(tmp_path / "absent"))
+    assert result.returncode == 1
+    assert f"{tmp_path / 'absent'}: no such directory" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_usage_errors_exit_2(package_env: dict[str, str]) -> None:
+    assert _run(package_env, "verify").returncode == 2
+    assert _run(package_env, "no-such-command").returncode == 2
+
+
+def test_demo_runs_every_step_and_reports_root_hashes(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    result = _run(package_env, "demo", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    assert "root_sha256" in result.stdout
+    assert "demo complete" in result.stdout
