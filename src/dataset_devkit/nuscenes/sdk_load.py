@@ -97,7 +97,8 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     bad = sorted(f"{s} {c}" for (s, c), n in ambiguous.items() if n != 1)
     if bad:  # pragma: no cover - the coverage check reports these first
         raise MalformedDataset(root, [f"ambiguous camera rows for {b}" for b in bad])
-    docs = {name: msgspec.to_builtins(doc) for name, doc in ext.docs.items()}
+    # Plain JSON values (lists, not tuples) so that every returned value can be deep-copied.
+    docs = {name: msgspec.json.decode(msgspec.json.encode(doc)) for name, doc in ext.docs.items()}
     annotations = docs[spec.ANNOTATIONS_FILE]
     by_key = {
         "validity": _keyed(docs[spec.VALIDITY_FILE]["scenes"], "scene_token"),
