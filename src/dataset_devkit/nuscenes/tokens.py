@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity import canonical_json
 from dataset_devkit.nuscenes.spec import CHANNEL_RE
 
 __all__ = ["encode_canonical", "fingerprint", "make_token", "normalize_channel"]
@@ -59,19 +60,8 @@ def normalize_channel(source_name: str) -> str:
 
 
 def encode_canonical(obj: Any) -> bytes:
-    """Canonical JSON: sorted keys, compact, UTF-8; NaN and infinity are refused."""
-    data = msgspec.to_builtins(obj, order="sorted")
-    _reject_non_finite(data, "$")
-    return msgspec.json.encode(data, order="sorted")
-
-
-def _reject_non_finite(value: Any, where: str) -> None:
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise FormatError(f"non-finite number {value!r}", field=where)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _reject_non_finite(item, f"{where}.{key}")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _reject_non_finite(item, f"{where}[{i}]")
+    """Canonical JSON (the integrity core's encoding); NaN and infinity are refused."""
+    try:
+        return canonical_json(msgspec.to_builtins(obj))
+    except ValueError as exc:
+        raise FormatError(f"document holds a non-finite number: {exc}") from exc
