@@ -19,7 +19,7 @@ from PIL import Image
 
 from dataset_devkit.integrity import canonical_json
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_evidence import config_fingerprint
+from dataset_devkit.nuscenes.evidence.writer import config_fingerprint
 
 VERSION = "v1.0-trainval"
 

@@ -28,9 +28,10 @@ __all__ = ["register"]
 
 _LABELS = {
     "ingest": "ingest recordings",
-    "evidence": "derive evidence",
-    "export": "export dataroot",
-    "images": "validate images",
+    "scenes": "derive scenes",
+    "frames": "store frames",
+    "images": "export images",
+    "check-images": "validate images",
     "hash": "hash content",
 }
 
@@ -49,10 +50,10 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
     )
     tasks: dict[str, TaskID] = {}
 
-    def update(stage: str, advance: int, total: int) -> None:
+    def update(stage: str, done: int, total: int) -> None:
         if stage not in tasks:
             tasks[stage] = bars.add_task(_LABELS.get(stage, stage), total=total or None)
-        bars.update(tasks[stage], advance=advance, total=total or None)
+        bars.update(tasks[stage], completed=done, total=total or None)
 
     with bars:
         yield update

@@ -8,7 +8,6 @@
     type = "mcap_hf"                      # or "decoded_hf"; one source type per dataset
     paths = ["drives/a.mcap", "drives/b.mcap"]   # relative to this file
     labels = "labels.json"                # optional human label file
-    vehicle_frame = "base_link"           # MCAP only
 
     [scenario]                            # spec.ScenarioConfig
     scene_duration_s = 20.0
@@ -58,7 +57,6 @@ class _Sources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     type: Literal["mcap_hf", "decoded_hf"]
     paths: tuple[str, ...]
     labels: str | None = None
-    vehicle_frame: str = "base_link"
 
 
 class _Publication(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -78,7 +76,6 @@ class SourcesConfig:
     type: str
     paths: tuple[Path, ...]
     labels: Path | None
-    vehicle_frame: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +159,6 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
             type=sources.type,
             paths=tuple((base / p).absolute() for p in sources.paths),
             labels=None if sources.labels is None else (base / sources.labels).absolute(),
-            vehicle_frame=sources.vehicle_frame,
         ),
         output_dir=output_dir,
         evidence_dir=evidence.absolute(),

@@ -24,7 +24,12 @@ from dataset_devkit.errors import (
 )
 from dataset_devkit.integrity import SafeDir, canonical_json, publish_tree
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation import Progress, ValidationReport, validate_dataroot
+from dataset_devkit.nuscenes.validation import (
+    Progress,
+    ValidationReport,
+    byte_counter,
+    validate_dataroot,
+)
 from dataset_devkit.nuscenes.validation_loader import OfficialLoaderCheck, check_official_loader
 from dataset_devkit.nuscenes.validation_result import (
     expected_validation_document,
@@ -98,7 +103,7 @@ def publish_dataroot(
     final
         The absent final dataroot (``output_dir/v1.0-trainval``).
     progress
-        ``progress(stage, advance, total)`` for validation and hashing.
+        ``progress(stage, done, total)`` for validation and hashing.
     on_phase
         Called with each publication phase name (see ``integrity.PUBLISH_PHASES``).
     workers
@@ -138,7 +143,7 @@ def publish_dataroot(
         staging,
         final,
         validate=recheck,
-        progress=None if progress is None else (lambda n: progress("hash", n, 0)),
+        progress=byte_counter(progress, "hash", 0),
         on_phase=on_phase,
     )
     return PublishedDataroot(

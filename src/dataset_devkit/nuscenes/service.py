@@ -24,8 +24,8 @@ from dataset_devkit.nuscenes.validation_loader import OfficialLoaderCheck
 
 __all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
 
-#: Stage names passed to ``progress``, in order.
-BUILD_STAGES = ("ingest", "evidence", "export", "images", "hash")
+#: Stage names passed to ``progress``, in order (the first four come from the exporter).
+BUILD_STAGES = ("ingest", "scenes", "frames", "images", "check-images", "hash")
 
 #: ``exporter(config, staging, progress)`` writes the staging dataroot from the recordings.
 Exporter = Callable[[BuildConfig, Path, Progress], None]
@@ -75,7 +75,7 @@ def build_dataset(
     config
         The resolved build configuration (see :mod:`dataset_devkit.nuscenes.config`).
     progress
-        ``progress(stage, advance, total)``; ``advance == 0`` announces a stage.
+        ``progress(stage, done, total)`` for every stage of :data:`BUILD_STAGES`.
     exporter
         Writes the staging dataroot; defaults to ingest + evidence + ``export_dataset``.
     on_phase

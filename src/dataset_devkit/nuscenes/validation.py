@@ -9,6 +9,7 @@ success evidence the build service writes for these tables.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +34,13 @@ from dataset_devkit.nuscenes.validation_tables import LoadedTables, load_tables
 __all__ = [
     "DatarootInvalid",
     "DatarootState",
-    "Progress", "ValidationReport",     "check_version",
+    "Progress",
+    "byte_counter", "ValidationReport",     "check_version",
     "validate_dataroot",
 ]
 
-#: ``progress(stage, advance, total)``: *advance* units done of *total* in *stage*.
+#: ``progress(stage, done, total)``: *done* units of *total* (0 when unknown) in *stage*,
+#: the same convention as the exporter's progress.
 Progress = Callable[[str, int, int], None]
 #: What a dataroot is validated as: fresh from the exporter (``validation.json`` not run),
 #: finalized by the build service (success evidence, no manifest yet), or published.
@@ -92,6 +95,23 @@ class ValidationReport:
             )
 
 
+def byte_counter(
+    progress: Progress | None, stage: str, total: int
+) -> Callable[[int], None] | None:
+    """Adapt ``progress(stage, done, total)`` to a thread-safe ``advance(n)`` callback."""
+    if progress is None:
+        return None
+    lock = threading.Lock()
+    done = [0]
+
+    def advance(n: int) -> None:
+        with lock:
+            done[0] += n
+            progress(stage, done[0], total)
+
+    return advance
+
+
 def check_version(version: str) -> str:
     """Return *version* if it is the v1 contract's, else raise ConfigError naming it."""
     if not isinstance(version, str) or not VERSION_RE.match(version):
@@ -135,7 +155,7 @@ def validate_dataroot(
         must hold the success evidence; ``finalized``: the same evidence, no manifest yet;
         ``staging``: no manifest and ``validation.json`` at ``state: "not_run"``.
     progress
-        Called as ``progress(stage, advance, total)`` while hashing and decoding.
+        Called as ``progress(stage, done, total)`` while hashing and decoding.
     workers
         Threads used to decode images.
     """
@@ -148,9 +168,7 @@ def validate_dataroot(
     root_sha256 = None
     with DatarootReader(root) as reader:
         if published:
-            verification = verify_tree(
-                root, progress=None if progress is None else (lambda n: progress("hash", n, 0))
-            )
+            verification = verify_tree(root, progress=byte_counter(progress, "hash", 0))
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
         try:
@@ -168,7 +186,7 @@ def validate_dataroot(
             reader,
             tables,
             issues,
-            progress=None if progress is None else (lambda n: progress("images", n, total)),
+            progress=byte_counter(progress, "check-images", total),
             workers=workers,
         )
     return ValidationReport(

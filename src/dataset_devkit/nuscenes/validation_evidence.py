@@ -7,27 +7,22 @@ split is full and disjoint, and the chronology accounts for every selected scene
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.evidence.writer import config_fingerprint
 from dataset_devkit.nuscenes.validation_extensions import LoadedExtensions
 from dataset_devkit.nuscenes.validation_graph import walk_scene_samples
 from dataset_devkit.nuscenes.validation_tables import LoadedTables
 
-__all__ = ["check_evidence", "config_fingerprint"]
+__all__ = ["check_evidence"]
 
 
 def _rel(name: str) -> str:
     return f"{spec.EXTENSIONS_DIR}/{name}"
-
-
-def config_fingerprint(config: spec.PipelineConfig) -> str:
-    """SHA-256 hex of the canonical JSON (sorted keys, compact, UTF-8) of *config*."""
-    return hashlib.sha256(msgspec.json.encode(config, order="sorted")).hexdigest()
 
 
 def _exactly_once(
