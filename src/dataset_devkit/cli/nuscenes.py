@@ -118,8 +118,9 @@ def inspect(
     table.add_row("privacy", data["privacy"])
     table.add_row("pose frame", data["pose_frame"])
     table.add_row("validation", data["validation_state"])
-    table.add_row("root_sha256", data["root_sha256"])
-    stdout_console().print(table)
+    console = stdout_console()
+    console.print(table)
+    console.print(f"root_sha256 {data['root_sha256']}")
 
 
 def register(app: typer.Typer) -> None:
