@@ -12,7 +12,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from PIL import Image
@@ -185,7 +185,7 @@ def build_extensions(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             calibrated_sensor_token=cs["token"],
             width=16,
             height=8,
-            intrinsic=tuple(tuple(r) for r in cs["camera_intrinsic"]),
+            intrinsic=cast(Any, tuple(tuple(r) for r in cs["camera_intrinsic"])),
             distortion_model="plumb_bob",
             distortion=(0.0, 0.0, 0.0, 0.0, 0.0),
             frame_id="cam",
@@ -442,7 +442,7 @@ def writable_copy(src: Path, dst: Path) -> Path:
     import shutil
 
     shutil.copytree(src, dst, symlinks=True)
-    for dirpath, dirnames, filenames in os.walk(dst):
+    for dirpath, _dirnames, filenames in os.walk(dst):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o644)

@@ -86,7 +86,7 @@ def test_build_publishes_and_refuses_a_second_run(
     config = tmp_path / "build.toml"
     config.write_text(
         'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["drive.mcap"]\n'
-        '[scenario]\nscene_duration_s = 5.0\n'
+        "[scenario]\nscene_duration_s = 5.0\n"
         '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
         '[paths]\noutput_dir = "out"\n'
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,10 +52,10 @@ def test_table_get_and_field2token_answer_like_the_official_loader(
 def test_scene_samples_walk_the_chain_in_order(ds: Dataset, pub: tuple[Path, Fixture]) -> None:
     scene = pub[1].tables["scene"][1]
     samples = ds.scene_samples(scene["token"])
-    assert [s["token"] for s in samples][0] == scene["first_sample_token"]
+    assert samples[0]["token"] == scene["first_sample_token"]
     assert samples[-1]["token"] == scene["last_sample_token"]
     assert len(samples) == scene["nbr_samples"]
-    assert all(a["next"] == b["token"] for a, b in zip(samples, samples[1:], strict=False))
+    assert all(a["next"] == b["token"] for a, b in itertools.pairwise(samples))
 
 
 def test_camera_returns_exactly_the_key_frame_of_a_channel(ds: Dataset) -> None:
@@ -101,7 +103,7 @@ def test_bad_lookups_raise_typed_errors(ds: Dataset) -> None:
 
 def test_every_returned_value_is_a_defensive_copy(ds: Dataset) -> None:
     scene = ds.table("scene")[0]["token"]
-    mutated = [
+    mutated: list[Any] = [
         ds.table("scene"),
         ds.get("scene", scene),
         ds.scene_samples(scene),

@@ -21,7 +21,9 @@ from tests.nuscenes.dataroot_fixture import write_dataroot
 _NON_EMPTY = [t for t in spec.TABLE_NAMES if t not in spec.EMPTY_TABLES]
 
 _WRONG: dict[str, st.SearchStrategy[Any]] = {
-    "token": st.one_of(st.integers(), st.none(), st.text(max_size=40).filter(lambda s: len(s) != 32)),
+    "token": st.one_of(
+        st.integers(), st.none(), st.text(max_size=40).filter(lambda s: len(s) != 32)
+    ),
     "link": st.one_of(st.integers(), st.none(), st.text(min_size=1, max_size=31)),
     "str": st.one_of(st.integers(), st.none(), st.lists(st.integers(), max_size=2)),
     "int": st.one_of(st.text(max_size=5), st.floats(allow_nan=False), st.booleans(), st.none()),
@@ -48,7 +50,10 @@ def mutations(draw: st.DrawFn) -> tuple[str, str, Any]:
     if kind == "replace":
         junk = st.recursive(
             st.none() | st.booleans() | st.integers() | st.text(max_size=4),
-            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+            lambda inner: (
+                st.lists(inner, max_size=3)
+                | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+            ),
             max_leaves=6,
         )
         return table, kind, draw(junk)

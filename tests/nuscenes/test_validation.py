@@ -94,7 +94,11 @@ def test_a_sample_chain_cycle_is_reported(fx: Fixture) -> None:
 def test_a_wrong_scene_sample_count_and_endpoint_are_reported(fx: Fixture) -> None:
     edit(fx.root, "scene", lambda rows: rows[0].update(nbr_samples=7))
     assert_issue(fx.root, ".nbr_samples: is 7, the chain has 3 samples")
-    edit(fx.root, "scene", lambda rows: rows[0].update(last_sample_token=rows[1]["first_sample_token"]))
+    edit(
+        fx.root,
+        "scene",
+        lambda rows: rows[0].update(last_sample_token=rows[1]["first_sample_token"]),
+    )
     assert_issue(fx.root, ".last_sample_token: chain ends at")
 
 
@@ -145,7 +149,9 @@ def test_a_symlinked_image_or_table_is_refused(fx: Fixture) -> None:
     table = fx.root / spec.VERSION / "log.json"
     table.rename(fx.root / "log.json")
     os.symlink(fx.root / "log.json", table)
-    assert_issue(fx.root, "symlink", "log.json: cannot read table", "elsewhere.jpg: unexpected file")
+    assert_issue(
+        fx.root, "symlink", "log.json: cannot read table", "elsewhere.jpg: unexpected file"
+    )
 
 
 def test_non_finite_values_and_unnormalized_quaternions_are_reported(fx: Fixture) -> None:

@@ -24,8 +24,8 @@ from tests.nuscenes.dataroot_fixture import (
     read_extension,
     read_table,
     rewrite_table,
-    write_dataroot,
     writable_copy,
+    write_dataroot,
 )
 
 
@@ -113,7 +113,7 @@ def test_a_hard_link_is_caught(copy: Path) -> None:
 
 def test_inspect_refuses_to_summarize_tampered_content(copy: Path) -> None:
     (copy / "mz_extensions" / "note.txt").write_text("hi")
-    with pytest.raises(DatarootInvalid, match="not a valid v1.0-trainval dataroot"):
+    with pytest.raises(DatarootInvalid, match=r"not a valid v1\.0-trainval dataroot"):
         inspect_dataroot(copy)
 
 

@@ -88,7 +88,9 @@ def validate(dataroot: _DATAROOT, version: _VERSION) -> None:
     with _stage_progress() as progress:
         report = validate_dataroot(dataroot, version, state="published", progress=progress)
     report.raise_for_issues()
-    stdout_console().print(f"OK {dataroot}: valid {version} dataroot, root_sha256 {report.root_sha256}")
+    stdout_console().print(
+        f"OK {dataroot}: valid {version} dataroot, root_sha256 {report.root_sha256}"
+    )
 
 
 def inspect(
@@ -109,7 +111,10 @@ def inspect(
     for name, count in data["tables"].items():
         table.add_row(f"table {name}", str(count))
     images = data["images"]
-    table.add_row("images", f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)")
+    table.add_row(
+        "images",
+        f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)",
+    )
     table.add_row("channels", ", ".join(data["channels"]))
     table.add_row("recordings", str(data["recordings"]))
     scenes = data["scenes"]

@@ -81,7 +81,9 @@ def _write_success_evidence(staging: Path, report: ValidationReport) -> None:
     with SafeDir.open(staging) as root, root.opendir(spec.EXTENSIONS_DIR) as ext:
         st = os.stat(spec.VALIDATION_FILE, dir_fd=ext.fd, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            raise UnsafePathError("not a single-link regular file", path=ext.path / spec.VALIDATION_FILE)
+            raise UnsafePathError(
+                "not a single-link regular file", path=ext.path / spec.VALIDATION_FILE
+            )
         os.unlink(spec.VALIDATION_FILE, dir_fd=ext.fd)
         ext.write_bytes(spec.VALIDATION_FILE, data)
 

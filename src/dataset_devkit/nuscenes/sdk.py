@@ -9,7 +9,7 @@ load time; a bad lookup is a typed error (``NotFoundError`` for an unknown token
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dataset_devkit.errors import ConfigError, NotFoundError
 from dataset_devkit.nuscenes import spec
@@ -19,15 +19,21 @@ from dataset_devkit.nuscenes.validation_schema import TABLE_FIELDS
 __all__ = ["Dataset"]
 
 Record = dict[str, Any]
+T = TypeVar("T")
 
 
-def _copy(value: Any) -> Any:
-    """Deep copy of a JSON value (dicts, lists, scalars): faster than ``copy.deepcopy``."""
+def _deep(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _deep(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy(v) for v in value]
+        return [_deep(v) for v in value]
     return value
+
+
+def _copy(value: T) -> T:
+    """Deep copy of a JSON value (dicts, lists, scalars): faster than ``copy.deepcopy``."""
+    copied: T = _deep(value)
+    return copied
 
 
 class Dataset:
@@ -71,7 +77,9 @@ class Dataset:
 
     def _rows(self, table_name: str) -> list[Record]:
         if not isinstance(table_name, str) or table_name not in self._ix.tables:
-            raise NotFoundError(f"unknown table {table_name!r}; tables: {', '.join(spec.TABLE_NAMES)}")
+            raise NotFoundError(
+                f"unknown table {table_name!r}; tables: {', '.join(spec.TABLE_NAMES)}"
+            )
         return self._ix.tables[table_name]
 
     def table(self, table_name: str) -> list[Record]:
@@ -148,7 +156,8 @@ class Dataset:
 
     def image_path(self, sample_data_token: str) -> Path:
         """The path of the image of *sample_data_token* inside the dataroot."""
-        return self._ix.root / self._record("sample_data", sample_data_token)["filename"]
+        filename: str = self._record("sample_data", sample_data_token)["filename"]
+        return self._ix.root / filename
 
     @property
     def channels(self) -> tuple[str, ...]:
@@ -157,10 +166,18 @@ class Dataset:
 
     # ------------------------------------------------------------------ extensions
 
-    def _keyed(self, kind: str, key: str) -> Any:
+    def _doc(self, name: str) -> Record:
+        doc: Record = self._ix.extensions[name]
+        return doc
+
+    def _part(self, name: str, part: str) -> list[Record]:
+        rows: list[Record] = self._ix.extensions[name][part]
+        return rows
+
+    def _keyed(self, kind: str, key: str) -> Record:
         if not isinstance(key, str):
             raise ConfigError(f"{kind} key must be a string, found {key!r}", key=kind)
-        value = self._ix.by_key[kind].get(key)
+        value: Record | None = self._ix.by_key[kind].get(key)
         if value is None:
             raise NotFoundError(f"no {kind.replace('_', ' ')} for {key!r}")
         return value
@@ -184,19 +201,19 @@ class Dataset:
 
     def annotation_records(self) -> list[Record]:
         """Every imported human label record."""
-        return _copy(self._ix.extensions[spec.ANNOTATIONS_FILE]["records"])
+        return _copy(self._part(spec.ANNOTATIONS_FILE, "records"))
 
     def annotation_windows(self) -> list[Record]:
         """Every label interval clipped to its recording."""
-        return _copy(self._ix.extensions[spec.ANNOTATIONS_FILE]["windows"])
+        return _copy(self._part(spec.ANNOTATIONS_FILE, "windows"))
 
     def annotation_matches(self) -> list[Record]:
         """Every label window overlapping an exported scene."""
-        return _copy(self._ix.extensions[spec.ANNOTATIONS_FILE]["matches"])
+        return _copy(self._part(spec.ANNOTATIONS_FILE, "matches"))
 
     def annotation_scene_references(self) -> list[Record]:
         """Per scene, the label ids and match tokens that concern it."""
-        return _copy(self._ix.extensions[spec.ANNOTATIONS_FILE]["scene_references"])
+        return _copy(self._part(spec.ANNOTATIONS_FILE, "scene_references"))
 
     def annotation_record(self, annotation_id: str) -> Record:
         """The label record *annotation_id*."""
@@ -213,7 +230,7 @@ class Dataset:
     def annotation_scene_reference(self, scene_token: str) -> Record:
         """The annotation reference of one scene (empty lists when it has no label)."""
         self._scene(scene_token)
-        ref = self._ix.by_key["annotation_scene_reference"].get(scene_token)
+        ref: Record | None = self._ix.by_key["annotation_scene_reference"].get(scene_token)
         if ref is None:
             return {"scene_token": scene_token, "annotation_ids": [], "match_tokens": []}
         return _copy(ref)
@@ -248,28 +265,29 @@ class Dataset:
 
     def recordings(self) -> list[Record]:
         """Every source recording with its fingerprint, cameras and scenes."""
-        return _copy(self._ix.extensions[spec.RECORDINGS_FILE]["recordings"])
+        return _copy(self._part(spec.RECORDINGS_FILE, "recordings"))
 
     def channel_mapping(self) -> dict[str, str]:
         """Original source camera name -> normalized ``CAM_*`` channel."""
-        return _copy(self._ix.extensions[spec.RECORDINGS_FILE]["channel_mapping"])
+        mapping: dict[str, str] = self._doc(spec.RECORDINGS_FILE)["channel_mapping"]
+        return _copy(mapping)
 
     def source_metadata(self) -> Record:
         """``source.json``: source type, privacy, pose frame, resolution, JPEG policy."""
-        return _copy(self._ix.extensions[spec.SOURCE_FILE])
+        return _copy(self._doc(spec.SOURCE_FILE))
 
     def validation_report(self) -> Record:
         """``validation.json``: ``not_run`` before the build service, then its evidence."""
-        return _copy(self._ix.extensions[spec.VALIDATION_FILE])
+        return _copy(self._doc(spec.VALIDATION_FILE))
 
     def pipeline_audit(self) -> Record:
         """Filtering, rejections, ordered selection and the complete scene chronology."""
-        return _copy(self._ix.extensions[spec.PIPELINE_AUDIT_FILE])
+        return _copy(self._doc(spec.PIPELINE_AUDIT_FILE))
 
     def gnss(self) -> Record:
         """``gnss.json``: one row per ego pose with its published global context."""
-        return _copy(self._ix.extensions[spec.GNSS_FILE])
+        return _copy(self._doc(spec.GNSS_FILE))
 
     def config(self) -> Record:
         """``config.json``: the resolved pipeline configuration and its fingerprints."""
-        return _copy(self._ix.extensions[spec.CONFIG_FILE])
+        return _copy(self._doc(spec.CONFIG_FILE))

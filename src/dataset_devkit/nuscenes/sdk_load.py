@@ -35,7 +35,9 @@ class MalformedDataset(FormatError):
     def __init__(self, root: Path, issues: list[str]) -> None:
         shown = "\n".join(f"  - {issue}" for issue in issues)
         n = len(issues)
-        super().__init__(f"not a valid dataroot ({n} issue{'s' if n != 1 else ''}):\n{shown}", path=root)
+        super().__init__(
+            f"not a valid dataroot ({n} issue{'s' if n != 1 else ''}):\n{shown}", path=root
+        )
         self.issues = issues
 
 
@@ -54,7 +56,9 @@ class DatasetIndex:
     by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def _scene_chains(tables: dict[str, list[Row]], tokens: dict[str, dict[str, Row]]) -> dict[str, list[str]]:
+def _scene_chains(
+    tables: dict[str, list[Row]], tokens: dict[str, dict[str, Row]]
+) -> dict[str, list[str]]:
     chains: dict[str, list[str]] = {}
     for scene in tables["scene"]:
         order, token = [], scene["first_sample_token"]
@@ -104,9 +108,7 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
         "validity": _keyed(docs[spec.VALIDITY_FILE]["scenes"], "scene_token"),
         "recording_validity": _keyed(docs[spec.VALIDITY_FILE]["recordings"], "source_digest"),
         "tags": _keyed(docs[spec.TAGS_FILE]["tags"], "scene_token"),
-        "split": {
-            a["scene_token"]: a["split"] for a in docs[spec.SPLIT_FILE]["assignments"]
-        },
+        "split": {a["scene_token"]: a["split"] for a in docs[spec.SPLIT_FILE]["assignments"]},
         "annotation_record": _keyed(annotations["records"], "annotation_id"),
         "annotation_window": _keyed(annotations["windows"], "window_token"),
         "annotation_match": _keyed(annotations["matches"], "match_token"),

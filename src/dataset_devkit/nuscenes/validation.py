@@ -35,7 +35,9 @@ __all__ = [
     "DatarootInvalid",
     "DatarootState",
     "Progress",
-    "byte_counter", "ValidationReport",     "check_version",
+    "ValidationReport",
+    "byte_counter",
+    "check_version",
     "validate_dataroot",
 ]
 
@@ -95,9 +97,7 @@ class ValidationReport:
             )
 
 
-def byte_counter(
-    progress: Progress | None, stage: str, total: int
-) -> Callable[[int], None] | None:
+def byte_counter(progress: Progress | None, stage: str, total: int) -> Callable[[int], None] | None:
     """Adapt ``progress(stage, done, total)`` to a thread-safe ``advance(n)`` callback."""
     if progress is None:
         return None

@@ -90,7 +90,9 @@ def _check_annotations(t: LoadedTables, doc: spec.AnnotationsDocument, issues: l
         where = f"{rel} at $.matches[{i}]"
         window = windows.get(m.window_token)
         if window is None or window.annotation_id != m.annotation_id:
-            issues.append(f"{where}.window_token: {m.window_token} is not a window of {m.annotation_id}")
+            issues.append(
+                f"{where}.window_token: {m.window_token} is not a window of {m.annotation_id}"
+            )
         if m.scene_token not in t.index["scene"]:
             issues.append(f"{where}.scene_token: token {m.scene_token} not found in scene")
     for i, ref in enumerate(doc.scene_references):
@@ -129,7 +131,9 @@ def _check_split(
         found = (doc.namespace, doc.method, doc.test_fraction)
         wanted = (cfg.namespace, cfg.split.method, cfg.split.test_fraction)
         if found != wanted:
-            issues.append(f"{rel}: namespace/method/test_fraction {found} differ from config {wanted}")
+            issues.append(
+                f"{rel}: namespace/method/test_fraction {found} differ from config {wanted}"
+            )
 
 
 def _check_config(doc: spec.ConfigDocument, issues: list[str]) -> None:

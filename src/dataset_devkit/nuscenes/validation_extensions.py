@@ -58,7 +58,7 @@ def load_extensions(reader: DatarootReader, issues: list[str]) -> LoadedExtensio
             issues.append(f"{_rel(name)}: cannot read extension document ({exc})")
             continue
         try:
-            doc = msgspec.json.decode(data, type=record)
+            doc: Any = msgspec.json.decode(data, type=record)
         except msgspec.ValidationError as exc:
             issues.append(f"{_rel(name)}: does not match {record.__name__} ({exc})")
             continue
@@ -72,8 +72,7 @@ def load_extensions(reader: DatarootReader, issues: list[str]) -> LoadedExtensio
         )
         if doc.schema_version != expected:
             issues.append(
-                f"{_rel(name)} at $.schema_version: expected {expected}, "
-                f"found {doc.schema_version}"
+                f"{_rel(name)} at $.schema_version: expected {expected}, found {doc.schema_version}"
             )
             continue
         loaded.docs[name] = doc
@@ -103,7 +102,9 @@ def _check_source(t: LoadedTables, source: spec.SourceDocument, issues: list[str
             f"/{found[2]} is outside the fixed contract (expected {contract})"
         )
     if source.global_crs != spec.GLOBAL_CRS:
-        issues.append(f"{rel} at $.global_crs: expected {spec.GLOBAL_CRS}, found {source.global_crs}")
+        issues.append(
+            f"{rel} at $.global_crs: expected {spec.GLOBAL_CRS}, found {source.global_crs}"
+        )
     policy = "verbatim" if source.source_type == spec.SOURCE_MCAP else "reencoded"
     quality = None if policy == "verbatim" else spec.JPEG_QUALITY
     if (source.jpeg_policy, source.jpeg_quality) != (policy, quality):
@@ -149,7 +150,9 @@ def _check_recordings(
         if rec.log_token not in t.index["log"]:
             issues.append(f"{where}.log_token: token {rec.log_token} not found in log")
         elif rec.log_token in logs_seen:
-            issues.append(f"{where}.log_token: log {rec.log_token} is also {logs_seen[rec.log_token]}")
+            issues.append(
+                f"{where}.log_token: log {rec.log_token} is also {logs_seen[rec.log_token]}"
+            )
         logs_seen.setdefault(rec.log_token, rec.recording_id)
         for scene_token in rec.scene_tokens:
             scene = t.index["scene"].get(scene_token)
@@ -166,7 +169,9 @@ def _check_recordings(
             cwhere = f"{where}.cameras[{j}]"
             sensor = sensors.get(cam.channel)
             if sensor is None or sensor["token"] != cam.sensor_token:
-                issues.append(f"{cwhere}.sensor_token: no sensor {cam.sensor_token} for {cam.channel}")
+                issues.append(
+                    f"{cwhere}.sensor_token: no sensor {cam.sensor_token} for {cam.channel}"
+                )
             cs = t.index["calibrated_sensor"].get(cam.calibrated_sensor_token)
             if cs is None or cs["sensor_token"] != cam.sensor_token:
                 issues.append(
@@ -209,7 +214,9 @@ def _check_gnss(
             issues.append(f"{where}.ego_pose_token: pose {row.ego_pose_token} has two rows")
         seen.add(row.ego_pose_token)
         if pose is None:
-            issues.append(f"{where}.ego_pose_token: token {row.ego_pose_token} not found in ego_pose")
+            issues.append(
+                f"{where}.ego_pose_token: token {row.ego_pose_token} not found in ego_pose"
+            )
             continue
         if sd is None or sd["ego_pose_token"] != row.ego_pose_token:
             issues.append(

@@ -139,7 +139,9 @@ def _check_sensors(t: LoadedTables, issues: list[str]) -> None:
         if not CAMERA_CHANNEL_RE.match(row["channel"]):
             issues.append(f"{where}.channel: {row['channel']!r} is not a normalized CAM_* name")
         if row["channel"] in channels:
-            issues.append(f"{where}.channel: {row['channel']} is also sensor {channels[row['channel']]}")
+            issues.append(
+                f"{where}.channel: {row['channel']} is also sensor {channels[row['channel']]}"
+            )
         channels.setdefault(row["channel"], row["token"])
     for row in t.tables["calibrated_sensor"]:
         where = f"{t.rel('calibrated_sensor')} row {row['token']}"
@@ -173,7 +175,9 @@ def _check_sample_data(t: LoadedTables, issues: list[str]) -> None:
             if sd["is_key_frame"]:
                 key_frames[(sd["sample_token"], channel)].append(token)
         if sd["fileformat"] != spec.JPEG_FILEFORMAT:
-            issues.append(f"{rel} row {token}.fileformat: expected 'jpg', found {sd['fileformat']!r}")
+            issues.append(
+                f"{rel} row {token}.fileformat: expected 'jpg', found {sd['fileformat']!r}"
+            )
         if sd["width"] <= 0 or sd["height"] <= 0:
             issues.append(
                 f"{rel} row {token}: image size {sd['width']}x{sd['height']} is not positive"
@@ -261,8 +265,7 @@ def _check_camera_chains(t: LoadedTables, issues: list[str]) -> None:
             token = row["next"]
         if len(seen) != groups[key]:
             issues.append(
-                f"{rel}: scene {scene} {channel} chain reaches {len(seen)} of "
-                f"{groups[key]} frames"
+                f"{rel}: scene {scene} {channel} chain reaches {len(seen)} of {groups[key]} frames"
             )
 
 

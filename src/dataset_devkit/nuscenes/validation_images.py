@@ -69,7 +69,9 @@ def _check_extra_images(reader: DatarootReader, t: LoadedTables, issues: list[st
             for name, kind2 in reader.list_dir(f"{top}/{channel}"):
                 rel = f"{top}/{channel}/{name}"
                 if kind2 != "file":
-                    issues.append(f"{rel}: unexpected {kind2}; only regular image files belong here")
+                    issues.append(
+                        f"{rel}: unexpected {kind2}; only regular image files belong here"
+                    )
                 elif rel not in expected:
                     issues.append(f"{rel}: image file is not referenced by sample_data")
 

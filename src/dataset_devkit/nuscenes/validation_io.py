@@ -134,13 +134,14 @@ class DatarootReader:
         return data
 
     def list_dir(self, rel: str = "") -> list[tuple[str, str]]:
-        """List ``(name, kind)`` in directory *rel* (kind: ``file``, ``dir``, ``link``, ``other``)."""
+        """List ``(name, kind)`` in *rel*; kind is ``file``, ``dir``, ``link`` or ``other``."""
         if rel and (problem := check_relative_name(rel)) is not None:
             raise UnsafePathError(problem, path=rel)
         dfd = self._open_dir(rel)
         try:
             out = []
-            for name in sorted(os.listdir(dfd)):
+            # Listing by descriptor keeps the pinned identity; pathlib cannot list an fd.
+            for name in sorted(os.listdir(dfd)):  # noqa: PTH208
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode):
                     kind = "link"

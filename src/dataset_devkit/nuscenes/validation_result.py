@@ -58,7 +58,9 @@ def _details(t: LoadedTables) -> dict[str, str]:
     return {
         "token_uniqueness": f"{rows} rows in {len(t.tables)} tables",
         "foreign_keys": "every official foreign key resolves",
-        "scene_sample_chains": f"{len(t.tables['scene'])} scenes, {len(t.tables['sample'])} samples",
+        "scene_sample_chains": (
+            f"{len(t.tables['scene'])} scenes, {len(t.tables['sample'])} samples"
+        ),
         "camera_chains": f"{n_sd} sample_data rows on per-scene, per-channel chains",
         "camera_coverage": f"{len(t.tables['sensor'])} channels on every sample",
         "jpeg_images": f"{n_sd} JPEG images decoded at their recorded size",

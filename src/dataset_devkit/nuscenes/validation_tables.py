@@ -63,11 +63,7 @@ def decode_json(data: bytes, rel: str, issues: list[str]) -> Any:
 
 
 def _finite(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_field(kind: str, value: Any) -> str | None:
