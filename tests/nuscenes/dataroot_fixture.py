@@ -7,6 +7,7 @@ test goes through the real exporter.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -28,6 +29,7 @@ def token(*parts: object) -> str:
     return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:32]
 
 
+@functools.lru_cache(maxsize=8)
 def jpeg_bytes(width: int, height: int, shade: int = 90) -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", (width, height), (shade, 120, 200)).save(buf, format="JPEG", quality=95)
@@ -168,7 +170,7 @@ def build_tables(
 def write_tables(root: Path, tables: dict[str, list[dict[str, Any]]]) -> None:
     (root / VERSION).mkdir(parents=True, exist_ok=True)
     for name, rows in tables.items():
-        (root / VERSION / f"{name}.json").write_text(json.dumps(rows, indent=2))
+        (root / VERSION / f"{name}.json").write_bytes(canonical_json(rows))
 
 
 def build_extensions(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
+
 from dataset_devkit.errors import ConfigError, NotFoundError
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.sdk_load import DatasetIndex, load_index
@@ -25,7 +27,7 @@ T = TypeVar("T")
 def _deep(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _deep(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return [_deep(v) for v in value]
     return value
 
@@ -286,7 +288,8 @@ class Dataset:
 
     def gnss(self) -> Record:
         """``gnss.json``: one row per ego pose with its published global context."""
-        return _copy(self._doc(spec.GNSS_FILE))
+        doc: Record = msgspec.to_builtins(self._ix.extensions[spec.GNSS_FILE])
+        return _copy(doc)
 
     def config(self) -> Record:
         """``config.json``: the resolved pipeline configuration and its fingerprints."""

@@ -1,14 +1,17 @@
 """Load-time work of the read-only SDK: strict reading, structural checks and indexes.
 
-The SDK runs the same table, graph, extension and evidence checks as the validator (not the
-image decoding or content hashing, which ``dataset-devkit validate`` does) and refuses to open
-a dataroot with any issue, so no query ever summarizes malformed content. Indexes are built
-once here; queries are then dictionary lookups.
+The SDK checks what every query relies on — strict JSON, row shapes, unique tokens, every
+foreign key, safe image names, the camera index, extension documents and their references —
+and refuses to open a dataroot with any issue. The thorough checks (chain symmetry and
+timestamps, camera coverage, quaternion norms, the GNSS rows, JPEG decoding, the content
+manifest) are ``dataset-devkit validate``'s, which every published dataroot has passed;
+``scene_samples`` rechecks its chain at query time. Indexes are built once here; queries are
+then dictionary lookups.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation import check_version
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
-from dataset_devkit.nuscenes.validation_graph import check_graph
+from dataset_devkit.nuscenes.validation_graph import check_references
 from dataset_devkit.nuscenes.validation_io import DatarootReader
 from dataset_devkit.nuscenes.validation_tables import load_tables
 
@@ -51,22 +54,8 @@ class DatasetIndex:
     tokens: dict[str, dict[str, Row]]
     extensions: dict[str, Any]
     camera: dict[tuple[str, str], str] = field(default_factory=dict)
-    scene_samples: dict[str, list[str]] = field(default_factory=dict)
     channels: tuple[str, ...] = ()
     by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _scene_chains(
-    tables: dict[str, list[Row]], tokens: dict[str, dict[str, Row]]
-) -> dict[str, list[str]]:
-    chains: dict[str, list[str]] = {}
-    for scene in tables["scene"]:
-        order, token = [], scene["first_sample_token"]
-        while token:
-            order.append(token)
-            token = tokens["sample"][token]["next"]
-        chains[scene["token"]] = order
-    return chains
 
 
 def _keyed(rows: list[Any], key: str) -> dict[str, Any]:
@@ -80,29 +69,41 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     issues: list[str] = []
     with DatarootReader(root) as reader:
         loaded = load_tables(reader, version, issues)
-        check_graph(loaded, issues)
+        check_references(loaded, issues)
         ext = load_extensions(reader, issues)
-        check_source_contract(loaded, ext, issues)
+        check_source_contract(loaded, ext, issues, gnss_rows=False)
         check_evidence(loaded, ext, issues, expected_validation=None)
     if issues:
         raise MalformedDataset(root, sorted(set(issues)))
     tables, tokens = loaded.tables, loaded.index
-    camera: dict[tuple[str, str], str] = {}
     channel_of = {
         cs["token"]: tokens["sensor"][cs["sensor_token"]]["channel"]
         for cs in tables["calibrated_sensor"]
     }
-    ambiguous: dict[tuple[str, str], int] = defaultdict(int)
-    for sd in tables["sample_data"]:
-        if sd["is_key_frame"]:
-            key = (sd["sample_token"], channel_of[sd["calibrated_sensor_token"]])
-            ambiguous[key] += 1
-            camera[key] = sd["token"]
-    bad = sorted(f"{s} {c}" for (s, c), n in ambiguous.items() if n != 1)
-    if bad:  # pragma: no cover - the coverage check reports these first
-        raise MalformedDataset(root, [f"ambiguous camera rows for {b}" for b in bad])
-    # Plain JSON values (lists, not tuples) so that every returned value can be deep-copied.
-    docs = {name: msgspec.json.decode(msgspec.json.encode(doc)) for name, doc in ext.docs.items()}
+    keys = [
+        (sd["sample_token"], channel_of[sd["calibrated_sensor_token"]])
+        for sd in tables["sample_data"]
+        if sd["is_key_frame"]
+    ]
+    camera = dict(
+        zip(keys, (sd["token"] for sd in tables["sample_data"] if sd["is_key_frame"]), strict=True)
+    )
+    if len(camera) != len(keys):
+        counts = Counter(keys)
+        raise MalformedDataset(
+            root,
+            sorted(
+                f"{spec.VERSION}/sample_data.json: {n} key frames for sample {s} {c}, expected 1"
+                for (s, c), n in counts.items()
+                if n != 1
+            ),
+        )
+    # Plain values; the SDK's deep copy turns tuples into lists. gnss.json (one row per
+    # image) stays a decoded struct until ``Dataset.gnss()`` asks for it.
+    docs = {
+        name: doc if name == spec.GNSS_FILE else msgspec.to_builtins(doc)
+        for name, doc in ext.docs.items()
+    }
     annotations = docs[spec.ANNOTATIONS_FILE]
     by_key = {
         "validity": _keyed(docs[spec.VALIDITY_FILE]["scenes"], "scene_token"),
@@ -121,7 +122,6 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
         tokens=tokens,
         extensions=docs,
         camera=camera,
-        scene_samples=_scene_chains(tables, tokens),
         channels=tuple(sorted(row["channel"] for row in tables["sensor"])),
         by_key=by_key,
     )

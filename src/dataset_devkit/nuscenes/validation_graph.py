@@ -7,8 +7,10 @@ table file, the row token and the field, and none stops at the first problem.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections import defaultdict
+import operator
+from collections import Counter, defaultdict
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
@@ -20,7 +22,7 @@ from dataset_devkit.nuscenes.validation_schema import (
 )
 from dataset_devkit.nuscenes.validation_tables import LoadedTables
 
-__all__ = ["QUATERNION_TOLERANCE", "check_graph", "walk_scene_samples"]
+__all__ = ["QUATERNION_TOLERANCE", "check_graph", "check_references", "walk_scene_samples"]
 
 Row = dict[str, Any]
 #: How far ``|q|`` may stray from 1 for a quaternion to count as normalized.
@@ -32,6 +34,13 @@ def _check_foreign_keys(t: LoadedTables, issues: list[str]) -> None:
         if target in t.broken:
             continue
         index = t.index[target]
+        column = list(map(operator.itemgetter(name), t.tables[table]))
+        if column and isinstance(column[0], list):
+            column = list(itertools.chain.from_iterable(column))
+        referenced = set(column)
+        referenced.discard("")
+        if referenced <= index.keys():
+            continue  # the common case, decided by one set operation
         for row in t.tables[table]:
             values = row[name] if isinstance(row[name], list) else [row[name]]
             for value in values:
@@ -42,9 +51,20 @@ def _check_foreign_keys(t: LoadedTables, issues: list[str]) -> None:
                     )
 
 
+def _symmetric(rows: list[Row], index: dict[str, Row]) -> bool:
+    """Whether every link that resolves points back (the fast, message-free check)."""
+    for link, back in (("next", "prev"), ("prev", "next")):
+        pairs = [(row["token"], row[link]) for row in rows if row[link] in index]
+        if [index[other][back] for _, other in pairs] != [token for token, _ in pairs]:
+            return False
+    return True
+
+
 def _check_symmetry(t: LoadedTables, issues: list[str]) -> None:
     for table in CHAIN_LINKS:
         index = t.index[table]
+        if _symmetric(t.tables[table], index):
+            continue
         for row in t.tables[table]:
             for link, back in (("next", "prev"), ("prev", "next")):
                 other = index.get(row[link]) if row[link] else None
@@ -159,21 +179,10 @@ def _check_quaternion(where: str, q: list[float], issues: list[str]) -> None:
 def _check_sample_data(t: LoadedTables, issues: list[str]) -> None:
     rel = t.rel("sample_data")
     pose_owner: dict[str, str] = {}
-    key_frames: dict[tuple[str, str], list[str]] = defaultdict(list)
     poses = t.index["ego_pose"]
     # The loop runs once per image: messages are only formatted when there is an issue.
     for sd in t.tables["sample_data"]:
         token = sd["token"]
-        channel = _channel_of(t, sd)
-        if channel is not None:
-            folder = SAMPLES_DIR if sd["is_key_frame"] else spec.SWEEPS_DIR
-            expected = f"{folder}/{channel}/{token}.jpg"
-            if sd["filename"] != expected:
-                issues.append(
-                    f"{rel} row {token}.filename: expected {expected!r}, found {sd['filename']!r}"
-                )
-            if sd["is_key_frame"]:
-                key_frames[(sd["sample_token"], channel)].append(token)
         if sd["fileformat"] != spec.JPEG_FILEFORMAT:
             issues.append(
                 f"{rel} row {token}.fileformat: expected 'jpg', found {sd['fileformat']!r}"
@@ -201,20 +210,45 @@ def _check_sample_data(t: LoadedTables, issues: list[str]) -> None:
             QUATERNION_TOLERANCE
         ):
             _check_quaternion(f"{t.rel('ego_pose')} row {pose['token']}.rotation", q, issues)
-    _check_coverage(t, key_frames, issues)
 
 
-def _check_coverage(
-    t: LoadedTables, key_frames: dict[tuple[str, str], list[str]], issues: list[str]
-) -> None:
+def _check_filenames(t: LoadedTables, issues: list[str]) -> None:
+    """Each image is exactly ``samples|sweeps/<channel>/<token>.jpg``: no unsafe names."""
+    rows = t.tables["sample_data"]
+    channels = [_channel_of(t, sd) for sd in rows]
+    expected = [
+        f"{SAMPLES_DIR if sd['is_key_frame'] else spec.SWEEPS_DIR}/{channel}/{sd['token']}.jpg"
+        for sd, channel in zip(rows, channels, strict=True)
+    ]
+    if list(map(operator.itemgetter("filename"), rows)) == expected:
+        return
+    rel = t.rel("sample_data")
+    for sd, channel, want in zip(rows, channels, expected, strict=True):
+        if channel is not None and sd["filename"] != want:
+            issues.append(
+                f"{rel} row {sd['token']}.filename: expected {want!r}, found {sd['filename']!r}"
+            )
+
+
+def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
+    """Every sample has exactly one key frame of every channel (the camera index's rule)."""
+    counts = Counter(
+        (sd["sample_token"], _channel_of(t, sd))
+        for sd in t.tables["sample_data"]
+        if sd["is_key_frame"]
+    )
     channels = sorted({row["channel"] for row in t.tables["sensor"]})
-    for sample in t.tables["sample"]:
+    samples = [row["token"] for row in t.tables["sample"]]
+    if set(counts.values()) <= {1} and len(counts) == len(samples) * len(channels):
+        if all((s, c) in counts for s in samples for c in channels):
+            return
+    for sample in samples:
         for channel in channels:
-            rows = key_frames.get((sample["token"], channel), [])
-            if len(rows) != 1:
+            found = counts.get((sample, channel), 0)
+            if found != 1:
                 issues.append(
-                    f"{t.rel('sample')} row {sample['token']}: expected exactly one {channel} "
-                    f"key frame, found {len(rows)}"
+                    f"{t.rel('sample')} row {sample}: expected exactly one {channel} "
+                    f"key frame, found {found}"
                 )
 
 
@@ -306,13 +340,20 @@ def _check_object_tables(t: LoadedTables, issues: list[str]) -> None:
             )
 
 
+def check_references(t: LoadedTables, issues: list[str]) -> None:
+    """The SDK's load-time checks: foreign keys, image names, sensors, map, scenes, coverage."""
+    _check_foreign_keys(t, issues)
+    _check_filenames(t, issues)
+    _check_sensors(t, issues)
+    _check_map(t, issues)
+    _check_scenes(t, issues)
+    _check_coverage(t, issues)
+
+
 def check_graph(t: LoadedTables, issues: list[str]) -> None:
     """Run every official-table graph check on *t*, appending issues."""
-    _check_foreign_keys(t, issues)
+    check_references(t, issues)
     _check_symmetry(t, issues)
-    _check_scenes(t, issues)
-    _check_sensors(t, issues)
     _check_sample_data(t, issues)
     _check_camera_chains(t, issues)
-    _check_map(t, issues)
     _check_object_tables(t, issues)

@@ -116,13 +116,11 @@ class DatarootReader:
                     f"hard-linked file (st_nlink={before.st_nlink}, expected 1)",
                     path=self.root / rel,
                 )
-            chunks = []
-            while True:
-                chunk = os.read(fd, 1 << 20)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            data = b"".join(chunks)
+            # One read of the expected size (plus one byte to notice growth) in the common case.
+            chunks = [os.read(fd, before.st_size + 1)]
+            while chunks[-1]:
+                chunks.append(os.read(fd, 1 << 20))
+            data = chunks[0] if len(chunks) == 2 else b"".join(chunks)
             after = os.fstat(fd)
         finally:
             os.close(fd)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,13 +53,16 @@ class LoadedTables:
         return f"{self.version}/{table}.json"
 
 
-def decode_json(data: bytes, rel: str, issues: list[str]) -> Any:
-    """Decode strict JSON (no NaN/Infinity), appending an issue and returning None on failure."""
+def decode_json(data: bytes, rel: str, issues: list[str]) -> tuple[bool, Any]:
+    """Decode strict JSON (no NaN/Infinity): ``(True, value)``, or ``(False, None)`` and an issue.
+
+    The flag keeps a document that is literally ``null`` apart from one that failed.
+    """
     try:
-        return msgspec.json.decode(data)
+        return True, msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         issues.append(f"{rel}: malformed JSON ({exc})")
-        return None
+        return False, None
 
 
 def _finite(value: Any) -> bool:
@@ -102,14 +105,28 @@ def check_field(kind: str, value: Any) -> str | None:
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - schema bug
 
 
-_COLUMN_RES = {
-    "token": re.compile(r"(?:[0-9a-f]{32}\n)*"),
-    "link": re.compile(r"(?:(?:[0-9a-f]{32})?\n)*"),
-}
+def _hex_tokens(col: list[str]) -> bool:
+    """Whether every string is 32 lowercase hex characters, in a few C-level passes."""
+    if not col:
+        return True
+    if set(map(len, col)) != {32}:
+        return False
+    joined = "".join(col)
+    if not joined.isascii() or joined.lower() != joined:
+        return False
+    try:
+        # fromhex skips whitespace, so a length check proves every character was hex.
+        return len(bytes.fromhex(joined)) * 2 == len(joined)
+    except ValueError:
+        return False
+
+
+def _types(values: list[Any]) -> set[type]:
+    return set(map(type, values))
 
 
 def _numbers_ok(flat: list[Any]) -> bool:
-    if not all(type(v) is float or type(v) is int for v in flat):
+    if not _types(flat) <= {float, int}:
         return False
     try:
         return math.isfinite(math.fsum(flat))
@@ -118,28 +135,32 @@ def _numbers_ok(flat: list[Any]) -> bool:
 
 
 def _column_ok(kind: str, col: list[Any]) -> bool:
-    """Column-wise check of one field over all rows; True means every value is valid."""
-    if kind in _COLUMN_RES:
-        return all(type(v) is str for v in col) and (
-            _COLUMN_RES[kind].fullmatch("\n".join(col) + "\n" if col else "") is not None
-        )
-    if kind == "str":
-        return all(type(v) is str for v in col)
-    if kind == "int":
-        return all(type(v) is int for v in col)
-    if kind == "bool":
-        return all(type(v) is bool for v in col)
+    """Column-wise check of one field over all rows; True means every value is valid.
+
+    Type checks are ``set(map(type, column))``: one C-level pass per field.
+    """
+    if not col:
+        return True
+    if kind in ("token", "link"):
+        if _types(col) != {str}:
+            return False
+        return _hex_tokens([v for v in col if v] if kind == "link" else col)
+    if kind in _SCALAR_TYPES:
+        return _types(col) == {_SCALAR_TYPES[kind]}
     if kind in ("vec3", "quat"):
         size = 3 if kind == "vec3" else 4
-        if not all(type(v) is list and len(v) == size for v in col):
+        if _types(col) != {list} or set(map(len, col)) != {size}:
             return False
         return _numbers_ok(list(itertools.chain.from_iterable(col)))
     if kind == "tokens":
-        if not all(type(v) is list for v in col):
+        if _types(col) != {list}:
             return False
         return _column_ok("token", list(itertools.chain.from_iterable(col)))
     # "intrinsic" is rare (one row per camera): check it row by row.
     return all(check_field(kind, v) is None for v in col)
+
+
+_SCALAR_TYPES: dict[str, type] = {"str": str, "int": int, "bool": bool}
 
 
 def _fast_rows(table: str, rows: list[Any]) -> list[Row] | None:
@@ -150,12 +171,15 @@ def _fast_rows(table: str, rows: list[Any]) -> list[Row] | None:
     """
     fields = TABLE_FIELDS[table]
     keys = fields.keys()
-    if not all(type(row) is dict and row.keys() == keys for row in rows):
+    if rows and (
+        _types(rows) != {dict}
+        or not all(map(operator.eq, map(dict.keys, rows), itertools.repeat(keys)))
+    ):
         return None
     for name, kind in fields.items():
-        if not _column_ok(kind, [row[name] for row in rows]):
+        if not _column_ok(kind, list(map(operator.itemgetter(name), rows))):
             return None
-    if len({row["token"] for row in rows}) != len(rows):
+    if len(set(map(operator.itemgetter("token"), rows))) != len(rows):
         return None
     return rows
 
@@ -215,8 +239,8 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
             issues.append(f"{rel}: cannot read table ({exc})")
             loaded.broken.add(table)
         else:
-            decoded = decode_json(data, rel, issues)
-            if decoded is None:
+            ok, decoded = decode_json(data, rel, issues)
+            if not ok:
                 loaded.broken.add(table)
             elif not isinstance(decoded, list):
                 issues.append(f"{rel}: expected a JSON array, found {type(decoded).__name__}")

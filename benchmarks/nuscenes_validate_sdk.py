@@ -1,0 +1,125 @@
+"""nuScenes validate/inspect against hashing the same bytes; SDK load against ``NuScenes``.
+
+Writes one published dataroot with ``--scenes x --samples x --cameras`` key-frame images
+(default 42 x 40 x 6 = 10,080 sample_data, 320x240 JPEGs) through the test fixture writer and
+the real publisher, then times in the same run:
+
+* the limit: ``integrity.build_manifest`` over the dataroot (every byte hashed once, both
+  cores) and a bare single-thread ``read + sha256`` loop over the same files;
+* ``validate_dataroot`` (content manifest, tables, chains, extensions, every JPEG decoded)
+  and ``inspect_dataroot`` (validate, then summarize);
+* ``Dataset(...)`` (our SDK: strict load, structural checks, indexes) against
+  ``nuscenes.nuscenes.NuScenes(...)`` (nuscenes-devkit 1.2.0) on the same dataroot,
+  import time excluded, min of ``--repeat`` runs.
+
+Usage (from the repository root)::
+
+    PYTHONPATH=src python benchmarks/nuscenes_validate_sdk.py [--scenes 42] [--samples 40]
+        [--cameras 6] [--width 320] [--height 240] [--repeat 3] [--workdir /tmp/ddk-bench-nusc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixture writer
+
+from dataset_devkit.integrity import build_manifest  # noqa: E402
+from dataset_devkit.nuscenes.sdk import Dataset  # noqa: E402
+from dataset_devkit.nuscenes.validation import validate_dataroot  # noqa: E402
+from dataset_devkit.nuscenes.validation_summary import inspect_dataroot  # noqa: E402
+from tests.nuscenes.dataroot_fixture import publish_fixture  # noqa: E402
+
+CAMERAS = ("CAM_FRONT", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT", "CAM_BACK", "CAM_BACK_LEFT",
+           "CAM_BACK_RIGHT", "CAM_LEFT", "CAM_RIGHT")  # fmt: skip
+
+
+def best(repeat: int, fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bare_hash(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            h = hashlib.sha256()
+            with open(os.path.join(dirpath, name), "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenes", type=int, default=42)
+    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--cameras", type=int, default=6)
+    parser.add_argument("--width", type=int, default=320)
+    parser.add_argument("--height", type=int, default=240)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-nusc"))
+    args = parser.parse_args()
+
+    from nuscenes.nuscenes import NuScenes  # import time is not load time
+
+    if args.workdir.exists():
+        for dirpath, _dirs, _files in os.walk(args.workdir):
+            os.chmod(dirpath, 0o755)
+        shutil.rmtree(args.workdir)
+    start = time.perf_counter()
+    final, _ = publish_fixture(
+        args.workdir,
+        scenes=args.scenes,
+        samples=args.samples,
+        cameras=CAMERAS[: args.cameras],
+        width=args.width,
+        height=args.height,
+    )
+    built = time.perf_counter() - start
+    files = sum(len(f) for _d, _s, f in os.walk(final))
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _s, fs in os.walk(final) for n in fs)
+    n_sd = args.scenes * args.samples * args.cameras
+    print(f"dataroot: {n_sd} sample_data, {files} files, {size / 2**20:.1f} MiB "
+          f"({args.width}x{args.height} JPEGs); written and published in {built:.1f} s")  # fmt: skip
+
+    t_manifest = best(args.repeat, lambda: build_manifest(final))
+    t_bare = best(args.repeat, lambda: bare_hash(final))
+    t_validate = best(args.repeat, lambda: validate_dataroot(final).raise_for_issues())
+    t_inspect = best(args.repeat, lambda: inspect_dataroot(final))
+    t_sdk = best(args.repeat, lambda: Dataset(final))
+
+    def official() -> None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            NuScenes(version="v1.0-trainval", dataroot=str(final), verbose=False)
+
+    t_official = best(args.repeat, official)
+    rows = [
+        ("hash once: build_manifest (limit)", t_manifest, 1.0),
+        ("hash once: bare read+sha256 loop", t_bare, t_bare / t_manifest),
+        ("validate_dataroot (published)", t_validate, t_validate / t_manifest),
+        ("inspect_dataroot", t_inspect, t_inspect / t_manifest),
+    ]
+    print(f"\n{'task':<36} {'seconds':>8} {'x limit':>8}")
+    for name, seconds, ratio in rows:
+        print(f"{name:<36} {seconds:>8.3f} {ratio:>8.2f}")
+    print(f"\n{'loader':<36} {'seconds':>8} {'x official':>10}")
+    print(f"{'NuScenes(...) nuscenes-devkit 1.2.0':<36} {t_official:>8.3f} {1.0:>10.2f}")
+    print(f"{'Dataset(...) (ours)':<36} {t_sdk:>8.3f} {t_sdk / t_official:>10.2f}")
+    print(f"\nSDK load is {t_official / t_sdk:.2f}x faster than the official loader" if t_sdk < t_official
+          else f"\nSDK load is {t_sdk / t_official:.2f}x slower than the official loader")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
