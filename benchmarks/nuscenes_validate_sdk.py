@@ -6,6 +6,7 @@ the real publisher, then times in the same run:
 
 * the limit: ``integrity.build_manifest`` over the dataroot (every byte hashed once, both
   cores) and a bare single-thread ``read + sha256`` loop over the same files;
+* the decode floor: read and draft-decode every JPEG once on two threads, no checks;
 * ``validate_dataroot`` (content manifest, tables, chains, extensions, every JPEG decoded)
   and ``inspect_dataroot`` (validate, then summarize);
 * ``Dataset(...)`` (our SDK: strict load, structural checks, indexes) against
@@ -29,6 +30,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixture writer
@@ -36,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixtu
 from dataset_devkit.integrity import build_manifest  # noqa: E402
 from dataset_devkit.nuscenes.sdk import Dataset  # noqa: E402
 from dataset_devkit.nuscenes.validation import validate_dataroot  # noqa: E402
+from dataset_devkit.nuscenes.validation_images import decode_jpeg_size  # noqa: E402
 from dataset_devkit.nuscenes.validation_summary import inspect_dataroot  # noqa: E402
 from tests.nuscenes.dataroot_fixture import publish_fixture  # noqa: E402
 
@@ -59,6 +62,23 @@ def bare_hash(root: Path) -> None:
             with open(os.path.join(dirpath, name), "rb") as f:
                 while chunk := f.read(1 << 20):
                     h.update(chunk)
+
+
+def decode_floor(final: Path) -> None:
+    """Read and draft-decode every JPEG once on two threads: no checks, no hashing."""
+    paths = [
+        os.path.join(d, n)
+        for top in ("samples", "sweeps")
+        for d, _s, fs in os.walk(final / top)
+        for n in fs
+    ]
+
+    def one(path: str) -> None:
+        with open(path, "rb") as f:
+            decode_jpeg_size(f.read())
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(one, paths))
 
 
 def main() -> None:
@@ -96,6 +116,7 @@ def main() -> None:
 
     t_manifest = best(args.repeat, lambda: build_manifest(final))
     t_bare = best(args.repeat, lambda: bare_hash(final))
+    t_decode = best(args.repeat, lambda: decode_floor(final))
     t_validate = best(args.repeat, lambda: validate_dataroot(final).raise_for_issues())
     t_inspect = best(args.repeat, lambda: inspect_dataroot(final))
     t_sdk = best(args.repeat, lambda: Dataset(final))
@@ -108,12 +129,16 @@ def main() -> None:
     rows = [
         ("hash once: build_manifest (limit)", t_manifest, 1.0),
         ("hash once: bare read+sha256 loop", t_bare, t_bare / t_manifest),
+        ("read + draft-decode every JPEG", t_decode, t_decode / t_manifest),
         ("validate_dataroot (published)", t_validate, t_validate / t_manifest),
         ("inspect_dataroot", t_inspect, t_inspect / t_manifest),
     ]
+    floor = t_manifest + t_decode
     print(f"\n{'task':<36} {'seconds':>8} {'x limit':>8}")
     for name, seconds, ratio in rows:
         print(f"{name:<36} {seconds:>8.3f} {ratio:>8.2f}")
+    print(f"validate / (hash once + decode floor) = {t_validate / floor:.2f}; "
+          f"inspect / floor = {t_inspect / floor:.2f}")  # fmt: skip
     print(f"\n{'loader':<36} {'seconds':>8} {'x official':>10}")
     print(f"{'NuScenes(...) nuscenes-devkit 1.2.0':<36} {t_official:>8.3f} {1.0:>10.2f}")
     print(f"{'Dataset(...) (ours)':<36} {t_sdk:>8.3f} {t_sdk / t_official:>10.2f}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
@@ -51,6 +52,8 @@ class DatarootReader:
         if not stat.S_ISDIR(st.st_mode):
             raise FormatError("dataroot is not a directory", path=self.root)
         self._fd = os.open(self.root, _DIR_FLAGS)
+        self._dirs: dict[str, int] = {"": os.dup(self._fd)}
+        self._lock = threading.Lock()
 
     def __enter__(self) -> DatarootReader:
         return self
@@ -64,10 +67,37 @@ class DatarootReader:
         self.close()
 
     def close(self) -> None:
-        """Release the pinned root descriptor."""
+        """Release the pinned root and directory descriptors."""
+        with self._lock:
+            for fd in self._dirs.values():
+                os.close(fd)
+            self._dirs.clear()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+    def _pinned_parent(self, rel: str) -> tuple[int, str]:
+        """The pinned directory holding *rel* (opened once per directory) and the leaf name.
+
+        Directories are pinned on first use and kept for the reader's life, so thousands of
+        images in one channel folder cost one no-follow walk, and every read of that folder
+        sees the same directory even if a path component is swapped meanwhile.
+        """
+        head, _, leaf = rel.rpartition("/")
+        with self._lock:
+            cached = self._dirs.get(head)
+        if cached is not None:
+            problem = check_relative_name(rel)
+            if problem is not None:
+                raise UnsafePathError(problem, path=rel)
+            return cached, leaf
+        fd, leaf = self._open_parent(rel)
+        with self._lock:
+            if head in self._dirs:
+                os.close(fd)
+            else:
+                self._dirs[head] = fd
+            return self._dirs[head], leaf
 
     def _open_parent(self, rel: str) -> tuple[int, str]:
         problem = check_relative_name(rel)
@@ -95,18 +125,15 @@ class DatarootReader:
 
     def read_bytes(self, rel: str) -> bytes:
         """Read the single-link regular file *rel*, checking its identity around the read."""
-        dfd, leaf = self._open_parent(rel)
+        dfd, leaf = self._pinned_parent(rel)
         try:
-            try:
-                fd = os.open(leaf, _FILE_FLAGS, dir_fd=dfd)
-            except FileNotFoundError:
-                raise FormatError("missing file", path=self.root / rel) from None
-            except OSError as exc:
-                raise UnsafePathError(
-                    f"not a regular file or a symlink ({exc.strerror})", path=self.root / rel
-                ) from None
-        finally:
-            os.close(dfd)
+            fd = os.open(leaf, _FILE_FLAGS, dir_fd=dfd)
+        except FileNotFoundError:
+            raise FormatError("missing file", path=self.root / rel) from None
+        except OSError as exc:
+            raise UnsafePathError(
+                f"not a regular file or a symlink ({exc.strerror})", path=self.root / rel
+            ) from None
         try:
             before = os.fstat(fd)
             if not stat.S_ISREG(before.st_mode):
