@@ -11,6 +11,7 @@ then dictionary lookups.
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation import check_version
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
-from dataset_devkit.nuscenes.validation_graph import check_references
+from dataset_devkit.nuscenes.validation_graph import check_references, sample_data_channels
 from dataset_devkit.nuscenes.validation_io import DatarootReader
 from dataset_devkit.nuscenes.validation_tables import load_tables
 
@@ -64,6 +65,18 @@ def _keyed(rows: list[Any], key: str) -> dict[str, Any]:
 
 def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     """Read and check *dataroot*; raise MalformedDataset listing every issue, if any."""
+    # Loading allocates hundreds of thousands of acyclic dicts and tuples; the cyclic GC
+    # would rescan the growing heap again and again for nothing, so pause it meanwhile.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_index(dataroot, version)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     check_version(version)
     root = Path(dataroot)
     issues: list[str] = []
@@ -76,18 +89,13 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     if issues:
         raise MalformedDataset(root, sorted(set(issues)))
     tables, tokens = loaded.tables, loaded.index
-    channel_of = {
-        cs["token"]: tokens["sensor"][cs["sensor_token"]]["channel"]
-        for cs in tables["calibrated_sensor"]
-    }
-    keys = [
-        (sd["sample_token"], channel_of[sd["calibrated_sensor_token"]])
-        for sd in tables["sample_data"]
+    frames = [
+        (sd, channel)
+        for sd, channel in zip(tables["sample_data"], sample_data_channels(loaded), strict=True)
         if sd["is_key_frame"]
     ]
-    camera = dict(
-        zip(keys, (sd["token"] for sd in tables["sample_data"] if sd["is_key_frame"]), strict=True)
-    )
+    keys = [(sd["sample_token"], channel) for sd, channel in frames]
+    camera = dict(zip(keys, (sd["token"] for sd, _ in frames), strict=True))
     if len(camera) != len(keys):
         counts = Counter(keys)
         raise MalformedDataset(

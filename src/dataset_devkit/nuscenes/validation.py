@@ -9,6 +9,7 @@ success evidence the build service writes for these tables.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,6 +160,22 @@ def validate_dataroot(
     workers
         Threads used to decode images.
     """
+    enabled = gc.isenabled()
+    gc.disable()  # hundreds of thousands of acyclic rows: see sdk_load.load_index
+    try:
+        return _validate(dataroot, version, state, progress, workers)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _validate(
+    dataroot: str | Path,
+    version: str,
+    state: DatarootState,
+    progress: Progress | None,
+    workers: int,
+) -> ValidationReport:
     check_version(version)
     if state not in ("staging", "finalized", "published"):
         raise ConfigError(f"unknown dataroot state {state!r}", key="state")

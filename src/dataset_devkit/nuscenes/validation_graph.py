@@ -22,7 +22,13 @@ from dataset_devkit.nuscenes.validation_schema import (
 )
 from dataset_devkit.nuscenes.validation_tables import LoadedTables
 
-__all__ = ["QUATERNION_TOLERANCE", "check_graph", "check_references", "walk_scene_samples"]
+__all__ = [
+    "QUATERNION_TOLERANCE",
+    "check_graph",
+    "check_references",
+    "sample_data_channels",
+    "walk_scene_samples",
+]
 
 Row = dict[str, Any]
 #: How far ``|q|`` may stray from 1 for a quaternion to count as normalized.
@@ -140,14 +146,27 @@ def _check_scenes(t: LoadedTables, issues: list[str]) -> None:
                 issues.append(f"{t.rel('sample')} row {row['token']}: not on any scene chain")
 
 
-def _channel_of(t: LoadedTables, sd: Row) -> str | None:
+def sample_data_channels(t: LoadedTables) -> list[str | None]:
+    """The channel of every sample_data row, in table order (None when unresolvable)."""
+    if t.sample_data_channels is None:
+        get = _calibration_channels(t).get
+        rows = t.tables["sample_data"]
+        t.sample_data_channels = [get(sd["calibrated_sensor_token"]) for sd in rows]
+    return t.sample_data_channels
+
+
+def _calibration_channels(t: LoadedTables) -> dict[str, str]:
     if t.channel_of_calibration is None:
         t.channel_of_calibration = {}
         for cs in t.tables["calibrated_sensor"]:
             sensor = t.index["sensor"].get(cs["sensor_token"])
             if sensor is not None:
                 t.channel_of_calibration[cs["token"]] = sensor["channel"]
-    return t.channel_of_calibration.get(sd["calibrated_sensor_token"])
+    return t.channel_of_calibration
+
+
+def _channel_of(t: LoadedTables, sd: Row) -> str | None:
+    return _calibration_channels(t).get(sd["calibrated_sensor_token"])
 
 
 def _check_sensors(t: LoadedTables, issues: list[str]) -> None:
@@ -215,7 +234,7 @@ def _check_sample_data(t: LoadedTables, issues: list[str]) -> None:
 def _check_filenames(t: LoadedTables, issues: list[str]) -> None:
     """Each image is exactly ``samples|sweeps/<channel>/<token>.jpg``: no unsafe names."""
     rows = t.tables["sample_data"]
-    channels = [_channel_of(t, sd) for sd in rows]
+    channels = sample_data_channels(t)
     expected = [
         f"{SAMPLES_DIR if sd['is_key_frame'] else spec.SWEEPS_DIR}/{channel}/{sd['token']}.jpg"
         for sd, channel in zip(rows, channels, strict=True)
@@ -233,15 +252,14 @@ def _check_filenames(t: LoadedTables, issues: list[str]) -> None:
 def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
     """Every sample has exactly one key frame of every channel (the camera index's rule)."""
     counts = Counter(
-        (sd["sample_token"], _channel_of(t, sd))
-        for sd in t.tables["sample_data"]
+        (sd["sample_token"], channel)
+        for sd, channel in zip(t.tables["sample_data"], sample_data_channels(t), strict=True)
         if sd["is_key_frame"]
     )
     channels = sorted({row["channel"] for row in t.tables["sensor"]})
     samples = [row["token"] for row in t.tables["sample"]]
-    if set(counts.values()) <= {1} and len(counts) == len(samples) * len(channels):
-        if all((s, c) in counts for s in samples for c in channels):
-            return
+    if set(counts.values()) <= {1} and counts.keys() == set(itertools.product(samples, channels)):
+        return
     for sample in samples:
         for channel in channels:
             found = counts.get((sample, channel), 0)

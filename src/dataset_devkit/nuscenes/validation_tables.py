@@ -47,6 +47,8 @@ class LoadedTables:
     broken: set[str] = field(default_factory=set)
     #: ``calibrated_sensor token -> channel``, computed on first use by the graph checks.
     channel_of_calibration: dict[str, str] | None = None
+    #: The channel of each sample_data row, computed on first use.
+    sample_data_channels: list[str | None] | None = None
 
     def rel(self, table: str) -> str:
         """The dataroot-relative path of *table*'s JSON file."""
