@@ -99,12 +99,18 @@ def median_seconds(action: Callable[[], object], repeat: int) -> float:
 
 
 def peak_rss_mib(root: Path) -> float:
+    """Peak RSS of a manifest build in a fresh process.
+
+    Read from ``VmHWM`` (reset by exec), not ``ru_maxrss``, which Linux carries over from
+    the forking parent and would report this benchmark's own memory.
+    """
     code = (
-        "import resource, sys\n"
+        "import sys\n"
         "from pathlib import Path\n"
         "from dataset_devkit.integrity import build_manifest\n"
         "build_manifest(Path(sys.argv[1]))\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "status = Path('/proc/self/status').read_text()\n"
+        "print([l.split()[1] for l in status.splitlines() if l.startswith('VmHWM')][0])\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code, str(root)], check=True, capture_output=True, text=True

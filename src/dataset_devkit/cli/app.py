@@ -31,6 +31,7 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "integrity",
     "demo",
+    "release",
     "nuscenes",
 )
 

@@ -205,8 +205,13 @@ def scan_tree(
 
     def walk(ref: _DirRef, prefix: str, pool: ThreadPoolExecutor) -> None:
         try:
-            with os.scandir(ref.fd) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+            try:
+                with os.scandir(ref.fd) as scan:
+                    entries = sorted(scan, key=lambda entry: entry.name)
+            except OSError as exc:
+                where = prefix.rstrip("/") or "."
+                result.issues.append(Issue(where, IssueKind.RACED, f"cannot list: {exc}"))
+                return
             for entry in entries:
                 rel = prefix + entry.name
                 if not prefix and entry.name in exclude_top:

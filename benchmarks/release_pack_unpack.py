@@ -1,0 +1,185 @@
+"""Release packing and unpacking against the two-pass shell way, side by side in one run.
+
+Builds a tree (a few large files, many small ones, a depth family), then times:
+
+* ``pack_release`` (one read per file, hashed while archived; read-back of every package
+  and, separately, without read-back) against ``tar -cf`` of the tree followed by
+  ``sha256sum`` over every file and over the package (the two-pass way);
+* the shipped ``unpack.py --all`` (package SHA-256 check, strict parse, every member hashed
+  before its rename) against ``tar -xf`` of every package followed by ``sha256sum -c
+  SHA256SUMS``;
+* peak RSS of the pack and unpack processes, next to the largest file size.
+
+Goals (issue 6): pack <= 0.6x and unpack <= 1.0x of the peers; memory flat in file size.
+The page cache is warm for every contender (nothing is dropped: the machine is shared).
+Usage::
+
+    python benchmarks/release_pack_unpack.py [--size-mib 512] [--full]  # --full: 2 GiB tree
+        [--package-mib N] [--workdir /tmp/ddk-bench-release]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dataset_devkit
+
+SRC = str(Path(dataset_devkit.__file__).resolve().parents[1])
+
+
+def make_tree(root: Path, total: int) -> int:
+    """Large files (80%), 64 KiB files (15%) and a depth family of 256 KiB chunks (5%)."""
+    if (root.parent / ".complete").exists():
+        return max(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    shutil.rmtree(root.parent, ignore_errors=True)
+    (root / "videos").mkdir(parents=True)
+    seed = os.urandom(32 << 20)
+    per = min(64 << 20, int(total * 0.8) // 8)
+    large = int(total * 0.8) // per
+    for index in range(large):
+        with (root / "videos" / f"clip-{index:03d}.mp4").open("wb") as out:
+            left = per
+            while left:
+                chunk = seed[: min(left, len(seed))]
+                out.write(bytes([index % 256]) + chunk[1:])
+                left -= len(chunk)
+    small = int(total * 0.15) // (64 << 10)
+    for index in range(small):
+        folder = root / "meta" / f"{index % 64:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        start = (index * 4099) % (len(seed) - (64 << 10))
+        (folder / f"{index:06d}.json").write_bytes(seed[start : start + (64 << 10)])
+    depth = root / "cams" / "depth-zstd-5-mm" / "group.zarr"
+    depth.mkdir(parents=True)
+    (depth / ".zgroup").write_bytes(b'{"zarr_format": 2}')
+    for index in range(int(total * 0.05) // (256 << 10)):
+        start = (index * 7919) % (len(seed) - (256 << 10))
+        (depth / f"{index}.0.0").write_bytes(seed[start : start + (256 << 10)])
+    (root.parent / ".complete").write_bytes(b"")
+    return per
+
+
+_HWM = (
+    "\nimport sys as _s\n"
+    "_s.stderr.write('VmHWM ' + [x for x in open('/proc/self/status') if x.startswith('VmHWM')]"
+    "[0].split()[1] + '\\n')\n"
+)
+
+
+def timed(argv: list[str], **kw: object) -> tuple[float, int]:
+    """Run *argv*; return wall seconds and the peak RSS in MiB the child reported (VmHWM).
+
+    ``ru_maxrss`` would be wrong here: Linux carries the parent's high-water mark across
+    ``fork`` + ``exec``, so the child reports its own ``/proc/self/status`` VmHWM instead.
+    """
+    start = time.perf_counter()
+    proc = subprocess.run(argv, stderr=subprocess.PIPE, text=True, check=False, **kw)  # type: ignore[call-overload]
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {argv}\n{proc.stderr}")
+    marks = [int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("VmHWM ")]
+    return elapsed, (marks[-1] // 1024 if marks else 0)
+
+
+def python_script(script: Path, *args: str) -> str:
+    """Code that runs *script* as ``__main__`` with *args*, then reports VmHWM."""
+    return (
+        f"import runpy, sys\nsys.argv = [{str(script)!r}, *{list(args)!r}]\n"
+        f"try:\n    runpy.run_path({str(script)!r}, run_name='__main__')\n"
+        "except SystemExit as exc:\n    if exc.code:\n        raise\n" + _HWM
+    )
+
+
+def shell(script: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", f"set -e -o pipefail; {script}"], check=True)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mib", type=int, default=512)
+    parser.add_argument("--full", action="store_true", help="a 2 GiB tree (the issue's size)")
+    parser.add_argument("--package-mib", type=int, default=0, help="default: tree / 6")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-release"))
+    args = parser.parse_args()
+    total = (2048 if args.full else args.size_mib) << 20
+    work = args.workdir
+    tree = work / "tree" / "ds"
+    largest = make_tree(tree, total)
+    limit = (args.package_mib << 20) or max(total // 6, 2 * largest)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    py = sys.executable
+    size = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+    count = sum(1 for p in tree.rglob("*") if p.is_file())
+    print(
+        f"tree: {size / 2**20:.0f} MiB in {count} files (largest {largest / 2**20:.0f} MiB), "
+        f"package limit {limit / 2**20:.0f} MiB, {os.cpu_count()} CPUs, warm page cache"
+    )
+
+    results: dict[str, float] = {}
+    rss: dict[str, int] = {}
+    for label, read_back in (("pack", True), ("pack --no-read-back", False)):
+        out = work / f"release-{int(read_back)}"
+        shutil.rmtree(out, ignore_errors=True)
+        code = (
+            "import sys; from pathlib import Path; "
+            "from dataset_devkit.release import PackOptions, pack_release; "
+            f"pack_release(Path({str(tree)!r}), Path({str(out)!r}), PackOptions("
+            f"package_limit={limit}, read_back={read_back}, restore_test='none'))" + _HWM
+        )
+        results[label], rss[label] = timed([py, "-c", code], env=env)
+    peer_tar = work / "peer.tar"
+    peer_tar.unlink(missing_ok=True)
+    results["tar -cf + sha256sum files + package"] = shell(
+        f"tar -cf {peer_tar} -C {tree.parent} ds && "
+        f"(cd {tree.parent} && find ds -type f -print0 | xargs -0 sha256sum > /dev/null) && "
+        f"sha256sum {peer_tar} > /dev/null"
+    )
+
+    release = work / "release-1"
+    ours_out, peer_out = work / "out-ours", work / "out-peer"
+    for folder in (ours_out, peer_out):
+        shutil.rmtree(folder, ignore_errors=True)
+    unpack_code = python_script(
+        release / "unpack.py", "--all", "--quiet", "--output", str(ours_out)
+    )
+    results["unpack.py --all"], rss["unpack.py --all"] = timed(
+        [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
+    )
+    results["tar -xf + sha256sum -c"] = shell(
+        f"mkdir -p {peer_out} && for a in {release}/*/*.tar; do tar -xf $a -C {peer_out}; done && "
+        f"(cd {release} && grep '\\.tar$' SHA256SUMS | sha256sum -c --quiet -)"
+    )
+    results["unpack.py re-run (verify + skip)"], _ = timed(
+        [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
+    )
+
+    peer_pack = results["tar -cf + sha256sum files + package"]
+    peer_unpack = results["tar -xf + sha256sum -c"]
+    print(f"{'contender':40} {'seconds':>8} {'MiB/s':>8} {'ratio':>7} {'peak RSS':>9}")
+    for label, seconds in results.items():
+        peer = peer_unpack if "unpack" in label or "-xf" in label else peer_pack
+        mem = f"{rss[label]} MiB" if label in rss else ""
+        print(
+            f"{label:40} {seconds:8.2f} {size / 2**20 / seconds:8.0f} "
+            f"{seconds / peer:6.2f}x {mem:>9}"
+        )
+    print(
+        f"goals: pack <= 0.60x ({results['pack'] / peer_pack:.2f}x with read-back, "
+        f"{results['pack --no-read-back'] / peer_pack:.2f}x without), "
+        f"unpack <= 1.00x ({results['unpack.py --all'] / peer_unpack:.2f}x)"
+    )
+    for folder in (ours_out, peer_out, work / "release-0", release):
+        shutil.rmtree(folder, ignore_errors=True)
+    peer_tar.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()

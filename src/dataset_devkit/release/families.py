@@ -1,0 +1,98 @@
+"""Assign every file of a tree to exactly one family by ordered path rules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.release.spec import DEFAULT_FAMILY, DEFAULT_RULES, FamilyRule
+
+__all__ = ["FamilyRules", "parse_rule"]
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+
+
+def parse_rule(text: str) -> FamilyRule:
+    """Parse ``PATTERN=FAMILY`` (the CLI's ``--rule`` syntax)."""
+    pattern, sep, family = text.rpartition("=")
+    if not sep or not pattern or not family:
+        raise ConfigError(f"family rule {text!r} is not PATTERN=FAMILY", key="rule")
+    return FamilyRule(pattern=pattern, family=family)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    anchored = pattern.startswith("/")
+    parts = pattern.strip("/").split("/")
+    if not parts or "" in parts:
+        raise ConfigError(f"family pattern {pattern!r} has an empty component", key="rule")
+    regex = "" if anchored else "(?:[^/]+/)*"
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            regex += ".*" if last else "(?:[^/]+/)*"
+            continue
+        regex += _component(part) + ("" if last else "/")
+    return re.compile(regex + r"\Z")
+
+
+def _component(part: str) -> str:
+    out, i = [], 0
+    while i < len(part):
+        char = part[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[" and "]" in part[i + 2 :]:
+            end = part.index("]", i + 2)
+            body = part[i + 1 : end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRules:
+    """Ordered rules plus the family of everything unmatched.
+
+    Parameters
+    ----------
+    rules
+        First match wins, so family paths can never overlap.
+    default
+        The family of files no rule matches (``base``).
+    """
+
+    rules: Sequence[FamilyRule] = DEFAULT_RULES
+    default: str = DEFAULT_FAMILY
+    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in [self.default, *(r.family for r in self.rules)]:
+            if not _NAME.match(name):
+                raise ConfigError(
+                    f"family name {name!r} must be 1-32 of a-z 0-9 _ - (it names a folder)",
+                    key="family",
+                )
+        object.__setattr__(self, "_compiled", tuple(_compile(r.pattern) for r in self.rules))
+
+    @property
+    def declared(self) -> tuple[str, ...]:
+        """Every family the rules can produce, sorted."""
+        return tuple(sorted({self.default, *(r.family for r in self.rules)}))
+
+    def family_of(self, path: str) -> str:
+        """Return the family of one relative POSIX file path."""
+        for rule, regex in zip(self.rules, self._compiled, strict=True):
+            if regex.match(path):
+                return rule.family
+        return self.default
+
+    def assign(self, paths: Iterable[str]) -> dict[str, str]:
+        """Map each path to its family."""
+        return {path: self.family_of(path) for path in paths}

@@ -1,0 +1,266 @@
+"""Cut a tree into a release: families, deterministic tar packages and their metadata.
+
+Every file is read exactly once: delivered files are hashed while they are written into
+their package, files of pending families are hashed only. When the tree carries a
+``content_manifest.json`` the same pass verifies it, and its ``root_sha256`` becomes the
+release's snapshot identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity import (
+    new_staging_dir,
+    open_dir_nofollow,
+    remove_staging,
+)
+from dataset_devkit.integrity.rename import rename_noreplace
+from dataset_devkit.release import unpack
+from dataset_devkit.release.errors import ReleaseExistsError
+from dataset_devkit.release.families import FamilyRules
+from dataset_devkit.release.metadata import write_metadata
+from dataset_devkit.release.planner import PlannedPackage, plan_packages
+from dataset_devkit.release.snapshot import (
+    carry_over,
+    check_source_manifest,
+    load_previous,
+    snapshot_record,
+)
+from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
+from dataset_devkit.release.spec import (
+    DEFAULT_PACKAGE_LIMIT,
+    FileRow,
+    PackageRecord,
+    ReleaseManifest,
+    ValidationReport,
+)
+from dataset_devkit.release.tarwriter import TarPackageWriter
+from dataset_devkit.release.validate import collect_read_backs, read_back_package
+
+__all__ = ["PackOptions", "PackResult", "pack_release"]
+
+Progress = Callable[[int], None]
+AfterPackage = Callable[[PackageRecord, dict[str, unpack.FileRow]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PackOptions:
+    """How to cut a release.
+
+    Parameters
+    ----------
+    name
+        The common root directory inside every package (default: the tree's folder name).
+    package_limit
+        Maximum bytes per package (default 4 GiB - 1, which also fits FAT32).
+    rules
+        Family rules (default: ``depth-*/**`` is ``depth``, the rest ``base``).
+    deliver
+        Families to package now (default: all); the others are listed as pending.
+    previous
+        An earlier release of the same snapshot whose delivered families are carried over,
+        so a family can be published later with updated metadata.
+    read_back
+        Re-read every new package strictly and hash every member against ``files.jsonl``.
+    restore_test
+        Restore with the shipped ``unpack.py`` into scratch space: every new package
+        (``full``), the first of each family (``sample``) or none.
+    """
+
+    name: str | None = None
+    package_limit: int = DEFAULT_PACKAGE_LIMIT
+    rules: FamilyRules = field(default_factory=FamilyRules)
+    deliver: tuple[str, ...] | None = None
+    previous: Path | None = None
+    read_back: bool = True
+    restore_test: Literal["full", "sample", "none"] = "sample"
+
+
+@dataclass(frozen=True, slots=True)
+class PackResult:
+    """A finished release directory with its manifest and validation report."""
+
+    release: Path
+    manifest: ReleaseManifest
+    validation: ValidationReport
+
+
+def _write_packages(
+    tree: Path,
+    staging: Path,
+    plans: dict[str, list[PlannedPackage]],
+    deliver: set[str],
+    name: str,
+    progress: Progress | None,
+    *,
+    after_package: AfterPackage | None,
+) -> tuple[dict[str, str], list[PackageRecord]]:
+    """Read every file once: into its package and its hash, or only its hash (pending).
+
+    *after_package* receives each finished package with its rows (the read-back runs there,
+    on other cores, while the next package is written); without it the writer hashes the
+    package itself.
+    """
+    digests: dict[str, str] = {}
+    records: list[PackageRecord] = []
+    with SourceReader(tree) as reader:
+        for family, packages in sorted(plans.items()):
+            if family in deliver:
+                (staging / family).mkdir(mode=0o755)
+            for plan in packages:
+                if family not in deliver:
+                    for item in plan.files:
+                        digests[item.path] = _hash_only(reader, item, progress)
+                    continue
+                hash_package = after_package is None
+                with TarPackageWriter(staging / plan.name, hash_package=hash_package) as tar:
+                    for item in plan.files:
+                        tar.begin_member(f"{name}/{item.path}", item.size)
+                        hasher = hashlib.sha256()
+                        for chunk in reader.chunks(item):
+                            hasher.update(chunk)
+                            tar.write(chunk)
+                            if progress is not None:
+                                progress(len(chunk))
+                        tar.end_member(item.size)
+                        digests[item.path] = hasher.hexdigest()
+                if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
+                    raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
+                record = PackageRecord(
+                    name=plan.name,
+                    family=family,
+                    size=tar.size,
+                    sha256=tar.sha256,
+                    member_count=tar.members,
+                )
+                records.append(record)
+                if after_package is not None:
+                    rows = {
+                        f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
+                        for f in plan.files
+                    }
+                    after_package(record, rows)
+    return digests, records
+
+
+def _hash_only(reader: SourceReader, item: SourceFile, progress: Progress | None) -> str:
+    hasher = hashlib.sha256()
+    for chunk in reader.chunks(item):
+        hasher.update(chunk)
+        if progress is not None:
+            progress(len(chunk))
+    return hasher.hexdigest()
+
+
+def pack_release(
+    tree: Path, out: Path, options: PackOptions | None = None, *, progress: Progress | None = None
+) -> PackResult:
+    """Pack *tree* into the new release directory *out* (which must not exist).
+
+    The release is built in a sibling staging directory, verified (read-back and restore
+    test as configured) and renamed into place without replacing anything; on any error
+    the staging directory is removed and *out* is untouched.
+
+    Raises
+    ------
+    ReleaseExistsError
+        *out* exists.
+    UnsafeTreeError
+        The tree holds links, special files or names unsafe on Windows or macOS.
+    PackageLimitError
+        A file is larger than one package may be.
+    VerificationFailed
+        The tree does not match its content manifest, or the release does not verify.
+    SnapshotMismatchError
+        *previous* was cut from a different snapshot.
+    """
+    opts = options or PackOptions()
+    tree, out = Path(tree), Path(out).absolute()
+    name = opts.name or tree.resolve().name
+    if "/" in name or unpack.check_tree_names([name]):
+        raise ConfigError(f"release name {name!r} is not a portable directory name", key="name")
+    if opts.package_limit < 4096:
+        raise ConfigError("package limit must be at least 4096 bytes", key="package_limit")
+    if os.path.lexists(out):
+        raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
+    files = scan_tree(tree)
+    source = check_source_manifest(tree, files)
+    families = opts.rules.assign(f.path for f in files)
+    present = set(families.values())
+    previous = load_previous(opts.previous, name, opts.package_limit)
+    carried = (
+        {f for f, info in previous.families.items() if info["status"] == "delivered"}
+        if previous
+        else set()
+    )
+    deliver = set(opts.deliver) if opts.deliver is not None else present - carried
+    if deliver - present or deliver & carried or not deliver:
+        raise ConfigError(
+            f"cannot deliver {sorted(deliver)}: the tree has families {sorted(present)}, "
+            f"already delivered: {sorted(carried)}",
+            key="deliver",
+        )
+    plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
+    staging = new_staging_dir(out)
+    try:
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            checks: list[Future[tuple[PackageRecord, list[str]]]] = []
+
+            def read_back(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+                checks.append(pool.submit(read_back_package, staging, name, record, rows))
+
+            digests, records = _write_packages(
+                tree,
+                staging,
+                plans,
+                deliver,
+                name,
+                progress,
+                after_package=read_back if opts.read_back else None,
+            )
+            if opts.read_back:
+                records = collect_read_backs(check.result() for check in checks)
+        snapshot = snapshot_record(files, digests, source)
+        package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
+        rows = [
+            FileRow(
+                path=f.path,
+                size=f.size,
+                sha256=digests[f.path],
+                family=families[f.path],
+                package=package_of[f.path] if families[f.path] in deliver | carried else None,
+            )
+            for f in files
+        ]
+        if previous is not None:
+            records += carry_over(previous, snapshot, rows, carried)
+        manifest, validation = write_metadata(
+            staging,
+            out,
+            name=name,
+            snapshot=snapshot,
+            rows=rows,
+            packages=sorted(records, key=lambda r: r.name),
+            plans=plans,
+            delivered={*deliver, *carried},
+            new_families=deliver,
+            options=opts,
+            previous=previous,
+        )
+        parent_fd = open_dir_nofollow(out.parent)
+        try:
+            rename_noreplace(parent_fd, staging.name, parent_fd, out.name)
+        finally:
+            os.close(parent_fd)
+    except BaseException:
+        remove_staging(staging)
+        raise
+    return PackResult(release=out, manifest=manifest, validation=validation)

@@ -1,0 +1,109 @@
+"""The release's identity: the source snapshot, its content manifest, and earlier releases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ContentManifest, read_manifest
+from dataset_devkit.release import unpack
+from dataset_devkit.release.errors import SnapshotMismatchError
+from dataset_devkit.release.source import SourceFile
+from dataset_devkit.release.spec import FileRow, PackageRecord, SnapshotRecord
+
+__all__ = ["carry_over", "check_source_manifest", "load_previous", "snapshot_record"]
+
+
+def check_source_manifest(tree: Path, files: list[SourceFile]) -> ContentManifest | None:
+    """Read the tree's content manifest, if any, and check its listing and sizes (no hashing).
+
+    The hashes are compared later, in the same read that archives each file.
+    """
+    if not any(f.path == CONTENT_MANIFEST_NAME for f in files):
+        return None
+    manifest = read_manifest(tree)
+    listed = manifest.by_path()
+    found = {f.path: f.size for f in files if f.path != CONTENT_MANIFEST_NAME}
+    issues = [f"{p}: missing (listed in {CONTENT_MANIFEST_NAME})" for p in listed if p not in found]
+    issues += [f"{p}: extra file not in {CONTENT_MANIFEST_NAME}" for p in found if p not in listed]
+    issues += [
+        f"{p}: {size} bytes, {CONTENT_MANIFEST_NAME} says {listed[p].size}"
+        for p, size in found.items()
+        if p in listed and listed[p].size != size
+    ]
+    if issues:
+        raise VerificationFailed(f"{tree}: does not match its content manifest", sorted(issues))
+    return manifest
+
+
+def load_previous(previous: Path | None, name: str, limit: int) -> unpack.Release | None:
+    """Load an earlier release of the same tree; its name and package limit must match."""
+    if previous is None:
+        return None
+    try:
+        release = unpack.load_release(str(previous))
+    except unpack.UnpackError as exc:
+        raise VerificationFailed(
+            f"{previous}: previous release does not load", [str(exc)]
+        ) from None
+    if release.name != name or release.manifest["package_limit_bytes"] != limit:
+        raise SnapshotMismatchError(
+            f"{previous}: previous release is {release.name!r} with a "
+            f"{release.manifest['package_limit_bytes']}-byte limit; this one is {name!r} "
+            f"with {limit}: a later family must use the same name and limit"
+        )
+    return release
+
+
+def snapshot_record(
+    files: list[SourceFile], digests: dict[str, str], source: ContentManifest | None
+) -> SnapshotRecord:
+    """The snapshot identity: the content manifest's root (every hash checked against it)
+    or, without one, the same root formula computed over every file."""
+    if source is None:
+        return SnapshotRecord(
+            root_sha256=unpack.root_sha256((f.path, f.size, digests[f.path]) for f in files),
+            source="computed",
+            excluded=(),
+            file_count=len(files),
+            total_bytes=sum(f.size for f in files),
+        )
+    listed = source.by_path()
+    issues = [
+        f"{path}: SHA-256 {digest}, {CONTENT_MANIFEST_NAME} says {listed[path].sha256}"
+        for path, digest in sorted(digests.items())
+        if path in listed and listed[path].sha256 != digest
+    ]
+    if issues:
+        raise VerificationFailed("the tree does not match its content manifest", issues)
+    return SnapshotRecord(
+        root_sha256=source.root_sha256,
+        source="content_manifest",
+        excluded=source.excluded,
+        file_count=source.file_count,
+        total_bytes=source.total_bytes,
+    )
+
+
+def carry_over(
+    previous: unpack.Release, snapshot: SnapshotRecord, rows: list[FileRow], carried: set[str]
+) -> list[PackageRecord]:
+    """Check that *previous* is the same snapshot, cut identically, and return its records
+    for the families it already delivered."""
+    if previous.snapshot_root != snapshot.root_sha256:
+        raise SnapshotMismatchError(
+            f"the tree is snapshot {snapshot.root_sha256}, the previous release is snapshot "
+            f"{previous.snapshot_root}: families of different snapshots are never mixed"
+        )
+    old = {r.path: (r.size, r.sha256, r.family, r.package) for r in previous.rows}
+    diffs = [
+        f"{r.path}: assigned differently than in the previous release"
+        for r in rows
+        if r.family in carried and old.get(r.path) != (r.size, r.sha256, r.family, r.package)
+    ]
+    if diffs:
+        raise SnapshotMismatchError("carried-over families differ from the previous release", diffs)
+    return [
+        PackageRecord(**{k: p[k] for k in ("name", "family", "size", "sha256", "member_count")})
+        for p in previous.packages_of(carried)
+    ]

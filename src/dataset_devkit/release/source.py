@@ -1,0 +1,126 @@
+"""Read the source tree without following links: list it, then stream each file once."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Final
+
+from dataset_devkit.release import unpack
+from dataset_devkit.release.errors import UnsafeTreeError
+
+__all__ = ["SourceFile", "SourceReader", "scan_tree"]
+
+CHUNK: Final = 4 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """One regular file of the source tree, by relative POSIX path."""
+
+    path: str
+    size: int
+
+
+def scan_tree(root: Path) -> list[SourceFile]:
+    """List every file of *root*, sorted; refuse links, special files and unportable names.
+
+    Dotfiles are ordinary files (Zarr's ``.zgroup`` must survive); nothing is skipped.
+    Every problem is collected and reported at once.
+    """
+    try:
+        top = unpack.PinnedDir.open_root(str(root), create=False)
+    except (OSError, unpack.UnpackError) as exc:
+        raise UnsafeTreeError(f"cannot open the tree ({exc})", path=root) from None
+    files: list[SourceFile] = []
+    issues: list[str] = []
+    stack: list[tuple[str, unpack.PinnedDir]] = [("", top)]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            for name, st in folder.entries():
+                rel = prefix + name
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append((rel + "/", folder.child(name, create=False)))
+                elif stat.S_ISREG(st.st_mode):
+                    files.append(SourceFile(rel, st.st_size))
+                else:
+                    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
+                    issues.append(f"{rel}: is {kind}; a release carries regular files only")
+        finally:
+            folder.close()
+    files.sort(key=lambda f: f.path)
+    issues.extend(unpack.check_tree_names(f.path for f in files))
+    if issues:
+        raise UnsafeTreeError(
+            "the tree cannot be released:\n" + "\n".join(f"  - {i}" for i in sorted(issues)),
+            path=root,
+        )
+    return files
+
+
+class SourceReader:
+    """Open files of a tree one directory level at a time, never following a link.
+
+    Files are expected in sorted order, so the chain of open directories is reused.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root = unpack.PinnedDir.open_root(str(root), create=False)
+        self._chain = unpack.DirChain(self._root)
+        self._label = root
+
+    def __enter__(self) -> SourceReader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._chain.close()
+        self._root.close()
+
+    def chunks(self, item: SourceFile) -> Iterator[bytes]:
+        """Yield the file's bytes; raise if it is not the regular file of the listed size.
+
+        The identity and size are compared before and after the read, so a file replaced or
+        grown while it is packed is an error rather than a silently different package.
+        """
+        parts = item.path.split("/")
+        folder = self._chain.goto(parts[:-1], create=False)
+        where = self._label / item.path
+        try:
+            fh = folder.open_read(parts[-1])
+        except OSError as exc:
+            raise UnsafeTreeError(
+                f"cannot open without following links ({exc})", path=where
+            ) from None
+        with fh:
+            before = os.fstat(fh.fileno())
+            if not stat.S_ISREG(before.st_mode) or before.st_size != item.size:
+                raise UnsafeTreeError(
+                    f"changed while packing: expected a regular file of {item.size} bytes",
+                    path=where,
+                )
+            done = 0
+            while True:
+                data = fh.read(CHUNK)
+                if not data:
+                    break
+                done += len(data)
+                yield data
+            after = os.fstat(fh.fileno())
+        key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
+        if done != item.size or key != (
+            after.st_dev,
+            after.st_ino,
+            after.st_size,
+            after.st_mtime_ns,
+        ):
+            raise UnsafeTreeError(f"changed while packing ({done} bytes read)", path=where)
