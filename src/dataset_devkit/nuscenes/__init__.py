@@ -11,11 +11,22 @@ from __future__ import annotations
 from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
 from dataset_devkit.nuscenes.export import ExportResult, export_dataset
 from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap
-from dataset_devkit.nuscenes.spec import PipelineConfig, ScenarioConfig, SelectionRule, SplitConfig
+from dataset_devkit.nuscenes.spec import (
+    ExportConfig,
+    ImageConfig,
+    IngestConfig,
+    PipelineConfig,
+    ScenarioConfig,
+    SelectionRule,
+    SplitConfig,
+)
 
 __all__ = [
     "Evidence",
+    "ExportConfig",
     "ExportResult",
+    "ImageConfig",
+    "IngestConfig",
     "PipelineConfig",
     "RecordingSource",
     "ScenarioConfig",

@@ -28,7 +28,7 @@ from dataset_devkit.integrity import SafeDir, open_dir_nofollow
 from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence.records import EvidenceDocument
 from dataset_devkit.nuscenes.export_extensions import build_extensions
-from dataset_devkit.nuscenes.export_images import FrameSource, copy_verified
+from dataset_devkit.nuscenes.export_images import FrameSource, copy_all
 from dataset_devkit.nuscenes.export_tables import Tables, build_tables
 from dataset_devkit.nuscenes.spec import (
     EMPTY_TABLES,
@@ -152,6 +152,7 @@ def export_dataset(
     *,
     config: PipelineConfig | None = None,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> ExportResult:
     """Write the official ``v1.0-trainval`` layout plus ``mz_extensions/`` from *evidence*.
 
@@ -165,6 +166,11 @@ def export_dataset(
     config
         The resolved global config the caller expects; it must equal the evidence's config,
         namespace included.
+    progress
+        ``progress(stage, done, total)``, called from the calling thread.
+    workers
+        Threads verifying and copying JPEGs (hashing and decoding release the GIL);
+        defaults to ``min(4, os.cpu_count())``.
     """
     report = progress or (lambda stage, done, total: None)
     ev = read_evidence(evidence) if not isinstance(evidence, Evidence) else evidence
@@ -184,21 +190,24 @@ def export_dataset(
     tables = build_tables(doc)
     extensions = build_extensions(doc, tables, ev.root_sha256)
     staging = Path(staging_dataroot)
-    image_bytes = 0
     with _open_destination(staging) as root, FrameSource(ev.root, ev.manifest) as source:
-        channels = sorted({f.record.filename.rsplit("/", 2)[-2] for f in tables.frames})
-        folders = sorted({f.record.filename.rsplit("/", 2)[0] for f in tables.frames})
-        dirs = {}
-        for folder in folders:
-            with root.makedirs(folder) as parent:
-                for channel in channels:
-                    dirs[(folder, channel)] = parent.mkdir(channel)
+        pairs = sorted({tuple(f.record.filename.split("/")[:2]) for f in tables.frames})
+        dirs: dict[tuple[str, ...], SafeDir] = {}
         try:
-            total = len(tables.frames)
-            for i, frame in enumerate(tables.frames):
-                folder, channel, name = frame.record.filename.rsplit("/", 2)
-                image_bytes += copy_verified(source, frame.image, dirs[(folder, channel)], name)
-                report("images", i + 1, total)
+            for folder in sorted({p[0] for p in pairs}):
+                with root.mkdir(folder) as parent:
+                    for pair in pairs:
+                        if pair[0] == folder:
+                            dirs[pair] = parent.mkdir(pair[1])
+            jobs = [
+                (
+                    f.image,
+                    dirs[tuple(f.record.filename.split("/")[:2])],
+                    f.record.filename.split("/")[2],
+                )
+                for f in tables.frames
+            ]
+            image_bytes = copy_all(source, jobs, workers=workers, report=report)
         finally:
             for d in dirs.values():
                 d.close()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
@@ -18,7 +20,7 @@ from dataset_devkit.integrity import ContentManifest, ManifestEntry, SafeDir
 from dataset_devkit.nuscenes.evidence.records import EvImage
 from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 
-__all__ = ["FrameSource", "copy_verified"]
+__all__ = ["FrameSource", "copy_all", "copy_verified"]
 
 
 class FrameSource:
@@ -28,6 +30,12 @@ class FrameSource:
         self.root = SafeDir.open(root)
         self.entries: dict[str, ManifestEntry] = manifest.by_path()
         self._dirs: dict[str, SafeDir] = {}
+
+    def pin(self, folders: Iterable[str]) -> None:
+        """Pin every frame folder up front, so worker threads only read the cache."""
+        for rel in sorted(set(folders)):
+            if rel not in self._dirs:
+                self._dirs[rel] = self.root.opendir(rel)
 
     def folder(self, rel: str) -> SafeDir:
         pinned = self._dirs.get(rel)
@@ -105,3 +113,39 @@ def copy_verified(source: FrameSource, image: EvImage, dest: SafeDir, name: str)
     if decode_jpeg(copy, str(dest.path / name)) != dims:
         raise IntegrityError(f"{dest.path / name}: staged copy decodes to other dimensions")
     return len(data)
+
+
+def copy_all(
+    source: FrameSource,
+    jobs: Sequence[tuple[EvImage, SafeDir, str]],
+    *,
+    workers: int | None = None,
+    report: Callable[[str, int, int], None] | None = None,
+) -> int:
+    """Run :func:`copy_verified` for every job on a thread pool; returns the bytes copied.
+
+    The first failure (in job order) is raised after the pending copies are cancelled.
+    """
+    source.pin(image.path.rsplit("/", 1)[0] for image, _, _ in jobs)
+    count = workers if workers is not None else min(4, os.cpu_count() or 1)
+    total = 0
+    if count <= 1:
+        for i, (image, dest, name) in enumerate(jobs):
+            total += copy_verified(source, image, dest, name)
+            if report is not None:
+                report("images", i + 1, len(jobs))
+        return total
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="nuscenes-copy") as pool:
+        futures: list[Future[int]] = [
+            pool.submit(copy_verified, source, image, dest, name) for image, dest, name in jobs
+        ]
+        try:
+            for i, future in enumerate(futures):
+                total += future.result()
+                if report is not None:
+                    report("images", i + 1, len(jobs))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return total

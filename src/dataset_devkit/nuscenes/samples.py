@@ -20,7 +20,7 @@ from dataset_devkit.errors import ConfigError, MissingDependencyError
 from dataset_devkit.nuscenes.geodesy import LocalEnu
 from dataset_devkit.nuscenes.jpeg import encode_jpeg
 
-__all__ = ["SampleDrive", "write_sample_decoded", "write_sample_mcap"]
+__all__ = ["SampleDrive", "sample_events", "write_sample_decoded", "write_sample_mcap"]
 
 _K_SCALE = 0.9
 
@@ -39,6 +39,8 @@ class SampleDrive:
     speed_mps: float = 5.0
     origin: tuple[float, float, float] = (48.137, 11.575, 520.0)
     quality: int = 90
+    #: Log time lags capture time by this much, as with a real recorder's queueing.
+    log_delay_ns: int = 0
 
     def frame_times(self) -> list[int]:
         n = int(self.duration_s * self.fps)
@@ -92,7 +94,7 @@ def _optical_rotation_xyzw(yaw: float) -> tuple[float, float, float, float]:
     )
 
 
-def _events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
+def sample_events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Every message of the drive as ``(log_time, kind, JSON-shaped payload)``, in time order."""
     enu = LocalEnu(*drive.origin)
     t0 = drive.start_ns - 200_000_000
@@ -100,35 +102,80 @@ def _events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
     for i, name in enumerate(drive.cameras):
         (x, y, z), yaw = drive.mount(i)
         qx, qy, qz, qw = _optical_rotation_xyzw(yaw)
-        tf = {"timestamp": stamp, "parent_frame_id": "base_link", "child_frame_id": name,
-              "translation": {"x": x, "y": y, "z": z},
-              "rotation": {"x": qx, "y": qy, "z": qz, "w": qw}}  # fmt: skip
+        tf = {
+            "timestamp": stamp,
+            "parent_frame_id": "base_link",
+            "child_frame_id": name,
+            "translation": {"x": x, "y": y, "z": z},
+            "rotation": {"x": qx, "y": qy, "z": qz, "w": qw},
+        }
         yield t0, "tf", tf
-        calib = {"timestamp": stamp, "frame_id": name, "width": drive.width,
-                 "height": drive.height, "distortion_model": "plumb_bob",
-                 "D": [0.01, -0.002, 0.0, 0.0, 0.0], "K": drive.intrinsic(),
-                 "R": [1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0], "P": [0.0] * 12}  # fmt: skip
+        calib = {
+            "timestamp": stamp,
+            "frame_id": name,
+            "width": drive.width,
+            "height": drive.height,
+            "distortion_model": "plumb_bob",
+            "D": [0.01, -0.002, 0.0, 0.0, 0.0],
+            "K": drive.intrinsic(),
+            "R": [1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0],
+            "P": [0.0] * 12,
+        }
         yield t0, "calibration", calib
     events: list[tuple[int, str, dict[str, Any]]] = []
     for t in drive.pose_times():
         e, n, u = drive.enu(t)
         yaw = drive.yaw(t)
         lat, lon, alt = enu.to_wgs84(e, n, u)
-        events.append((t, "ego", {"timestamp": _stamp(t), "parent_frame_id": "world",
-                                  "child_frame_id": "base_link",
-                                  "translation": {"x": e, "y": n, "z": u},
-                                  "rotation": {"x": 0.0, "y": 0.0, "z": math.sin(yaw / 2),
-                                               "w": math.cos(yaw / 2)}}))  # fmt: skip
-        events.append((t, "fix", {"timestamp": _stamp(t), "frame_id": "gnss", "latitude": lat,
-                                  "longitude": lon, "altitude": alt}))  # fmt: skip
+        events.append(
+            (
+                t,
+                "ego",
+                {
+                    "timestamp": _stamp(t),
+                    "parent_frame_id": "world",
+                    "child_frame_id": "base_link",
+                    "translation": {"x": e, "y": n, "z": u},
+                    "rotation": {
+                        "x": 0.0,
+                        "y": 0.0,
+                        "z": math.sin(yaw / 2),
+                        "w": math.cos(yaw / 2),
+                    },
+                },
+            )
+        )
+        events.append(
+            (
+                t,
+                "fix",
+                {
+                    "timestamp": _stamp(t),
+                    "frame_id": "gnss",
+                    "latitude": lat,
+                    "longitude": lon,
+                    "altitude": alt,
+                },
+            )
+        )
     for k, t in enumerate(drive.frame_times()):
         for i, name in enumerate(drive.cameras):
             data = encode_jpeg(drive.image(i, k), drive.quality)
-            events.append((t + i * 1000, "image", {"timestamp": _stamp(t + i * 1000),
-                                                   "frame_id": name, "format": "jpeg",
-                                                   "data": data}))  # fmt: skip
+            events.append(
+                (
+                    t + i * 1000,
+                    "image",
+                    {
+                        "timestamp": _stamp(t + i * 1000),
+                        "frame_id": name,
+                        "format": "jpeg",
+                        "data": data,
+                    },
+                )
+            )
     events.sort(key=lambda ev: (ev[0], ev[1]))
-    yield from events
+    for t, kind, payload in events:
+        yield t + drive.log_delay_ns, kind, payload
 
 
 def _stamp(t: int) -> dict[str, int]:
@@ -165,10 +212,13 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
         return fm.Timestamp(sec=stamp["sec"], nsec=stamp["nsec"])
 
     def transform(p: dict[str, Any]) -> Any:
-        return fm.FrameTransform(timestamp=ts(p["timestamp"]), parent_frame_id=p["parent_frame_id"],
-                                 child_frame_id=p["child_frame_id"],
-                                 translation=fm.Vector3(**p["translation"]),
-                                 rotation=fm.Quaternion(**p["rotation"]))  # fmt: skip
+        return fm.FrameTransform(
+            timestamp=ts(p["timestamp"]),
+            parent_frame_id=p["parent_frame_id"],
+            child_frame_id=p["child_frame_id"],
+            translation=fm.Vector3(**p["translation"]),
+            rotation=fm.Quaternion(**p["rotation"]),
+        )
 
     ctx = foxglove.Context()
     writer = foxglove.open_mcap(path, context=ctx)
@@ -179,23 +229,45 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
         cals = {
             n: fc.CameraCalibrationChannel(f"/{n}/calibration", context=ctx) for n in drive.cameras
         }
-        for t, kind, p in _events(drive):
+        for t, kind, p in sample_events(drive):
             if kind in ("tf", "ego"):
                 tf.log(fm.FrameTransforms(transforms=[transform(p)]), log_time=t)
             elif kind == "calibration":
                 cals[p["frame_id"]].log(
-                    fm.CameraCalibration(timestamp=ts(p["timestamp"]), frame_id=p["frame_id"],
-                                         width=p["width"], height=p["height"],
-                                         distortion_model=p["distortion_model"], D=p["D"],
-                                         K=p["K"], R=p["R"], P=p["P"]), log_time=t)  # fmt: skip
+                    fm.CameraCalibration(
+                        timestamp=ts(p["timestamp"]),
+                        frame_id=p["frame_id"],
+                        width=p["width"],
+                        height=p["height"],
+                        distortion_model=p["distortion_model"],
+                        D=p["D"],
+                        K=p["K"],
+                        R=p["R"],
+                        P=p["P"],
+                    ),
+                    log_time=t,
+                )
             elif kind == "fix":
-                fix.log(fm.LocationFix(timestamp=ts(p["timestamp"]), frame_id=p["frame_id"],
-                                       latitude=p["latitude"], longitude=p["longitude"],
-                                       altitude=p["altitude"]), log_time=t)  # fmt: skip
+                fix.log(
+                    fm.LocationFix(
+                        timestamp=ts(p["timestamp"]),
+                        frame_id=p["frame_id"],
+                        latitude=p["latitude"],
+                        longitude=p["longitude"],
+                        altitude=p["altitude"],
+                    ),
+                    log_time=t,
+                )
             else:
                 cams[p["frame_id"]].log(
-                    fm.CompressedImage(timestamp=ts(p["timestamp"]), frame_id=p["frame_id"],
-                                       data=p["data"], format="jpeg"), log_time=t)  # fmt: skip
+                    fm.CompressedImage(
+                        timestamp=ts(p["timestamp"]),
+                        frame_id=p["frame_id"],
+                        data=p["data"],
+                        format="jpeg",
+                    ),
+                    log_time=t,
+                )
     finally:
         writer.close()
 
@@ -226,7 +298,7 @@ def _write_json(path: Path, drive: SampleDrive) -> None:
                 )
             return ids[(topic, schema)]
 
-        for t, kind, p in _events(drive):
+        for t, kind, p in sample_events(drive):
             if kind == "image":
                 key = (f"/{p['frame_id']}/image", "foxglove.CompressedImage")
                 p = {**p, "data": base64.b64encode(p["data"]).decode()}
@@ -237,7 +309,7 @@ def _write_json(path: Path, drive: SampleDrive) -> None:
             writer.add_message(
                 channel(*key), log_time=t, publish_time=t, data=json.dumps(p).encode()
             )
-        writer.finish()
+        writer.finish()  # type: ignore[no-untyped-call]
 
 
 def write_sample_decoded(
@@ -260,7 +332,7 @@ def write_sample_decoded(
             stream.width, stream.height, stream.pix_fmt = drive.width, drive.height, "yuv420p"
             stream.options = {"qscale": "2"}
             for k in range(len(times)):
-                frame = av.VideoFrame.from_image(drive.image(i, k))
+                frame = av.VideoFrame.from_image(drive.image(i, k))  # type: ignore[no-untyped-call]
                 for packet in stream.encode(frame):
                     container.mux(packet)
             for packet in stream.encode():
@@ -269,13 +341,21 @@ def write_sample_decoded(
         qx, qy, qz, qw = _optical_rotation_xyzw(yaw)
         angle = 2 * math.acos(max(-1.0, min(1.0, qw)))
         s = math.sin(angle / 2) or 1.0
-        k = drive.intrinsic()
-        cameras.append({"name": name, "video": video, "timestamps_ns": [t + i * 1000 for t in times],
-                        "width": drive.width, "height": drive.height,
-                        "K": [k[0:3], k[3:6], k[6:9]],
-                        "rotation_vector": [qx / s * angle, qy / s * angle, qz / s * angle],
-                        "translation": [x, y, z], "distortion_model": "plumb_bob",
-                        "distortion": [0.01, -0.002, 0.0, 0.0, 0.0]})  # fmt: skip
+        intrinsic = drive.intrinsic()
+        cameras.append(
+            {
+                "name": name,
+                "video": video,
+                "timestamps_ns": [t + i * 1000 for t in times],
+                "width": drive.width,
+                "height": drive.height,
+                "K": [intrinsic[0:3], intrinsic[3:6], intrinsic[6:9]],
+                "rotation_vector": [qx / s * angle, qy / s * angle, qz / s * angle],
+                "translation": [x, y, z],
+                "distortion_model": "plumb_bob",
+                "distortion": [0.01, -0.002, 0.0, 0.0, 0.0],
+            }
+        )
     poses, fixes = [], []
     for t in drive.pose_times():
         e, n, u = drive.enu(t)
@@ -291,9 +371,15 @@ def write_sample_decoded(
             {"timestamp_ns": t, "latitude_deg": lat, "longitude_deg": lon, "altitude_m": alt}
         )
     lat0, lon0, alt0 = drive.origin
-    doc = {"schema_version": 1, "recording_id": recording_id, "vehicle": "sample-vehicle",
-           "location": "munich", "enu_origin": {"latitude_deg": lat0, "longitude_deg": lon0,
-                                                "altitude_m": alt0},
-           "cameras": cameras, "ego_poses": poses, "gnss": fixes}  # fmt: skip
+    doc = {
+        "schema_version": 1,
+        "recording_id": recording_id,
+        "vehicle": "sample-vehicle",
+        "location": "munich",
+        "enu_origin": {"latitude_deg": lat0, "longitude_deg": lon0, "altitude_m": alt0},
+        "cameras": cameras,
+        "ego_poses": poses,
+        "gnss": fixes,
+    }
     (folder / "recording.json").write_text(json.dumps(doc, indent=1))
     return folder

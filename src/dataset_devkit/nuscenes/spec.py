@@ -334,6 +334,12 @@ class ExportConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=Tru
     include_sweeps: bool = False
 
 
+class IngestConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    #: Vehicle frame of MCAP transform trees: camera extrinsics are taken from it and the
+    #: transforms whose child it is give the ego orientation.
+    vehicle_frame: str = "base_link"
+
+
 class PipelineConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The resolved global config; evidence records it and its fingerprint."""
 
@@ -342,6 +348,8 @@ class PipelineConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=T
     split: SplitConfig = SplitConfig()
     image: ImageConfig = ImageConfig()
     export: ExportConfig = ExportConfig()
+    #: Added after the first contract (additive): MCAP ingest options.
+    ingest: IngestConfig = IngestConfig()
 
 
 # --------------------------------------------------------------------------- mz_extensions

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording
+from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording, EvScene
 from dataset_devkit.nuscenes.evidence.scenes import derive_scenes
 from dataset_devkit.nuscenes.evidence.selection import select_scenes
 from dataset_devkit.nuscenes.evidence.splits import assign_splits
@@ -26,6 +26,8 @@ def check_config(config: PipelineConfig) -> None:
             f"{config.image.jpeg_quality}",
             key="image.jpeg_quality",
         )
+    if not config.ingest.vehicle_frame.strip():
+        raise ConfigError("ingest.vehicle_frame must name a frame", key="ingest.vehicle_frame")
     scenario = config.scenario
     if not scenario.scene_duration_s * 1e9 >= SAMPLE_INTERVAL_NS:
         raise ConfigError(
@@ -51,7 +53,7 @@ def check_config(config: PipelineConfig) -> None:
 def derive(recordings: Sequence[EvRecording], config: PipelineConfig) -> Derived:
     """Scenes, selection and splits of *recordings* (in their evidence order) under *config*."""
     check_config(config)
-    scenes = []
+    scenes: list[EvScene] = []
     for rec in recordings:
         scenes.extend(
             derive_scenes(rec, config.scenario, include_sweeps=config.export.include_sweeps)

@@ -98,12 +98,19 @@ def resolve_annotations(
 ) -> tuple[
     tuple[AnnotationWindow, ...], tuple[AnnotationMatch, ...], tuple[AnnotationSceneReference, ...]
 ]:
-    """Clip labels to their recordings and match them to the exported ``(scene, token)``s."""
+    """Clip labels to their recordings and match them to the exported ``(scene, token)``s.
+
+    Every record is kept; windows exist only for recordings that contribute an exported
+    scene (so every window references a recording of ``recordings.json``).
+    """
     by_id: Mapping[str, EvRecording] = {r.recording_id: r for r in recordings}
+    exported = {scene.source_digest for scene, _ in scenes}
     windows, matches = [], []
     refs: dict[str, list[tuple[str, str]]] = {token: [] for _, token in scenes}
     for record in records:
         rec = by_id[record.recording_id]
+        if rec.source_digest not in exported:
+            continue
         times = [t for c in rec.cameras for t in c.timestamps_ns]
         lo = max(record.start_ns, min(times)) if times else record.start_ns
         hi = min(record.end_ns, max(times)) if times else record.end_ns

@@ -7,6 +7,7 @@ them again and compare.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -42,7 +43,8 @@ def time_of_day(solar_hour: float) -> str:
 def _solar_hour(t_ns: int, longitude_deg: float) -> float:
     utc = datetime.fromtimestamp(t_ns / 1e9, tz=UTC)
     hour = utc.hour + utc.minute / 60 + utc.second / 3600
-    return round((hour + longitude_deg / 15.0) % 24.0, 6)
+    # Rounded to 0.01 h: enough for a time-of-day tag, too coarse to re-derive a longitude.
+    return round((hour + longitude_deg / 15.0) % 24.0, 2)
 
 
 class _Streams:
@@ -85,7 +87,7 @@ class _Streams:
         points = self.track[lo:hi]
         distance = 0.0
         max_speed = 0.0
-        for (t0, a), (t1, b) in zip(points, points[1:], strict=False):
+        for (t0, a), (t1, b) in itertools.pairwise(points):
             step = math.dist(a, b)
             distance += step
             if t1 > t0:
@@ -100,9 +102,9 @@ def _nearest(times: Sequence[int], t: int, tolerance_ns: int) -> int | None:
     j = bisect.bisect_left(times, t)
     best: int | None = None
     for k in (j - 1, j):
-        if 0 <= k < len(times) and abs(times[k] - t) <= tolerance_ns:
-            if best is None or abs(times[k] - t) < abs(times[best] - t):
-                best = k
+        in_range = 0 <= k < len(times) and abs(times[k] - t) <= tolerance_ns
+        if in_range and (best is None or abs(times[k] - t) < abs(times[best] - t)):
+            best = k
     return best
 
 

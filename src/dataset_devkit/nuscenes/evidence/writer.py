@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError
-from dataset_devkit.integrity import SafeDir, write_manifest
+from dataset_devkit.integrity import SafeDir, remove_staging, write_manifest
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -42,13 +42,13 @@ def config_fingerprint(config: PipelineConfig) -> str:
     return hashlib.sha256(encode_canonical(config)).hexdigest()
 
 
-def open_recording(path: Path) -> RecordingSource:
+def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
     """Read one recording with the backend its shape selects: a folder or an ``.mcap`` file."""
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         return read_decoded(path)
     if path.suffix == ".mcap":
-        return read_mcap(path)
+        return read_mcap(path, vehicle_frame=vehicle_frame)
     raise FormatError("not a recording: expected an .mcap file or a decoded folder", path=path)
 
 
@@ -119,7 +119,7 @@ def build_evidence(
     """Ingest *recordings*, derive scenes/selection/splits, store frames; write *out* once.
 
     *out* must not exist. Its ``content_manifest.json`` is written last, so a directory
-    without one is an interrupted build, never evidence.
+    without one is an interrupted build, never evidence; a failed build removes *out*.
     """
     check_config(config)
     if not recordings:
@@ -128,7 +128,7 @@ def build_evidence(
     sources = []
     for i, path in enumerate(recordings):
         report("ingest", i, len(recordings))
-        sources.append(open_recording(Path(path)))
+        sources.append(open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame))
     report("ingest", len(recordings), len(recordings))
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:
@@ -146,37 +146,45 @@ def build_evidence(
     report("scenes", 0, 1)
     derived = derive(ev_recordings, config)
     report("scenes", 1, 1)
-    label_name, label_sha, label_records = "", "", ()
+    label_name, label_sha = "", ""
+    label_records: tuple[AnnotationRecord, ...] = ()
     if labels is not None:
         label_name, label_sha, label_records = read_labels(Path(labels), ev_recordings)
     out = Path(out)
-    with SafeDir.create(out) as root:
-        images = _store_frames(
-            root, sources, derived.scenes, set(derived.selected_scene_ids), mapping, report
-        )
-        doc = EvidenceDocument(
-            schema_version=EVIDENCE_SCHEMA_VERSION,
-            namespace=config.namespace,
-            config=config,
-            config_fingerprint=config_fingerprint(config),
-            source_type=types[0],
-            channel_mapping=mapping,
-            recordings=ev_recordings,
-            derived=derived,
-            images=images,
-            label_file_name=label_name,
-            label_file_sha256=label_sha,
-            labels=tuple(label_records) if label_records else tuple[AnnotationRecord, ...](),
-            rejections=tuple(
-                Rejection(
-                    subject=s.source_name, reason=f"truncated: {s.observations.truncation_detail}"
-                )
-                for s in sources
-                if s.truncated
-            ),
-        )
-        root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
-    write_manifest(out)
+    root = SafeDir.create(out)  # refuses an existing path: evidence is written once
+    try:
+        with root:
+            images = _store_frames(
+                root, sources, derived.scenes, set(derived.selected_scene_ids), mapping, report
+            )
+            doc = EvidenceDocument(
+                schema_version=EVIDENCE_SCHEMA_VERSION,
+                namespace=config.namespace,
+                config=config,
+                config_fingerprint=config_fingerprint(config),
+                source_type=types[0],
+                channel_mapping=mapping,
+                recordings=ev_recordings,
+                derived=derived,
+                images=images,
+                label_file_name=label_name,
+                label_file_sha256=label_sha,
+                labels=label_records,
+                rejections=tuple(
+                    Rejection(
+                        subject=s.source_name,
+                        reason=f"truncated: {s.observations.truncation_detail}",
+                    )
+                    for s in sources
+                    if s.truncated
+                ),
+            )
+            root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
+        write_manifest(out)
+    except BaseException:
+        # Ours alone (created exclusively above): leave no half-built evidence behind.
+        remove_staging(out)
+        raise
     return read_evidence(out)
 
 
@@ -217,7 +225,8 @@ def _store_frames(
                     dims = jpeg_dimensions(data, what)
                     if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
                         raise FormatError(
-                            f"{what} is {dims[0]}x{dims[1]}, calibration says {cam.width}x{cam.height}"
+                            f"{what} is {dims[0]}x{dims[1]}, "
+                            f"calibration says {cam.width}x{cam.height}"
                         )
                     rel = f"{mapping[name]}/{ts}.jpg"
                     rec_dir.write_bytes(rel, data)

@@ -24,6 +24,7 @@ from dataset_devkit.nuscenes.ingest.model import (
     RecordingSource,
     TimedQuat,
     TimedVec3,
+    check_intrinsic,
 )
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
 from dataset_devkit.nuscenes.jpeg import encode_jpeg
@@ -123,7 +124,7 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
         doc = msgspec.json.decode(raw, type=_Recording)
     except msgspec.ValidationError as exc:
         text = str(exc)
-        field = text.rsplit(" - at ", 1)[-1] if " - at " in text else None
+        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
         raise FormatError(text.split(" - at ")[0], path=meta, field=field) from exc
     except msgspec.DecodeError as exc:
         raise FormatError(f"malformed JSON: {exc}", path=meta) from exc
@@ -139,10 +140,18 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
             raise FormatError("width and height must be positive", path=meta, field=where)
         _increasing(cam.timestamps_ns, meta, f"{where}.timestamps_ns")
         _finite([cam.K, cam.rotation_vector, cam.translation, cam.distortion], meta, where)
+        try:
+            check_intrinsic(cam.K, cam.width, cam.height, f"camera {cam.name!r}")
+        except FormatError as exc:
+            raise FormatError(exc.detail, path=meta, field=f"{where}.K") from exc
     _increasing([p.timestamp_ns for p in doc.ego_poses], meta, "$.ego_poses")
     _increasing([g.timestamp_ns for g in doc.gnss], meta, "$.gnss")
     for i, p in enumerate(doc.ego_poses):
         _finite([p.translation, p.rotation_vector], meta, f"$.ego_poses[{i}]")
+    for i, g in enumerate(doc.gnss):
+        _finite([g.latitude_deg, g.longitude_deg, g.altitude_m], meta, f"$.gnss[{i}]")
+        if not (-90.0 <= g.latitude_deg <= 90.0 and -180.0 <= g.longitude_deg <= 180.0):
+            raise FormatError("latitude/longitude out of range", path=meta, field=f"$.gnss[{i}]")
     return doc, raw
 
 

@@ -8,6 +8,7 @@ verbatim in a second pass, only for the frames the scene grid needs.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections import defaultdict
@@ -35,7 +36,9 @@ from dataset_devkit.nuscenes.ingest.model import (
     RecordingSource,
     TimedQuat,
     TimedVec3,
+    check_intrinsic,
 )
+from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
 from dataset_devkit.nuscenes.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
@@ -75,6 +78,7 @@ class _Scan:
     metadata: dict[str, str] = field(default_factory=dict)
     filtering: list[Rejection] = field(default_factory=list)
     messages: int = 0
+    gnss_seen: int = 0
     rejected: int = 0
     truncated: bool = False
     detail: str = ""
@@ -85,37 +89,49 @@ def _image_format_ok(fmt: str) -> bool:
 
 
 def _iter_records(f: BinaryIO, path: Path, scan: _Scan | None) -> Iterator[tuple[Any, Any, Any]]:
-    """Yield ``(schema, channel, message)`` in file order, stopping cleanly at truncation."""
+    """Yield ``(schema, channel, message)`` in file order, stopping cleanly at truncation.
+
+    When the file ends inside a chunk, the complete records of that chunk are salvaged.
+    """
     schemas: dict[int, Any] = {}
     channels: dict[int, Any] = {}
     last_good = 0
     complete = False
+
+    def take(record: Any) -> Iterator[tuple[Any, Any, Any]]:
+        kind = type(record).__name__
+        if kind == "Schema":
+            schemas[record.id] = record
+        elif kind == "Channel":
+            channels[record.id] = record
+        elif kind == "Message":
+            channel = channels.get(record.channel_id)
+            if channel is None:
+                raise FormatError(f"message on unknown channel id {record.channel_id}", path=path)
+            yield schemas.get(channel.schema_id), channel, record
+        elif kind == "Metadata" and scan is not None and record.name == METADATA_NAME:
+            scan.metadata = dict(record.metadata)
+
     try:
         for record in _stream_reader(f).records:
-            kind = type(record).__name__
-            if kind == "Schema":
-                schemas[record.id] = record
-            elif kind == "Channel":
-                channels[record.id] = record
-            elif kind == "Message":
-                channel = channels.get(record.channel_id)
-                if channel is None:
-                    raise FormatError(
-                        f"message on unknown channel id {record.channel_id}", path=path
-                    )
-                yield schemas.get(channel.schema_id), channel, record
-            elif kind == "Metadata" and scan is not None and record.name == METADATA_NAME:
-                scan.metadata = dict(record.metadata)
-            elif kind == "Footer":
+            yield from take(record)
+            if type(record).__name__ == "Footer":
                 complete = True
             last_good = f.tell()
     except _truncation_errors() as exc:
+        f.seek(last_good)
+        salvaged = salvage_chunk(f.read())
+        before = scan.messages if scan is not None else 0
+        for record in salvaged:
+            yield from take(record)
         if scan is not None:
             total = source_size(f)
             scan.truncated = True
             scan.detail = (
-                f"read {scan.messages} messages up to byte {last_good} of {total}; "
-                f"{total - last_good} trailing bytes unreadable ({type(exc).__name__}: {exc})"
+                f"file ends inside a record at byte {last_good} of {total} "
+                f"({type(exc).__name__}); {scan.messages - before} messages salvaged from the "
+                f"incomplete final record; {scan.messages} messages read in all; the rest of "
+                f"the {total - last_good} trailing bytes is unreadable"
             )
         return
     if not complete and scan is not None:
@@ -174,7 +190,8 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
         known = scan.topics.setdefault(rec.frame_id, topic)
         if known != topic:
             raise FormatError(
-                f"camera frame_id {rec.frame_id!r} is published on two topics: {known!r}, {topic!r}",
+                f"camera frame_id {rec.frame_id!r} is published on two topics: "
+                f"{known!r}, {topic!r}",
                 path=path,
             )
         frames = scan.images.setdefault(rec.frame_id, {})
@@ -189,6 +206,9 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
             return
         frames[rec.timestamp_ns] = dims
     elif isinstance(rec, Calibration):
+        check_intrinsic(
+            rec.intrinsic, rec.width, rec.height, f"topic {topic!r}: camera {rec.frame_id!r}"
+        )
         scan.calibration_counts[rec.frame_id] += 1
         first = scan.calibrations.setdefault(rec.frame_id, rec)
         if (first.width, first.height, first.intrinsic) != (rec.width, rec.height, rec.intrinsic):
@@ -204,7 +224,20 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
     elif isinstance(rec, Orientation):
         scan.poses.append(rec)
     elif isinstance(rec, Fix):
-        scan.fixes.append(rec)
+        scan.gnss_seen += 1
+        usable = rec.has_fix and all(
+            math.isfinite(v) for v in (rec.latitude, rec.longitude, rec.altitude)
+        )
+        if usable and -90.0 <= rec.latitude <= 90.0 and -180.0 <= rec.longitude <= 180.0:
+            scan.fixes.append(rec)
+        else:
+            scan.rejected += 1
+            scan.filtering.append(
+                Rejection(
+                    subject=f"topic {topic}",
+                    reason=f"GNSS message at {rec.timestamp_ns} ns has no usable fix: dropped",
+                )
+            )
 
 
 def _extrinsics(
@@ -294,7 +327,8 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         scan.filtering.append(
             Rejection(
                 subject="PoseInFrame",
-                reason=f"{len(scan.poses)} poses ignored: transforms to {vehicle_frame!r} take precedence",
+                reason=f"{len(scan.poses)} poses ignored: transforms to {vehicle_frame!r} "
+                "take precedence",
             )
         )
     rotations = _dedup_q(orientations)
@@ -319,7 +353,7 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         image_frames={fid: len(frames) for fid, frames in sorted(scan.images.items())},
         calibrations=dict(sorted(scan.calibration_counts.items())),
         poses=len(orientations),
-        gnss_fixes=len(scan.fixes),
+        gnss_fixes=scan.gnss_seen,
         truncated=scan.truncated,
         truncation_detail=scan.detail,
         rejected_messages=scan.rejected,

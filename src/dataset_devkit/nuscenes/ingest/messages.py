@@ -7,6 +7,7 @@ whether a camera was logged by foxglove-sdk (protobuf), as JSON or by a ROS 2 re
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ class Fix:
     latitude: float
     longitude: float
     altitude: float
+    #: False for a ROS ``NavSatFix`` whose status says "no fix".
+    has_fix: bool = True
 
 
 Normalized = Image | Calibration | TransformEdge | Orientation | Fix
@@ -107,7 +110,7 @@ def _time_ns(stamp: Any) -> int:
 
 def _stamp(msg: Any) -> int:
     """Header time: Foxglove ``timestamp`` or ROS ``header.stamp``."""
-    if isinstance(msg, dict) and "timestamp" in msg or hasattr(msg, "timestamp"):
+    if (isinstance(msg, dict) and "timestamp" in msg) or hasattr(msg, "timestamp"):
         return _time_ns(_get(msg, "timestamp"))
     return _time_ns(_get(_get(msg, "header"), "stamp"))
 
@@ -186,12 +189,16 @@ def normalize(schema_name: str, msg: Any) -> list[Normalized]:
         return [_edge(t, "ros" if ros else "foxglove") for t in _get(msg, "transforms")]
     if role == "pose":
         return [Orientation(_stamp(msg), _quat(_get(_get(msg, "pose"), "orientation"), "pose"))]
+    has_fix = True
+    if ros:
+        has_fix = int(_get(_get(msg, "status"), "status")) >= 0  # STATUS_NO_FIX is -1
     return [
         Fix(
             timestamp_ns=_stamp(msg),
             latitude=float(_get(msg, "latitude")),
             longitude=float(_get(msg, "longitude")),
             altitude=float(_get(msg, "altitude")),
+            has_fix=has_fix,
         )
     ]
 
@@ -205,24 +212,24 @@ def decoder_for(message_encoding: str, schema: Any, topic: str) -> Callable[[byt
     name = getattr(schema, "name", "")
     if message_encoding == "json":
         return _json_decoder
+    modules = {"protobuf": "mcap_protobuf.decoder", "cdr": "mcap_ros2.decoder"}
+    if message_encoding not in modules:
+        raise FormatError(
+            f"topic {topic!r} (schema {name!r}) uses message encoding "
+            f"{message_encoding!r}; supported: protobuf, json, cdr"
+        )
     try:
-        if message_encoding == "protobuf":
-            from mcap_protobuf.decoder import DecoderFactory as Factory
-        elif message_encoding == "cdr":
-            from mcap_ros2.decoder import DecoderFactory as Factory
-        else:
-            raise FormatError(
-                f"topic {topic!r} (schema {name!r}) uses message encoding "
-                f"{message_encoding!r}; supported: protobuf, json, cdr"
-            )
+        module = importlib.import_module(modules[message_encoding])
     except ImportError as exc:
         raise MissingDependencyError(
             exc.name or "mcap decoder", extra="mcap", purpose="reading MCAP recordings"
         ) from exc
-    decoder = Factory().decoder_for(message_encoding, schema)
+    decoder: Callable[[bytes], Any] | None = module.DecoderFactory().decoder_for(
+        message_encoding, schema
+    )
     if decoder is None:
         raise FormatError(
             f"topic {topic!r} (schema {name!r}, encoding "
             f"{getattr(schema, 'encoding', '')!r}) cannot be decoded as {message_encoding}"
         )
-    return decoder  # type: ignore[no-any-return]
+    return decoder

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.geometry import lerp, slerp
 from dataset_devkit.nuscenes.spec import Matrix3, Quat, RecordingObservations, Rejection, Vec3
 
@@ -16,6 +18,7 @@ __all__ = [
     "RecordingSource",
     "TimedQuat",
     "TimedVec3",
+    "check_intrinsic",
     "interpolate_rotation",
     "interpolate_translation",
 ]
@@ -95,6 +98,20 @@ class RecordingSource:
     extract_frames: FrameExtractor = field(compare=False, repr=False)
     #: Longitude of the recording (degrees) for local solar time tags.
     longitude_deg: float = 0.0
+
+
+def check_intrinsic(k: Matrix3, width: int, height: int, what: str) -> None:
+    """Refuse a calibration that is not a real pinhole K (uncalibrated cameras publish zeros)."""
+    values = [v for row in k for v in row]
+    if not all(math.isfinite(v) for v in values):
+        raise FormatError(f"{what}: intrinsic matrix must be finite, found {values}")
+    if width < 1 or height < 1:
+        raise FormatError(f"{what}: image size must be positive, found {width}x{height}")
+    if not (k[0][0] > 0 and k[1][1] > 0 and k[2] == (0.0, 0.0, 1.0) and k[1][0] == 0.0):
+        raise FormatError(
+            f"{what}: K is not a calibrated pinhole matrix (fx, fy > 0, last row 0 0 1), "
+            f"found {values}"
+        )
 
 
 def _bracket(times: list[int], t: int, tolerance_ns: int) -> tuple[int, int, float] | None:
