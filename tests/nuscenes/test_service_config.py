@@ -37,6 +37,7 @@ def test_the_documented_example_parses(tmp_path: Path) -> None:
     config = load_build_config(write(tmp_path, example))
     assert config.pipeline.namespace == "fleet-a-2026"
     assert [r.kind for r in config.pipeline.scenario.rules] == ["require_valid", "max_scenes"]
+    assert config.pipeline.ingest.vehicle_frame == "base_link"
     assert config.sources.labels == tmp_path / "labels.json"
     assert config.final_dataroot == tmp_path / "out" / "v1.0-trainval"
     assert config.evidence_dir == tmp_path / "out" / "evidence"

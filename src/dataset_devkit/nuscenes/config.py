@@ -9,6 +9,9 @@
     paths = ["drives/a.mcap", "drives/b.mcap"]   # relative to this file
     labels = "labels.json"                # optional human label file
 
+    [ingest]                              # spec.IngestConfig
+    vehicle_frame = "base_link"           # MCAP transform-tree vehicle frame
+
     [scenario]                            # spec.ScenarioConfig
     scene_duration_s = 20.0
     rules = [{ kind = "require_valid" }, { kind = "max_scenes", value = 50 }]
@@ -49,7 +52,17 @@ from dataset_devkit.nuscenes import spec
 
 __all__ = ["BuildConfig", "SourcesConfig", "load_build_config", "parse_build_config"]
 
-_TOP_KEYS = ("namespace", "sources", "scenario", "split", "image", "export", "publication", "paths")
+_TOP_KEYS = (
+    "namespace",
+    "sources",
+    "ingest",
+    "scenario",
+    "split",
+    "image",
+    "export",
+    "publication",
+    "paths",
+)
 _PATH_RE = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
 
 
@@ -127,7 +140,7 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
     namespace = data["namespace"]
     if not isinstance(namespace, str) or not namespace.strip():
         raise ConfigError("namespace must be a non-empty string", key="namespace")
-    sections = {k: data.get(k, {}) for k in ("scenario", "split", "image", "export")}
+    sections = {k: data.get(k, {}) for k in ("ingest", "scenario", "split", "image", "export")}
     pipeline = _convert({"namespace": namespace, **sections}, spec.PipelineConfig, "")
     if pipeline.image.jpeg_quality != spec.JPEG_QUALITY:
         raise ConfigError(
