@@ -35,15 +35,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixture writer
 
-from dataset_devkit.integrity import build_manifest  # noqa: E402
-from dataset_devkit.nuscenes.sdk import Dataset  # noqa: E402
-from dataset_devkit.nuscenes.validation import validate_dataroot  # noqa: E402
-from dataset_devkit.nuscenes.validation_images import decode_jpeg_size  # noqa: E402
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot  # noqa: E402
-from tests.nuscenes.dataroot_fixture import publish_fixture  # noqa: E402
+from tests.nuscenes.dataroot_fixture import publish_fixture
 
-CAMERAS = ("CAM_FRONT", "CAM_FRONT_LEFT", "CAM_FRONT_RIGHT", "CAM_BACK", "CAM_BACK_LEFT",
-           "CAM_BACK_RIGHT", "CAM_LEFT", "CAM_RIGHT")  # fmt: skip
+from dataset_devkit.integrity import build_manifest
+from dataset_devkit.nuscenes.sdk import Dataset
+from dataset_devkit.nuscenes.validation import validate_dataroot
+from dataset_devkit.nuscenes.validation_images import decode_jpeg_size
+from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+
+CAMERAS = (
+    "CAM_FRONT",
+    "CAM_FRONT_LEFT",
+    "CAM_FRONT_RIGHT",
+    "CAM_BACK",
+    "CAM_BACK_LEFT",
+    "CAM_BACK_RIGHT",
+    "CAM_LEFT",
+    "CAM_RIGHT",
+)
 
 
 def best(repeat: int, fn: Callable[[], object]) -> float:
@@ -111,8 +120,10 @@ def main() -> None:
     files = sum(len(f) for _d, _s, f in os.walk(final))
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _s, fs in os.walk(final) for n in fs)
     n_sd = args.scenes * args.samples * args.cameras
-    print(f"dataroot: {n_sd} sample_data, {files} files, {size / 2**20:.1f} MiB "
-          f"({args.width}x{args.height} JPEGs); written and published in {built:.1f} s")  # fmt: skip
+    print(
+        f"dataroot: {n_sd} sample_data, {files} files, {size / 2**20:.1f} MiB "
+        f"({args.width}x{args.height} JPEGs); written and published in {built:.1f} s"
+    )
 
     t_manifest = best(args.repeat, lambda: build_manifest(final))
     t_bare = best(args.repeat, lambda: bare_hash(final))
@@ -137,13 +148,18 @@ def main() -> None:
     print(f"\n{'task':<36} {'seconds':>8} {'x limit':>8}")
     for name, seconds, ratio in rows:
         print(f"{name:<36} {seconds:>8.3f} {ratio:>8.2f}")
-    print(f"validate / (hash once + decode floor) = {t_validate / floor:.2f}; "
-          f"inspect / floor = {t_inspect / floor:.2f}")  # fmt: skip
+    print(
+        f"validate / (hash once + decode floor) = {t_validate / floor:.2f}; "
+        f"inspect / floor = {t_inspect / floor:.2f}"
+    )
     print(f"\n{'loader':<36} {'seconds':>8} {'x official':>10}")
     print(f"{'NuScenes(...) nuscenes-devkit 1.2.0':<36} {t_official:>8.3f} {1.0:>10.2f}")
     print(f"{'Dataset(...) (ours)':<36} {t_sdk:>8.3f} {t_sdk / t_official:>10.2f}")
-    print(f"\nSDK load is {t_official / t_sdk:.2f}x faster than the official loader" if t_sdk < t_official
-          else f"\nSDK load is {t_sdk / t_official:.2f}x slower than the official loader")  # fmt: skip
+    print(
+        f"\nSDK load is {t_official / t_sdk:.2f}x faster than the official loader"
+        if t_sdk < t_official
+        else f"\nSDK load is {t_sdk / t_official:.2f}x slower than the official loader"
+    )
 
 
 if __name__ == "__main__":

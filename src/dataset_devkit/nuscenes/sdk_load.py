@@ -24,9 +24,9 @@ from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation import check_version
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
-from dataset_devkit.nuscenes.validation_graph import check_references, sample_data_channels
+from dataset_devkit.nuscenes.validation_graph import check_references
 from dataset_devkit.nuscenes.validation_io import DatarootReader
-from dataset_devkit.nuscenes.validation_tables import load_tables
+from dataset_devkit.nuscenes.validation_tables import load_tables, sample_data_channels
 
 __all__ = ["DatasetIndex", "MalformedDataset", "load_index"]
 
@@ -94,7 +94,8 @@ def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
         for sd, channel in zip(tables["sample_data"], sample_data_channels(loaded), strict=True)
         if sd["is_key_frame"]
     ]
-    keys = [(sd["sample_token"], channel) for sd, channel in frames]
+    # Every channel resolved (check_references passed), so "" never occurs.
+    keys: list[tuple[str, str]] = [(sd["sample_token"], channel or "") for sd, channel in frames]
     camera = dict(zip(keys, (sd["token"] for sd, _ in frames), strict=True))
     if len(camera) != len(keys):
         counts = Counter(keys)

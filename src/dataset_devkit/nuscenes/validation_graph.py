@@ -10,25 +10,26 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation_chains import (
+    check_camera_chains,
+    check_scenes,
+    check_symmetry,
+)
 from dataset_devkit.nuscenes.validation_schema import (
     CAMERA_CHANNEL_RE,
-    CHAIN_LINKS,
     FOREIGN_KEYS,
     SAMPLES_DIR,
 )
-from dataset_devkit.nuscenes.validation_tables import LoadedTables
+from dataset_devkit.nuscenes.validation_tables import (
+    LoadedTables,
+    sample_data_channels,
+)
 
-__all__ = [
-    "QUATERNION_TOLERANCE",
-    "check_graph",
-    "check_references",
-    "sample_data_channels",
-    "walk_scene_samples",
-]
+__all__ = ["QUATERNION_TOLERANCE", "check_graph", "check_references"]
 
 Row = dict[str, Any]
 #: How far ``|q|`` may stray from 1 for a quaternion to count as normalized.
@@ -55,118 +56,6 @@ def _check_foreign_keys(t: LoadedTables, issues: list[str]) -> None:
                         f"{t.rel(table)} row {row['token']}.{name}: "
                         f"token {value} not found in {target}"
                     )
-
-
-def _symmetric(rows: list[Row], index: dict[str, Row]) -> bool:
-    """Whether every link that resolves points back (the fast, message-free check)."""
-    for link, back in (("next", "prev"), ("prev", "next")):
-        pairs = [(row["token"], row[link]) for row in rows if row[link] in index]
-        if [index[other][back] for _, other in pairs] != [token for token, _ in pairs]:
-            return False
-    return True
-
-
-def _check_symmetry(t: LoadedTables, issues: list[str]) -> None:
-    for table in CHAIN_LINKS:
-        index = t.index[table]
-        if _symmetric(t.tables[table], index):
-            continue
-        for row in t.tables[table]:
-            for link, back in (("next", "prev"), ("prev", "next")):
-                other = index.get(row[link]) if row[link] else None
-                if other is not None and other[back] != row["token"]:
-                    issues.append(
-                        f"{t.rel(table)} row {row['token']}.{link}: chain is not symmetric "
-                        f"({row[link]}.{back} is {other[back]!r}, expected {row['token']!r})"
-                    )
-
-
-def walk_scene_samples(t: LoadedTables, scene: Row, issues: list[str]) -> list[str]:
-    """Walk one scene's sample chain, appending cycle/endpoint/scene/count/time issues."""
-    where = f"{t.rel('scene')} row {scene['token']}"
-    samples = t.index["sample"]
-    first = samples.get(scene["first_sample_token"])
-    if first is None:
-        return []
-    if first["prev"] != "":
-        issues.append(f"{where}.first_sample_token: first sample has prev {first['prev']!r}")
-    order: list[str] = []
-    seen: set[str] = set()
-    token = scene["first_sample_token"]
-    last_time: int | None = None
-    while token:
-        if token in seen:
-            issues.append(f"{where}: sample chain has a cycle at {token}")
-            break
-        row = samples.get(token)
-        if row is None:
-            break  # already reported as a foreign-key issue
-        seen.add(token)
-        order.append(token)
-        if row["scene_token"] != scene["token"]:
-            issues.append(
-                f"{t.rel('sample')} row {token}.scene_token: is {row['scene_token']}, but the "
-                f"sample is on the chain of scene {scene['token']}"
-            )
-        if last_time is not None and row["timestamp"] <= last_time:
-            issues.append(
-                f"{t.rel('sample')} row {token}.timestamp: {row['timestamp']} does not increase "
-                f"strictly after {last_time}"
-            )
-        last_time = row["timestamp"]
-        token = row["next"]
-    if order and order[-1] != scene["last_sample_token"]:
-        issues.append(
-            f"{where}.last_sample_token: chain ends at {order[-1]}, "
-            f"expected {scene['last_sample_token']}"
-        )
-    if len(order) != scene["nbr_samples"]:
-        issues.append(
-            f"{where}.nbr_samples: is {scene['nbr_samples']}, the chain has {len(order)} samples"
-        )
-    return order
-
-
-def _check_scenes(t: LoadedTables, issues: list[str]) -> None:
-    if not t.tables["scene"] and "scene" not in t.broken:
-        issues.append(f"{t.rel('scene')}: no scene is selected; an empty dataset cannot publish")
-    on_chain: set[str] = set()
-    names: dict[str, str] = {}
-    for scene in t.tables["scene"]:
-        where = f"{t.rel('scene')} row {scene['token']}.name"
-        if not spec.SCENE_NAME_RE.match(scene["name"]):
-            issues.append(f"{where}: {scene['name']!r} is not an mz-<12 hex>-<4 digits> name")
-        elif scene["name"] in names:
-            issues.append(f"{where}: {scene['name']!r} is also scene {names[scene['name']]}")
-        names.setdefault(scene["name"], scene["token"])
-        on_chain.update(walk_scene_samples(t, scene, issues))
-    if "scene" not in t.broken:
-        for row in t.tables["sample"]:
-            if row["token"] not in on_chain:
-                issues.append(f"{t.rel('sample')} row {row['token']}: not on any scene chain")
-
-
-def sample_data_channels(t: LoadedTables) -> list[str | None]:
-    """The channel of every sample_data row, in table order (None when unresolvable)."""
-    if t.sample_data_channels is None:
-        get = _calibration_channels(t).get
-        rows = t.tables["sample_data"]
-        t.sample_data_channels = [get(sd["calibrated_sensor_token"]) for sd in rows]
-    return t.sample_data_channels
-
-
-def _calibration_channels(t: LoadedTables) -> dict[str, str]:
-    if t.channel_of_calibration is None:
-        t.channel_of_calibration = {}
-        for cs in t.tables["calibrated_sensor"]:
-            sensor = t.index["sensor"].get(cs["sensor_token"])
-            if sensor is not None:
-                t.channel_of_calibration[cs["token"]] = sensor["channel"]
-    return t.channel_of_calibration
-
-
-def _channel_of(t: LoadedTables, sd: Row) -> str | None:
-    return _calibration_channels(t).get(sd["calibrated_sensor_token"])
 
 
 def _check_sensors(t: LoadedTables, issues: list[str]) -> None:
@@ -270,57 +159,6 @@ def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
                 )
 
 
-def _check_camera_chains(t: LoadedTables, issues: list[str]) -> None:
-    """Each (scene, channel) has one acyclic, time-ordered sample_data chain covering all rows."""
-    rel = t.rel("sample_data")
-    index = t.index["sample_data"]
-    heads: dict[tuple[str, str], list[str]] = defaultdict(list)
-    groups: dict[tuple[str, str], int] = defaultdict(int)
-    for sd in t.tables["sample_data"]:
-        sample = t.index["sample"].get(sd["sample_token"])
-        channel = _channel_of(t, sd)
-        if sample is None or channel is None:
-            continue
-        key = (sample["scene_token"], channel)
-        groups[key] += 1
-        if sd["prev"] == "":
-            heads[key].append(sd["token"])
-    for key in sorted(groups):
-        scene, channel = key
-        if len(heads[key]) != 1:
-            issues.append(
-                f"{rel}: scene {scene} {channel} has {len(heads[key])} chain heads, expected 1"
-            )
-            continue
-        seen: set[str] = set()
-        token, last_time = heads[key][0], None
-        while token:
-            row = index.get(token)
-            if row is None:
-                break
-            if token in seen:
-                issues.append(f"{rel}: scene {scene} {channel} chain has a cycle at {token}")
-                break
-            seen.add(token)
-            sample = t.index["sample"].get(row["sample_token"])
-            if (sample is None or sample["scene_token"] != scene) or _channel_of(t, row) != channel:
-                issues.append(
-                    f"{rel} row {token}: on the {channel} chain of scene {scene} but belongs "
-                    "to another scene or channel"
-                )
-            if last_time is not None and row["timestamp"] <= last_time:
-                issues.append(
-                    f"{rel} row {token}.timestamp: {row['timestamp']} does not increase "
-                    f"strictly after {last_time} on the {channel} chain"
-                )
-            last_time = row["timestamp"]
-            token = row["next"]
-        if len(seen) != groups[key]:
-            issues.append(
-                f"{rel}: scene {scene} {channel} chain reaches {len(seen)} of {groups[key]} frames"
-            )
-
-
 def _check_map(t: LoadedTables, issues: list[str]) -> None:
     rel = t.rel("map")
     if "map" in t.broken:
@@ -364,14 +202,14 @@ def check_references(t: LoadedTables, issues: list[str]) -> None:
     _check_filenames(t, issues)
     _check_sensors(t, issues)
     _check_map(t, issues)
-    _check_scenes(t, issues)
+    check_scenes(t, issues)
     _check_coverage(t, issues)
 
 
 def check_graph(t: LoadedTables, issues: list[str]) -> None:
     """Run every official-table graph check on *t*, appending issues."""
     check_references(t, issues)
-    _check_symmetry(t, issues)
+    check_symmetry(t, issues)
     _check_sample_data(t, issues)
-    _check_camera_chains(t, issues)
+    check_camera_chains(t, issues)
     _check_object_tables(t, issues)

@@ -19,7 +19,14 @@ from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes.validation_io import DatarootReader
 from dataset_devkit.nuscenes.validation_schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
 
-__all__ = ["LoadedTables", "check_field", "decode_json", "load_tables"]
+__all__ = [
+    "LoadedTables",
+    "channel_of",
+    "check_field",
+    "decode_json",
+    "load_tables",
+    "sample_data_channels",
+]
 
 Row = dict[str, Any]
 
@@ -252,3 +259,27 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
         loaded.tables[table] = rows
         loaded.index[table] = {row["token"]: row for row in rows}
     return loaded
+
+
+def sample_data_channels(t: LoadedTables) -> list[str | None]:
+    """The channel of every sample_data row, in table order (None when unresolvable)."""
+    if t.sample_data_channels is None:
+        get = _calibration_channels(t).get
+        rows = t.tables["sample_data"]
+        t.sample_data_channels = [get(sd["calibrated_sensor_token"]) for sd in rows]
+    return t.sample_data_channels
+
+
+def _calibration_channels(t: LoadedTables) -> dict[str, str]:
+    if t.channel_of_calibration is None:
+        t.channel_of_calibration = {}
+        for cs in t.tables["calibrated_sensor"]:
+            sensor = t.index["sensor"].get(cs["sensor_token"])
+            if sensor is not None:
+                t.channel_of_calibration[cs["token"]] = sensor["channel"]
+    return t.channel_of_calibration
+
+
+def channel_of(t: LoadedTables, sd: Row) -> str | None:
+    """The channel of one sample_data row through its calibration and sensor, or None."""
+    return _calibration_channels(t).get(sd["calibrated_sensor_token"])
