@@ -261,6 +261,10 @@ def test_chronology_audit_and_annotations_reference_exported_scenes(
     assert validity["schema_version"] == 2
     assert len(validity["recordings"][0]["scene_windows"]) == 3
     assert [s["scene_token"] for s in validity["scenes"]] == list(scenes)
+    samples = {s["token"]: s for s in _table(root, "sample")}
+    for scene in validity["scenes"]:
+        micros = [samples[t]["timestamp"] for t in scene["sample_tokens"]]
+        assert micros == [ns // 1000 for ns in scene["sample_timestamps_ns"]]
 
 
 def test_evidence_image_dimensions_that_disagree_with_the_jpeg_are_refused(

@@ -236,6 +236,7 @@ def _validity(doc: EvidenceDocument, t: Tables, selected: list[EvScene]) -> Vali
             sample_tokens=t.scenes_by_id[s.scene_id][2],
             channels=s.channels,
             max_abs_offset_ns=max((a.max_abs_offset_ns for a in s.audits), default=0),
+            sample_timestamps_ns=s.grid_timestamps_ns,
         )
         for s in selected
     )

@@ -448,6 +448,9 @@ class CameraGridAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=
     max_abs_offset_ns: int
     frames_in_window: int
     frames_without_pose: int
+    #: Sample audit (added, additive): per grid point, the matched key frame's signed offset
+    #: from the grid time in ns, or ``None`` when no frame matched.
+    offsets_ns: tuple[int | None, ...] = ()
 
 
 class SceneWindowAudit(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -494,6 +497,8 @@ class SceneValidity(_Record, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     sample_tokens: tuple[str, ...]
     channels: tuple[str, ...]
     max_abs_offset_ns: int
+    #: Added (additive): the original nanosecond grid time of each sample, in chain order.
+    sample_timestamps_ns: tuple[int, ...] = ()
 
 
 class ValidityDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -94,6 +94,7 @@ def test_a_camera_missing_grid_points_invalidates_only_its_scene() -> None:
     assert not scenes[1].valid
     audit = {a.channel: a for a in scenes[1].audits}["CAM_B"]
     assert audit.missing_grid_indices == (1,)
+    assert audit.offsets_ns == (0, None, 0, 0)
     assert audit.matched == 3
     assert scenes[1].reasons == ("CAM_B misses 1 of 4 grid points",)
     assert scenes[1].frames == ()

@@ -122,12 +122,15 @@ def _audit_camera(
     max_offset = 0
     without_pose = 0
     keys: set[int] = set()
+    offsets: list[int | None] = []
     for g, t in enumerate(grid):
         k = _nearest(times, t, tolerance_ns)
         if k is None or times[k] in keys:
             missing.append(g)
+            offsets.append(None)
             continue
         keys.add(times[k])
+        offsets.append(times[k] - t)
         max_offset = max(max_offset, abs(times[k] - t))
         frame = streams.frame(cam.channel, times[k], True, g)
         if frame is None:
@@ -153,6 +156,7 @@ def _audit_camera(
         max_abs_offset_ns=max_offset,
         frames_in_window=hi - lo,
         frames_without_pose=without_pose,
+        offsets_ns=tuple(offsets),
     )
     frames.sort(key=lambda f: f.timestamp_ns)
     return audit, frames
