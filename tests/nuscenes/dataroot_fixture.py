@@ -198,6 +198,7 @@ def build_extensions(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         for cs in tables["calibrated_sensor"]
     )
     chains = {}
+    by_sample = {row["token"]: row for row in tables["sample"]}
     for scene in scenes:
         chain, tok = [], scene["first_sample_token"]
         by_token = {row["token"]: row for row in tables["sample"]}
@@ -290,6 +291,9 @@ def build_extensions(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                     reasons=(),
                     nbr_samples=s["nbr_samples"],
                     sample_tokens=chains[s["token"]],
+                    sample_timestamps_ns=tuple(
+                        by_sample[tok]["timestamp"] * 1000 + 123 for tok in chains[s["token"]]
+                    ),
                     channels=channels,
                     max_abs_offset_ns=0,
                 )

@@ -262,3 +262,10 @@ def test_raise_for_issues_lists_every_issue(fx: Fixture) -> None:
         report.raise_for_issues()
     assert info.value.issues == list(report.issues)
     assert "vehicle" in str(info.value)
+
+
+def test_validity_sample_times_must_match_the_chain(fx: Fixture) -> None:
+    doc = read_extension(fx.root, spec.VALIDITY_FILE)
+    doc["scenes"][0]["sample_timestamps_ns"][1] += 5_000
+    rewrite_extension(fx.root, spec.VALIDITY_FILE, doc)
+    assert_issue(fx.root, "validity.json at $.scenes[0].sample_timestamps_ns")

@@ -52,6 +52,12 @@ def _check_validity(t: LoadedTables, doc: spec.ValidityDocument, issues: list[st
         chain = walk_scene_samples(t, scene, [])
         if list(agg.sample_tokens) != chain or agg.nbr_samples != len(chain):
             issues.append(f"{where}.sample_tokens: do not match the scene's sample chain")
+        micros = [t.index["sample"][token]["timestamp"] for token in chain]
+        if [ns // 1000 for ns in agg.sample_timestamps_ns] != micros:
+            issues.append(
+                f"{where}.sample_timestamps_ns: their // 1000 values are not the chain's "
+                f"sample timestamps {micros}"
+            )
         if agg.scene_name != scene["name"]:
             issues.append(f"{where}.scene_name: {agg.scene_name!r} is not {scene['name']!r}")
         if agg.source_digest not in digests:
