@@ -58,7 +58,7 @@ def mcap_build(tmp_path_factory: pytest.TempPathFactory) -> tuple[BuildConfig, B
     config = load_build_config(write_config(base, "mcap_hf", ["drive.mcap"], "out"))
     stages: list[str] = []
     result = build_dataset(config, progress=lambda stage, done, total: stages.append(stage))
-    assert {"ingest", "images", "check-images", "hash"} <= set(stages)
+    assert {"ingest", "images", "check-images", "official-loader", "hash"} <= set(stages)
     return config, result
 
 

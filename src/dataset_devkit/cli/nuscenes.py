@@ -32,6 +32,7 @@ _LABELS = {
     "frames": "store frames",
     "images": "export images",
     "check-images": "validate images",
+    "official-loader": "official loader",
     "hash": "hash content",
 }
 

@@ -127,7 +127,11 @@ def publish_dataroot(
     report = validate_dataroot(staging, state="staging", progress=progress, workers=workers)
     report.raise_for_issues()
     scene, sample, channel = loader_target(report.tables)
+    if progress is not None:
+        progress("official-loader", 0, 1)
     loader = check_official_loader(staging, spec.VERSION, scene)
+    if progress is not None:
+        progress("official-loader", 1, 1)
     if (loader.scene_token, loader.sample_token, loader.channel) != (scene, sample, channel):
         raise FormatError(
             f"the official loader resolved {loader.scene_token}/{loader.sample_token}/"

@@ -25,7 +25,15 @@ from dataset_devkit.nuscenes.validation_loader import OfficialLoaderCheck
 __all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
 
 #: Stage names passed to ``progress``, in order (the first four come from the exporter).
-BUILD_STAGES = ("ingest", "scenes", "frames", "images", "check-images", "hash")
+BUILD_STAGES = (
+    "ingest",
+    "scenes",
+    "frames",
+    "images",
+    "check-images",
+    "official-loader",
+    "hash",
+)
 
 #: ``exporter(config, staging, progress)`` writes the staging dataroot from the recordings.
 Exporter = Callable[[BuildConfig, Path, Progress], None]
