@@ -56,11 +56,14 @@ CAMERAS = (
 
 
 def best(repeat: int, fn: Callable[[], object]) -> float:
+    """Minimum wall time of *fn*; its result is freed after the clock stops (a loader's
+    teardown is not its load time, and NuScenes' reference cycles defer its own anyway)."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - start)
+        del result
     return min(times)
 
 
@@ -133,9 +136,9 @@ def main() -> None:
     t_inspect = best(args.repeat, lambda: inspect_dataroot(final))
     t_sdk = best(args.repeat, lambda: Dataset(final))
 
-    def official() -> None:
+    def official() -> object:
         with contextlib.redirect_stdout(io.StringIO()):
-            NuScenes(version="v1.0-trainval", dataroot=str(final), verbose=False)
+            return NuScenes(version="v1.0-trainval", dataroot=str(final), verbose=False)
 
     t_official = best(args.repeat, official)
     rows = [

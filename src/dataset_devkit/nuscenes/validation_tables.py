@@ -121,11 +121,10 @@ def _hex_tokens(col: list[str]) -> bool:
     if set(map(len, col)) != {32}:
         return False
     joined = "".join(col)
-    if not joined.isascii() or joined.lower() != joined:
-        return False
     try:
-        # fromhex skips whitespace, so a length check proves every character was hex.
-        return len(bytes.fromhex(joined)) * 2 == len(joined)
+        # fromhex rejects non-hex (and skips whitespace); hex() round-trips only lowercase,
+        # so equality proves every character was a lowercase hex digit.
+        return bytes.fromhex(joined).hex() == joined
     except ValueError:
         return False
 
@@ -153,7 +152,7 @@ def _column_ok(kind: str, col: list[Any]) -> bool:
     if kind in ("token", "link"):
         if _types(col) != {str}:
             return False
-        return _hex_tokens([v for v in col if v] if kind == "link" else col)
+        return _hex_tokens(list(filter(None, col)) if kind == "link" else col)
     if kind in _SCALAR_TYPES:
         return _types(col) == {_SCALAR_TYPES[kind]}
     if kind in ("vec3", "quat"):
@@ -179,14 +178,16 @@ def _fast_rows(table: str, rows: list[Any]) -> list[Row] | None:
     C-level pass per field; any doubt falls back to the row-by-row path that names each issue.
     """
     fields = TABLE_FIELDS[table]
-    keys = fields.keys()
-    if rows and (
-        _types(rows) != {dict}
-        or not all(map(operator.eq, map(dict.keys, rows), itertools.repeat(keys)))
-    ):
+    # Same number of keys in every row and every expected key present (no KeyError below)
+    # means exactly the expected keys.
+    if rows and (_types(rows) != {dict} or set(map(len, rows)) != {len(fields)}):
+        return None
+    try:
+        columns = {name: list(map(operator.itemgetter(name), rows)) for name in fields}
+    except KeyError:
         return None
     for name, kind in fields.items():
-        if not _column_ok(kind, list(map(operator.itemgetter(name), rows))):
+        if not _column_ok(kind, columns[name]):
             return None
     if len(set(map(operator.itemgetter("token"), rows))) != len(rows):
         return None
