@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -108,17 +109,33 @@ def test_a_rebuild_into_an_existing_destination_is_refused(
     assert not [p for p in config.output_dir.iterdir() if ".staging-" in p.name]
 
 
-def test_a_decoded_build_meets_the_privacy_and_gnss_contract(tmp_path: Path) -> None:
+def test_a_decoded_build_with_sweeps_and_labels_meets_the_contract(tmp_path: Path) -> None:
     write_sample_decoded(tmp_path / "drive", DRIVE, recording_id="drive-decoded")
-    config = load_build_config(write_config(tmp_path, "decoded_hf", ["drive"], "out"))
-    result = build_dataset(config)
+    label = {
+        "id": "lbl-1",
+        "recording_id": "drive-decoded",
+        "label": "rain",
+        "start_ns": DRIVE.start_ns + 1_000_000_000,
+        "end_ns": DRIVE.start_ns + 3_000_000_000,
+        "attributes": {"intensity": "light"},
+    }
+    (tmp_path / "labels.json").write_text(json.dumps({"schema_version": 1, "labels": [label]}))
+    path = write_config(tmp_path, "decoded_hf", ["drive"], "out")
+    text = path.read_text().replace("[sources]", "[export]\ninclude_sweeps = true\n[sources]")
+    path.write_text(text.replace('paths = ["drive"]', 'paths = ["drive"]\nlabels = "labels.json"'))
+    result = build_dataset(load_build_config(path))
     summary = inspect_dataroot(result.dataroot).to_json()
     assert (summary["source_type"], summary["privacy"], summary["pose_frame"]) == (
         "decoded_hf",
         "privacy_transformed",
         "recording_local_enu_v1",
     )
+    assert summary["images"]["sweeps"] > 0
     ds = Dataset(result.dataroot)
+    first = ds.table("scene")[0]["token"]
+    assert [a["annotation_id"] for a in ds.annotations(first)] == ["lbl-1"]
+    sweep = next(sd for sd in ds.table("sample_data") if not sd["is_key_frame"])
+    assert sweep["filename"].startswith("sweeps/CAM_") and ds.image_path(sweep["token"]).is_file()
     rows = ds.gnss()["rows"]
     assert rows and all(isinstance(r["published_east_m"], int) for r in rows)
     pose = ds.ego_pose(rows[0]["sample_data_token"])
