@@ -23,6 +23,7 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity import SafeDir, canonical_json, publish_tree
+from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation import (
     Progress,
@@ -149,7 +150,8 @@ def publish_dataroot(
         staging,
         final,
         validate=recheck,
-        progress=byte_counter(progress, "hash", 0),
+        # publish_tree hashes the tree twice (manifest, then the sealed recheck).
+        progress=byte_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
         on_phase=on_phase,
     )
     return PublishedDataroot(

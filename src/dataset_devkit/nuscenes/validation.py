@@ -18,6 +18,7 @@ from typing import Literal, TypeAlias
 
 from dataset_devkit.errors import ConfigError, DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import (
@@ -185,7 +186,8 @@ def _validate(
     root_sha256 = None
     with DatarootReader(root) as reader:
         if published:
-            verification = verify_tree(root, progress=byte_counter(progress, "hash", 0))
+            total_bytes = tree_size(root) or 0 if progress is not None else 0
+            verification = verify_tree(root, progress=byte_counter(progress, "hash", total_bytes))
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
         try:
