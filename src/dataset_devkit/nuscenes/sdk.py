@@ -24,11 +24,16 @@ Record = dict[str, Any]
 T = TypeVar("T")
 
 
+_CONTAINERS = (dict, list, tuple)
+
+
 def _deep(value: Any) -> Any:
+    # Scalars (str, int, float, bool, None) are immutable and copied by reference; only
+    # containers recurse, so a flat row costs one dict comprehension.
     if isinstance(value, dict):
-        return {k: _deep(v) for k, v in value.items()}
+        return {k: _deep(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_deep(v) for v in value]
+        return [_deep(v) if isinstance(v, _CONTAINERS) else v for v in value]
     return value
 
 
