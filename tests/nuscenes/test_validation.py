@@ -269,3 +269,11 @@ def test_validity_sample_times_must_match_the_chain(fx: Fixture) -> None:
     doc["scenes"][0]["sample_timestamps_ns"][1] += 5_000
     rewrite_extension(fx.root, spec.VALIDITY_FILE, doc)
     assert_issue(fx.root, "validity.json at $.scenes[0].sample_timestamps_ns")
+
+
+def test_a_number_too_large_for_a_float_is_an_issue_not_a_crash(fx: Fixture) -> None:
+    path = fx.root / spec.VERSION / "ego_pose.json"
+    text = path.read_text().replace("0.0", "9" * 400, 1)
+    path.unlink()
+    path.write_text(text)
+    assert_issue(fx.root, "ego_pose.json at $[0].", "finite numbers")

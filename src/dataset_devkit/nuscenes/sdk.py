@@ -114,6 +114,9 @@ class Dataset:
                 f"{table_name} has no field {field_name!r}; fields: "
                 f"{', '.join(TABLE_FIELDS[table_name])}"
             )
+        # Vectors are stored as tuples and returned as lists: compare what callers see.
+        if isinstance(query, list):
+            return [row["token"] for row in rows if _deep(row[field_name]) == query]
         return [row["token"] for row in rows if row[field_name] == query]
 
     def scene_samples(self, scene_token: str) -> list[Record]:

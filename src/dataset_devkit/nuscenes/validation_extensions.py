@@ -229,10 +229,10 @@ def _check_gnss(
                 f"{where}.sample_data_token: {row.sample_data_token} is not the camera frame "
                 f"of pose {row.ego_pose_token}"
             )
-        if list(row.translation_xyz_m) != pose["translation"]:
+        if list(row.translation_xyz_m) != list(pose["translation"]):
             issues.append(
                 f"{where}.translation_xyz_m: {list(row.translation_xyz_m)} differs from "
-                f"ego_pose.translation {pose['translation']}"
+                f"ego_pose.translation {list(pose['translation'])}"
             )
         if row.timestamp_ns // 1000 != pose["timestamp"]:
             issues.append(

@@ -42,14 +42,14 @@ def _check_foreign_keys(t: LoadedTables, issues: list[str]) -> None:
             continue
         index = t.index[target]
         column = list(map(operator.itemgetter(name), t.tables[table]))
-        if column and isinstance(column[0], list):
+        if column and isinstance(column[0], list | tuple):
             column = list(itertools.chain.from_iterable(column))
         referenced = set(column)
         referenced.discard("")
         if referenced <= index.keys():
             continue  # the common case, decided by one set operation
         for row in t.tables[table]:
-            values = row[name] if isinstance(row[name], list) else [row[name]]
+            values = row[name] if isinstance(row[name], list | tuple) else [row[name]]
             for value in values:
                 if value and value not in index:
                     issues.append(

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from dataset_devkit.errors import DevkitError
+from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation_io import DatarootReader
 from dataset_devkit.nuscenes.validation_schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
 
@@ -75,7 +76,13 @@ def decode_json(data: bytes, rel: str, issues: list[str]) -> tuple[bool, Any]:
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite JSON number that fits a float (a 400-digit integer does not)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def check_field(kind: str, value: Any) -> str | None:
@@ -228,6 +235,56 @@ def _check_rows(table: str, rows: list[Any], rel: str, issues: list[str]) -> lis
     return good
 
 
+#: One strict decoder per table: ``list[<spec record>]`` (exact fields, kinds, fixed-length
+#: vectors and matrices; JSON itself cannot hold NaN or infinity).
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    table: msgspec.json.Decoder(list[record])  # type: ignore[valid-type]
+    for table, record in spec.TABLE_RECORDS.items()
+}
+
+
+def _typed_rows(table: str, data: bytes) -> list[Row] | None:
+    """The rows of a well-formed table through its typed decoder, else None.
+
+    The typed decode proves everything but the token shapes in one C pass; the token
+    columns are then checked column-wise. Rows come back as dicts whose vectors are tuples
+    (the SDK's copies turn them into lists). Any doubt returns None, and the caller takes the
+    row-by-row path that names every issue.
+    """
+    try:
+        structs = _DECODERS[table].decode(data)
+    except msgspec.DecodeError:
+        return None
+    rows: list[Row] = msgspec.to_builtins(structs)
+    for name, kind in TABLE_FIELDS[table].items():
+        if kind not in ("token", "link", "tokens"):
+            continue
+        column = list(map(operator.itemgetter(name), rows))
+        if kind == "tokens":
+            column = list(itertools.chain.from_iterable(column))
+            kind = "token"
+        if not _column_ok(kind, column):
+            return None
+    if len(set(map(operator.itemgetter("token"), rows))) != len(rows):
+        return None
+    return rows
+
+
+def _untyped_rows(
+    loaded: LoadedTables, table: str, data: bytes, rel: str, issues: list[str]
+) -> list[Row]:
+    """The row-by-row path: decode untyped and report every malformed row and field."""
+    ok, decoded = decode_json(data, rel, issues)
+    if not ok:
+        loaded.broken.add(table)
+        return []
+    if not isinstance(decoded, list):
+        issues.append(f"{rel}: expected a JSON array, found {type(decoded).__name__}")
+        loaded.broken.add(table)
+        return []
+    return _check_rows(table, decoded, rel, issues)
+
+
 def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> LoadedTables:
     """Read, decode and shape-check every official table of the dataroot behind *reader*."""
     loaded = LoadedTables(version=version)
@@ -243,20 +300,14 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
     for table in OFFICIAL_TABLES:
         rel = loaded.rel(table)
         rows: list[Row] = []
+        data: bytes | None = None
         try:
             data = reader.read_bytes(rel)
         except DevkitError as exc:
             issues.append(f"{rel}: cannot read table ({exc})")
             loaded.broken.add(table)
-        else:
-            ok, decoded = decode_json(data, rel, issues)
-            if not ok:
-                loaded.broken.add(table)
-            elif not isinstance(decoded, list):
-                issues.append(f"{rel}: expected a JSON array, found {type(decoded).__name__}")
-                loaded.broken.add(table)
-            else:
-                rows = _check_rows(table, decoded, rel, issues)
+        if data is not None:
+            rows = _typed_rows(table, data) or _untyped_rows(loaded, table, data, rel, issues)
         loaded.tables[table] = rows
         loaded.index[table] = {row["token"]: row for row in rows}
     return loaded
