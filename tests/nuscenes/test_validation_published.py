@@ -20,6 +20,7 @@ from dataset_devkit.nuscenes.validation_loader import check_official_loader
 from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
 from tests.nuscenes.dataroot_fixture import (
     Fixture,
+    jpeg_bytes,
     publish_fixture,
     read_extension,
     read_table,
@@ -192,3 +193,24 @@ def test_a_killed_build_leaves_no_final_dataroot(
     proc = subprocess.run([sys.executable, "-c", script], env=package_env, check=False)
     assert proc.returncode == -9
     assert not final.exists()
+
+
+def test_an_image_swapped_after_the_manifest_check_is_caught(
+    copy: Path, published: tuple[Path, Fixture], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.integrity import verify_tree as real_verify
+    from dataset_devkit.nuscenes import validation
+
+    rel = published[1].tables["sample_data"][0]["filename"]
+
+    def verify_then_swap(root: Path, **_: object) -> object:
+        report = real_verify(root)
+        image = copy / rel
+        replacement = jpeg_bytes(16, 8, shade=10)
+        image.unlink()
+        image.write_bytes(replacement)
+        return report
+
+    monkeypatch.setattr(validation, "verify_tree", verify_then_swap)
+    issues = list(validate_dataroot(copy).issues)
+    assert any(f"image {rel} changed after the content manifest was verified" in i for i in issues)

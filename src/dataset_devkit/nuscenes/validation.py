@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from dataset_devkit.errors import ConfigError, DevkitError, VerificationFailed
-from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest, verify_tree
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
@@ -114,6 +114,16 @@ def byte_counter(progress: Progress | None, stage: str, total: int) -> Callable[
     return advance
 
 
+def _manifest_digests(root: Path) -> dict[str, str] | None:
+    """``path -> sha256`` from the content manifest, or None when it cannot be read (the
+    manifest verification has reported why)."""
+    try:
+        manifest = read_manifest(root)
+    except DevkitError:
+        return None
+    return {entry.path: entry.sha256 for entry in manifest.files}
+
+
 def check_version(version: str) -> str:
     """Return *version* if it is the v1 contract's, else raise ConfigError naming it."""
     if not isinstance(version, str) or not VERSION_RE.match(version):
@@ -184,12 +194,14 @@ def _validate(
     root = Path(dataroot)
     issues: list[str] = []
     root_sha256 = None
+    manifest: dict[str, str] | None = None
     with DatarootReader(root) as reader:
         if published:
             total_bytes = tree_size(root) or 0 if progress is not None else 0
             verification = verify_tree(root, progress=byte_counter(progress, "hash", total_bytes))
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
+            manifest = _manifest_digests(root)
         try:
             _check_top_level(reader, published, issues)
         except DevkitError as exc:
@@ -207,6 +219,7 @@ def _validate(
             issues,
             progress=byte_counter(progress, "check-images", total),
             workers=workers,
+            manifest=manifest,
         )
     return ValidationReport(
         dataroot=root,

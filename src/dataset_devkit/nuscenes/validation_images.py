@@ -8,8 +8,9 @@ validation of large datasets near the cost of reading the bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -38,12 +39,27 @@ def decode_jpeg_size(data: bytes) -> tuple[int, int]:
     return int(size[0]), int(size[1])
 
 
-def _check_one(reader: DatarootReader, rel_table: str, sd: dict[str, Any]) -> str | None:
+def _check_one(
+    reader: DatarootReader,
+    rel_table: str,
+    sd: dict[str, Any],
+    manifest: Mapping[str, str] | None,
+) -> str | None:
     where = f"{rel_table} row {sd['token']}.filename"
     try:
         data = reader.read_bytes(sd["filename"])
     except DevkitError as exc:
         return f"{where}: image {sd['filename']} cannot be read ({exc})"
+    if manifest is not None:
+        # Bind the decoded bytes to the verified manifest, so a file swapped between the
+        # manifest check and this read is caught rather than validated in its place.
+        want = manifest.get(sd["filename"])
+        got = hashlib.sha256(data).hexdigest()
+        if want is not None and got != want:
+            return (
+                f"{where}: image {sd['filename']} changed after the content manifest was "
+                f"verified (sha256 {got}, manifest {want})"
+            )
     try:
         width, height = decode_jpeg_size(data)
     except ValueError as exc:
@@ -85,15 +101,20 @@ def check_images(
     *,
     progress: Callable[[int], None] | None = None,
     workers: int = 2,
+    manifest: Mapping[str, str] | None = None,
 ) -> None:
-    """Decode every referenced JPEG and the map PNG; report missing, corrupt and extra files."""
+    """Decode every referenced JPEG and the map PNG; report missing, corrupt and extra files.
+
+    *manifest* (``path -> sha256`` of a published dataroot) binds each decoded image to the
+    content manifest: the bytes decoded must be the bytes that were verified.
+    """
     rel_table = t.rel("sample_data")
     rows = t.tables["sample_data"]
     # Batches amortize the executor's per-task cost, which rivals a small image's decode.
     batches = [rows[i : i + _BATCH] for i in range(0, len(rows), _BATCH)]
 
     def check_batch(batch: list[dict[str, Any]]) -> list[str | None]:
-        return [_check_one(reader, rel_table, sd) for sd in batch]
+        return [_check_one(reader, rel_table, sd, manifest) for sd in batch]
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         for batch, problems in zip(batches, pool.map(check_batch, batches), strict=True):
