@@ -201,7 +201,11 @@ def _validate(
             verification = verify_tree(root, progress=byte_counter(progress, "hash", total_bytes))
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
-            manifest = _manifest_digests(root)
+            # Files the verification already flagged are not re-reported as races below.
+            flagged = {issue.path for issue in verification.details}
+            digests = _manifest_digests(root)
+            if digests is not None:
+                manifest = {p: d for p, d in digests.items() if p not in flagged}
         try:
             _check_top_level(reader, published, issues)
         except DevkitError as exc:
