@@ -16,8 +16,9 @@ and both tarfile and bsdtar stop or skip silently on a damaged header. This scri
 package's size and SHA-256, parses each tar by hand (exactly the indexed members, regular files
 only, no duplicates, valid checksums, no truncation, only zeros after the end marker, a member
 cap), and writes every file itself through a temporary name, relative to directory descriptors
-opened one level at a time without following links, renaming it into place only after its
-SHA-256 matched. Existing identical files are verified and skipped; an existing file that
+opened one level at a time without following links, moving it into place only after its
+SHA-256 matched and only with a primitive that fails if the name exists (``renameat2``
+``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Existing identical files are verified and skipped; an existing file that
 differs is reported and kept. Any failure exits non-zero.
 
 On platforms without ``dir_fd`` support (Windows) every path component is checked with
@@ -30,6 +31,7 @@ concurrent attacker in the output directory but still never follows a link it ha
 from __future__ import annotations
 
 import argparse
+import errno
 import hashlib
 import json
 import os
@@ -739,11 +741,106 @@ def verify_release(
 # --------------------------------------------------------------------------- output side
 
 
+# errno values meaning "this filesystem or kernel lacks the primitive", not "name taken".
+_UNSUPPORTED = frozenset(
+    getattr(errno, n) for n in ("ENOSYS", "EINVAL", "ENOTSUP", "EOPNOTSUPP") if hasattr(errno, n)
+)
+_NO_HARD_LINKS = _UNSUPPORTED | {errno.EPERM, errno.EMLINK, errno.EXDEV}
+_RENAMEAT_FLAGS = {"linux": ("renameat2", 1), "darwin": ("renameatx_np", 4)}
+_renameat_cache: list[Any] = []
+
+
+def _renameat_noreplace() -> Callable[[int, str, str], None] | None:
+    """``renameat2(RENAME_NOREPLACE)`` (Linux) or ``renameatx_np(RENAME_EXCL)`` (macOS).
+
+    Loaded through :mod:`ctypes` from the C library on first use; ``None`` where neither
+    exists (other systems, old glibc, no ctypes). The call raises :class:`OSError` with the
+    C ``errno``; ``EEXIST`` means the name is taken and nothing was renamed.
+    """
+    if _renameat_cache:
+        return _renameat_cache[0]  # type: ignore[no-any-return]
+    call = None
+    name, flag = _RENAMEAT_FLAGS.get(
+        "linux" if sys.platform.startswith("linux") else sys.platform, ("", 0)
+    )
+    try:
+        import ctypes
+
+        func = getattr(ctypes.CDLL(None, use_errno=True), name) if name else None
+    except (ImportError, OSError, AttributeError, TypeError):
+        func = None
+    if func is not None:
+        func.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint,
+        ]
+        func.restype = ctypes.c_int
+
+        def call(dir_fd: int, src: str, dst: str) -> None:
+            if func(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flag) != 0:
+                code = ctypes.get_errno()
+                raise OSError(code, os.strerror(code), dst)
+
+    _renameat_cache.append(call)
+    return call
+
+
+def _place_noreplace(dir_fd: int | None, src: str, dst: str) -> None:
+    """Rename *src* to *dst* (names in *dir_fd*, or paths) so that an existing *dst* is kept.
+
+    Raises :class:`FileExistsError` when *dst* exists, whenever it appeared. The primitive
+    is atomic with respect to the name, tried in this order: ``renameat2`` with
+    ``RENAME_NOREPLACE`` (Linux) / ``renameatx_np`` with ``RENAME_EXCL`` (macOS); a hard
+    link to the new name (fails when the name exists; Linux, macOS, NTFS) followed by
+    unlinking the temporary name; on Windows without descriptors, ``os.rename`` (which
+    never replaces there). Only on a filesystem with none of these (e.g. exFAT on macOS)
+    the name is first claimed with ``O_CREAT|O_EXCL`` and the temporary file then renamed
+    over that empty placeholder: a concurrent creator still fails or makes this fail.
+    """
+    if dir_fd is not None:
+        renameat = _renameat_noreplace()
+        if renameat is not None:
+            try:
+                renameat(dir_fd, src, dst)
+                return
+            except OSError as exc:
+                if exc.errno == errno.EEXIST:
+                    raise FileExistsError(errno.EEXIST, "exists", dst) from None
+                if exc.errno not in _UNSUPPORTED:
+                    raise
+    elif os.name == "nt":
+        os.rename(src, dst)  # MoveFileExW without REPLACE_EXISTING: FileExistsError
+        return
+    fds = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
+    at = {} if dir_fd is None else {"dir_fd": dir_fd}
+    nofollow = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
+    try:
+        os.link(src, dst, **fds, **nofollow)  # type: ignore[arg-type]
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    else:
+        os.unlink(src, **at)
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
+    os.close(os.open(dst, flags, 0o644, **at))
+    if dir_fd is not None:
+        os.replace(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    else:
+        os.replace(src, dst)
+
+
 class PinnedDir:
     """A directory of the output, pinned by descriptor (POSIX) or checked path (Windows)."""
 
     def __init__(self, path: str, fd: int | None) -> None:
         self.path, self.fd = path, fd
+        self.dirty = False  # entries were added: fsync the directory before closing it
 
     @classmethod
     def open_root(cls, path: str, create: bool) -> PinnedDir:
@@ -812,13 +909,18 @@ class PinnedDir:
             fd = os.open(self._at(name), flags)
         return os.fdopen(fd, "rb", buffering=0)
 
-    def rename(self, src: str, dst: str) -> None:
-        if self.lstat(dst) is not None:
-            raise UnpackError(f"{self._at(dst)}: appeared while restoring; kept, not replaced")
+    def place(self, src: str, dst: str) -> None:
+        """Give the verified temporary file *src* the name *dst*, never replacing anything.
+
+        There is no check-then-rename window: the primitive itself fails with
+        :class:`FileExistsError` when *dst* exists (see :func:`_place_noreplace`), so a file
+        created concurrently is kept.
+        """
         if self.fd is not None:
-            os.rename(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+            _place_noreplace(self.fd, src, dst)
         else:
-            os.rename(self._at(src), self._at(dst))
+            _place_noreplace(None, self._at(src), self._at(dst))
+        self.dirty = True
 
     def replace(self, src: str, dst: str) -> None:
         if self.fd is not None:
@@ -1054,7 +1156,13 @@ def _restore_package(
                 raise UnpackError(
                     f"{pkg['name']}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}"
                 )
-            folder.rename(tmp, leaf)
+            folder.place(tmp, leaf)
+        except FileExistsError:
+            folder.unlink(tmp)
+            issues.append(
+                f"{where}: appeared while restoring (another writer?); kept, not replaced"
+            )
+            return
         except BaseException:
             folder.unlink(tmp)
             raise
