@@ -18,8 +18,10 @@ only, no duplicates, valid checksums, no truncation, only zeros after the end ma
 cap), and writes every file itself through a temporary name, relative to directory descriptors
 opened one level at a time without following links, moving it into place only after its
 SHA-256 matched and only with a primitive that fails if the name exists (``renameat2``
-``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Existing identical files are verified and skipped; an existing file that
-differs is reported and kept. Any failure exits non-zero.
+``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Each file is fsynced
+before it gets its name and each directory after its entries (``--no-fsync`` skips both).
+Existing identical files are verified and skipped; an existing file that differs is reported
+and kept. Any failure exits non-zero.
 
 On platforms without ``dir_fd`` support (Windows) every path component is checked with
 ``lstat`` (links and reparse points refused) right before use; that is weaker against a
@@ -835,22 +837,43 @@ def _place_noreplace(dir_fd: int | None, src: str, dst: str) -> None:
         os.replace(src, dst)
 
 
+def _fsync_dir(fd: int) -> None:
+    """Make a directory's new entries durable; a filesystem that cannot is not an error."""
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _UNSUPPORTED and exc.errno != errno.EBADF:
+            raise
+
+
 class PinnedDir:
     """A directory of the output, pinned by descriptor (POSIX) or checked path (Windows)."""
 
-    def __init__(self, path: str, fd: int | None) -> None:
-        self.path, self.fd = path, fd
-        self.dirty = False  # entries were added: fsync the directory before closing it
+    def __init__(self, path: str, fd: int | None, sync: bool = False) -> None:
+        self.path, self.fd, self.sync = path, fd, sync
+        self.dirty = False  # entries were added: with sync, fsync the directory on close
 
     @classmethod
-    def open_root(cls, path: str, create: bool) -> PinnedDir:
+    def open_root(cls, path: str, create: bool, sync: bool = False) -> PinnedDir:
+        """Open an existing directory (or create it and its parents) as the top of a walk.
+
+        With *sync*, every directory opened below it is fsynced on :meth:`close` when
+        entries were added to it, and so is the parent of a newly created root.
+        """
+        made = create and not os.path.lexists(path)
         if create:
             os.makedirs(path, exist_ok=True)
         st = os.stat(path)
         if not stat.S_ISDIR(st.st_mode):
             raise UnpackError(f"output {path} is not a directory")
+        if made and sync and _DIR_FD:
+            parent = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                _fsync_dir(parent)
+            finally:
+                os.close(parent)
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY) if _DIR_FD else None
-        return cls(path, fd)
+        return cls(path, fd, sync)
 
     def _at(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -874,6 +897,8 @@ class PinnedDir:
                     os.mkdir(where)
             except FileExistsError:
                 pass
+            else:
+                self.dirty = True
             st = self.lstat(name)
         if st is None:
             raise UnpackError(f"{where}: directory is missing")
@@ -882,7 +907,7 @@ class PinnedDir:
         if not stat.S_ISDIR(st.st_mode):
             raise UnpackError(f"{where}: exists and is not a directory")
         if self.fd is None:
-            return PinnedDir(where, None)
+            return PinnedDir(where, None, self.sync)
         flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
         try:
             fd = os.open(name, flags, dir_fd=self.fd)
@@ -893,7 +918,7 @@ class PinnedDir:
         if os.fstat(fd).st_ino != st.st_ino:
             os.close(fd)
             raise UnsafeNameError(f"{where}: replaced while being opened")
-        return PinnedDir(where, fd)
+        return PinnedDir(where, fd, self.sync)
 
     def open_new(self, name: str) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
@@ -923,6 +948,7 @@ class PinnedDir:
         self.dirty = True
 
     def replace(self, src: str, dst: str) -> None:
+        self.dirty = True
         if self.fd is not None:
             os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         else:
@@ -944,9 +970,14 @@ class PinnedDir:
         return out
 
     def close(self) -> None:
+        """Close the descriptor; first fsync it if entries were added and *sync* is on."""
         if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+            fd, self.fd = self.fd, None
+            try:
+                if self.dirty and self.sync:
+                    _fsync_dir(fd)
+            finally:
+                os.close(fd)
 
 
 class DirChain:
@@ -1049,7 +1080,7 @@ def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     return state
 
 
-def _write_state(output: PinnedDir, release: Release, families: list[str]) -> None:
+def _write_state(output: PinnedDir, release: Release, families: list[str], fsync: bool) -> None:
     name = release.name + STATE_SUFFIX
     tmp = f".{name}.{os.getpid()}.tmp"
     body = canonical_json(
@@ -1062,6 +1093,8 @@ def _write_state(output: PinnedDir, release: Release, families: list[str]) -> No
     fd = output.open_new(tmp)
     try:
         os.write(fd, body + b"\n")
+        if fsync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     output.replace(tmp, name)
@@ -1074,13 +1107,17 @@ def unpack_release(
     everything: bool = False,
     only_packages: Sequence[str] | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    fsync: bool = True,
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
-    Files are written through a temporary name and renamed into place only after their
+    Files are written through a temporary name and moved into place only after their
     SHA-256 matched ``files.jsonl``. Re-runs verify and skip identical files; a differing
     existing file is an error and is kept. *only_packages* restricts the run to some
     packages (the packer's sample restore test); the structure check then covers their files.
+    With *fsync* (the default) every file is fsynced before it is moved into place and every
+    directory that gained entries is fsynced after them, so a success message survives a
+    power cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
     """
     release = load_release(release_dir)
     chosen = choose_families(release, families, everything)
@@ -1089,7 +1126,7 @@ def unpack_release(
         packages = [p for p in packages if p["name"] in set(only_packages)]
     check_packages(release, packages, workers=min(4, os.cpu_count() or 1))
     log(f"{len(packages)} packages present with the expected size and SHA-256")
-    out = PinnedDir.open_root(output, create=True)
+    out = PinnedDir.open_root(output, create=True, sync=fsync)
     summary = Summary()
     summary.families, summary.output = chosen, os.path.join(output, release.name)
     try:
@@ -1105,19 +1142,21 @@ def unpack_release(
             chain = DirChain(root)
             try:
                 for pkg in packages:
-                    _restore_package(release, pkg, chain, summary, issues)
+                    _restore_package(release, pkg, chain, summary, issues, fsync)
                     log(f"restored {pkg['name']}")
             finally:
                 chain.close()
             if issues:
-                raise UnpackError("restore incomplete: existing files differ (kept)", issues)
+                raise UnpackError(
+                    "restore incomplete: existing files differ or appeared meanwhile (kept)", issues
+                )
             wanted = {r.path: r for r in release.rows if r.package in {p["name"] for p in packages}}
             _check_structure(release, root, wanted)
         finally:
             root.close()
         done = set(chosen) | set(state.get("families", []) if state else [])
         if only_packages is None:
-            _write_state(out, release, sorted(done))
+            _write_state(out, release, sorted(done), fsync)
     finally:
         out.close()
     summary.packages = len(packages)
@@ -1126,7 +1165,12 @@ def unpack_release(
 
 
 def _restore_package(
-    release: Release, pkg: dict[str, Any], chain: DirChain, summary: Summary, issues: list[str]
+    release: Release,
+    pkg: dict[str, Any],
+    chain: DirChain,
+    summary: Summary,
+    issues: list[str],
+    fsync: bool,
 ) -> None:
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
         parts = m.path.split("/")
@@ -1150,6 +1194,8 @@ def _restore_package(
         try:
             try:
                 digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data))
+                if fsync and digest == row.sha256:
+                    os.fsync(fd)  # the data is durable before its name is
             finally:
                 os.close(fd)
             if digest != row.sha256:
@@ -1214,6 +1260,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--release-dir", default=here, metavar="DIR", help="default: this script's folder"
     )
+    p.add_argument(
+        "--no-fsync",
+        action="store_true",
+        help="skip fsync of each file and directory (faster; not safe against power loss)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -1242,7 +1293,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{', '.join(s.families)} verified\n"
             )
         else:
-            s = unpack_release(args.release_dir, args.output, families, args.all, log=log)
+            s = unpack_release(
+                args.release_dir,
+                args.output,
+                families,
+                args.all,
+                log=log,
+                fsync=not args.no_fsync,
+            )
             sys.stdout.write(
                 f"OK: {', '.join(s.families)} restored into {s.output}: {s.written} files written, "
                 f"{s.skipped} already present and verified\n"
