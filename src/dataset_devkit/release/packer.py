@@ -8,7 +8,6 @@ release's snapshot identity.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +33,7 @@ from dataset_devkit.release.snapshot import (
     load_previous,
     snapshot_record,
 )
-from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
+from dataset_devkit.release.source import SourceReader, scan_tree
 from dataset_devkit.release.spec import (
     DEFAULT_PACKAGE_LIMIT,
     FileRow,
@@ -118,20 +117,19 @@ def _write_packages(
             for plan in packages:
                 if family not in deliver:
                     for item in plan.files:
-                        digests[item.path] = _hash_only(reader, item, progress)
+                        digests[item.path] = reader.sha256(item, progress)
                     continue
-                hash_package = after_package is None
-                with TarPackageWriter(staging / plan.name, hash_package=hash_package) as tar:
+                # With a read-back, the package hash and the fsync happen in that job, on
+                # another core, while this thread already writes the next package.
+                later = after_package is not None
+                with TarPackageWriter(
+                    staging / plan.name, hash_package=not later, fsync=not later
+                ) as tar:
                     for item in plan.files:
-                        tar.begin_member(f"{name}/{item.path}", item.size)
-                        hasher = hashlib.sha256()
-                        for chunk in reader.chunks(item):
-                            hasher.update(chunk)
-                            tar.write(chunk)
-                            if progress is not None:
-                                progress(len(chunk))
-                        tar.end_member(item.size)
-                        digests[item.path] = hasher.hexdigest()
+                        with reader.open(item) as fh:
+                            digests[item.path] = tar.add_member(
+                                f"{name}/{item.path}", item.size, fh, progress
+                            )
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
                 record = PackageRecord(
@@ -149,15 +147,6 @@ def _write_packages(
                     }
                     after_package(record, rows)
     return digests, records
-
-
-def _hash_only(reader: SourceReader, item: SourceFile, progress: Progress | None) -> str:
-    hasher = hashlib.sha256()
-    for chunk in reader.chunks(item):
-        hasher.update(chunk)
-        if progress is not None:
-            progress(len(chunk))
-    return hasher.hexdigest()
 
 
 def pack_release(

@@ -105,6 +105,7 @@ __all__ = [
     "read_back_package",
     "root_sha256",
     "scan_package",
+    "stat_packages",
     "unpack_release",
     "verify_release",
 ]
@@ -654,6 +655,11 @@ def _stat_package(release: Release, pkg: dict[str, Any]) -> str:
             "(truncated or a different file)"
         )
     return ""
+
+
+def stat_packages(release: Release, packages: list[dict[str, Any]]) -> list[str]:
+    """Problems of presence, type and size of *packages*, without reading them (cheap)."""
+    return [msg for msg in (_stat_package(release, p) for p in packages) if msg]
 
 
 def check_packages(release: Release, packages: list[dict[str, Any]], workers: int = 2) -> None:
