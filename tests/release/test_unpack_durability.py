@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -70,3 +71,21 @@ def test_no_fsync_option_skips_every_fsync_and_still_restores(
     assert read_tree(data / "ds") == SAMPLE
     assert [e for e in events if e[0] == "fsync"] == []
     assert len([e for e in events if e[0] == "place"]) == len(SAMPLE)
+
+
+def test_a_failing_fsync_fails_the_restore_and_leaves_no_temporary_file(
+    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_fsync = os.fsync
+
+    def failing_disk(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+            raise OSError(errno.EIO, "I/O error")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", failing_disk)
+    data = tmp_path / "data"
+    argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
+    assert unpack.main(argv) == 1
+    assert read_tree(data) == {}
+    assert not (data / "ds.unpack-state.json").exists()
