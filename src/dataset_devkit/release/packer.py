@@ -42,7 +42,11 @@ from dataset_devkit.release.spec import (
     ValidationReport,
 )
 from dataset_devkit.release.tarwriter import TarPackageWriter
-from dataset_devkit.release.validate import collect_read_backs, read_back_package
+from dataset_devkit.release.validate import (
+    collect_read_backs,
+    fsync_package,
+    read_back_package,
+)
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
 
@@ -200,10 +204,14 @@ def pack_release(
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
     staging = new_staging_dir(out)
     try:
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
+        workers = min(4, os.cpu_count() or 1) + 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             checks: list[Future[tuple[PackageRecord, list[str]]]] = []
+            flushes: list[Future[None]] = []
 
             def read_back(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+                flushes.append(pool.submit(fsync_package, staging / record.name))
                 checks.append(pool.submit(read_back_package, staging, name, record, rows))
 
             digests, records = _write_packages(
@@ -217,6 +225,8 @@ def pack_release(
             )
             if opts.read_back:
                 records = collect_read_backs(check.result() for check in checks)
+                for flush in flushes:
+                    flush.result()
         snapshot = snapshot_record(files, digests, source)
         package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
         rows = [

@@ -27,29 +27,34 @@ from dataset_devkit.release.spec import (
 if TYPE_CHECKING:
     from dataset_devkit.release.packer import PackOptions
 
-__all__ = ["collect_read_backs", "read_back_package", "validate_release"]
+__all__ = ["collect_read_backs", "fsync_package", "read_back_package", "validate_release"]
 
 
 def read_back_package(
     staging: Path, name: str, record: PackageRecord, rows: dict[str, unpack.FileRow]
 ) -> tuple[PackageRecord, list[str]]:
-    """Fsync one new package, then re-read it with ``unpack.py``'s strict parser.
+    """Re-read one new package with ``unpack.py``'s strict parser.
 
     Every member must be exactly one of *rows* and hash to its SHA-256; the package's own
     SHA-256 is taken from this same read (the writer does not hash the bytes twice).
     Returns the completed record and every problem found.
     """
     path = staging / record.name
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        os.fsync(fd)  # the writer left this to the job, off the writing thread
-    finally:
-        os.close(fd)
     try:
         digest, bad = unpack.read_back_package(str(path), record.name, name, rows)
     except unpack.UnpackError as exc:
         return record, [str(exc)]
     return msgspec.structs.replace(record, sha256=digest), bad
+
+
+def fsync_package(path: Path) -> None:
+    """Flush one finished package to disk (the writer leaves this to a pool thread, where
+    the disk flush overlaps with the read-back and with writing the next package)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def collect_read_backs(
