@@ -232,3 +232,18 @@ def test_package_damaged_after_writing_fails_the_read_back_and_nothing_is_publis
     with pytest.raises(ReleaseVerificationError, match="read-back of the new packages failed"):
         pack(make_tree(tmp_path / "ds"), tmp_path / "rel")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_readme_states_the_disk_space_needed_per_family_and_in_total(tmp_path: Path) -> None:
+    release = pack(make_tree(tmp_path / "ds"), tmp_path / "rel", deliver=("base",))
+    manifest = json.loads((release / "manifest.json").read_text())
+    readme = (release / "README.md").read_text()
+    base = next(f for f in manifest["families"] if f["name"] == "base")
+    depth = next(f for f in manifest["families"] if f["name"] == "depth")
+    packed = sum(p["size"] for p in manifest["packages"])
+    assert f"- **base**: packages {packed:,} bytes" in readme
+    assert f"restored files {base['total_bytes']:,} bytes" in readme
+    assert f"- **depth** (pending): restored files {depth['total_bytes']:,} bytes" in readme
+    total = (packed + base["total_bytes"] + 2 * depth["total_bytes"]) / 1e9
+    assert f"restoring every family needs about {total:.1f} GB" in readme
+    assert "never replacing an existing file" in readme and "--no-fsync" in readme
