@@ -321,7 +321,16 @@ def load_release(directory: str) -> Release:
             f"{MANIFEST_NAME} ({files_sha}); the metadata files are from different releases"
         )
     rows = []
-    for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnpackError(f"{FILES_NAME}: not UTF-8 ({exc})") from None
+    # Split on "\n" only: str.splitlines() would also split inside names holding U+2028,
+    # U+0085 or other Unicode line breaks, which are legal file names.
+    lines = text.split("\n")
+    if lines[-1]:
+        raise UnpackError(f"{FILES_NAME}: does not end with a newline (truncated?)")
+    for number, line in enumerate(lines[:-1], 1):
         at = f"{FILES_NAME} line {number}"
         try:
             obj = json.loads(line)
