@@ -247,3 +247,21 @@ def test_readme_states_the_disk_space_needed_per_family_and_in_total(tmp_path: P
     total = (packed + base["total_bytes"] + 2 * depth["total_bytes"]) / 1e9
     assert f"restoring every family needs about {total:.1f} GB" in readme
     assert "never replacing an existing file" in readme and "--no-fsync" in readme
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_every_package_is_fsynced_with_or_without_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_back: bool
+) -> None:
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    release = pack(make_tree(tmp_path / "ds"), tmp_path / "rel", read_back=read_back)
+    packages = sorted(release.glob("*/*.tar"))
+    assert len(packages) > 2
+    assert {p.stat().st_ino for p in packages} <= synced

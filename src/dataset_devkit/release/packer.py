@@ -104,13 +104,14 @@ def _write_packages(
     name: str,
     progress: Progress | None,
     *,
-    after_package: AfterPackage | None,
+    after_package: AfterPackage,
+    hash_package: bool,
 ) -> tuple[dict[str, str], list[PackageRecord]]:
     """Read every file once: into its package and its hash, or only its hash (pending).
 
-    *after_package* receives each finished package with its rows (the read-back runs there,
-    on other cores, while the next package is written); without it the writer hashes the
-    package itself.
+    *after_package* receives each finished, closed package with its rows: its fsync and
+    read-back run there, on other threads, while the next package is written. Without a
+    read-back (*hash_package*) the writer hashes the package bytes as it writes them.
     """
     digests: dict[str, str] = {}
     records: list[PackageRecord] = []
@@ -123,11 +124,8 @@ def _write_packages(
                     for item in plan.files:
                         digests[item.path] = reader.sha256(item, progress)
                     continue
-                # With a read-back, the package hash and the fsync happen in that job, on
-                # another core, while this thread already writes the next package.
-                later = after_package is not None
                 with TarPackageWriter(
-                    staging / plan.name, hash_package=not later, fsync=not later
+                    staging / plan.name, hash_package=hash_package, fsync=False
                 ) as tar:
                     for item in plan.files:
                         with reader.open(item) as fh:
@@ -144,12 +142,11 @@ def _write_packages(
                     member_count=tar.members,
                 )
                 records.append(record)
-                if after_package is not None:
-                    rows = {
-                        f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
-                        for f in plan.files
-                    }
-                    after_package(record, rows)
+                rows = {
+                    f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
+                    for f in plan.files
+                }
+                after_package(record, rows)
     return digests, records
 
 
@@ -210,9 +207,10 @@ def pack_release(
             checks: list[Future[tuple[PackageRecord, list[str]]]] = []
             flushes: list[Future[None]] = []
 
-            def read_back(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+            def finish(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
                 flushes.append(pool.submit(fsync_package, staging / record.name))
-                checks.append(pool.submit(read_back_package, staging, name, record, rows))
+                if opts.read_back:
+                    checks.append(pool.submit(read_back_package, staging, name, record, rows))
 
             digests, records = _write_packages(
                 tree,
@@ -221,12 +219,13 @@ def pack_release(
                 deliver,
                 name,
                 progress,
-                after_package=read_back if opts.read_back else None,
+                after_package=finish,
+                hash_package=not opts.read_back,
             )
             if opts.read_back:
                 records = collect_read_backs(check.result() for check in checks)
-                for flush in flushes:
-                    flush.result()
+            for flush in flushes:
+                flush.result()
         snapshot = snapshot_record(files, digests, source)
         package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
         rows = [
