@@ -39,6 +39,7 @@ import json
 import os
 import stat
 import sys
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -1153,16 +1154,7 @@ def unpack_release(
                 raise UnpackError(
                     "the output already holds conflicting files; nothing was written", issues
                 )
-            issues = []
-            chain = DirChain(root)
-            placer = _Placer(fsync)
-            try:
-                for pkg in packages:
-                    _restore_package(release, pkg, chain, summary, issues, placer)
-                    log(f"restored {pkg['name']}")
-            finally:
-                placer.close()
-                chain.close()
+            issues = _restore_packages(release, root, packages, summary, fsync, log)
             if issues:
                 raise UnpackError(
                     "restore incomplete: existing files differ or appeared meanwhile (kept)", issues
@@ -1276,6 +1268,62 @@ def _unlink(dir_fd: int | None, path: str) -> None:
         os.unlink(path, dir_fd=dir_fd)
     else:
         os.unlink(path)
+
+
+def _restore_packages(
+    release: Release,
+    root: PinnedDir,
+    packages: list[dict[str, Any]],
+    summary: Summary,
+    fsync: bool,
+    log: Callable[[str], None],
+    workers: int = 2,
+) -> list[str]:
+    """Restore *packages* on *workers* threads, each taking the next package in turn.
+
+    Packages hold disjoint files, so each worker has its own directory chain, placer and
+    tallies (merged at the end); hashing and writing then use both cores. After a failure
+    no worker starts another package. Returns the kept-file issues; raises the first error.
+    """
+    todo = list(packages)
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    tallies: list[tuple[Summary, list[str]]] = []
+
+    def worker() -> None:
+        mine = Summary()
+        issues: list[str] = []
+        with lock:
+            tallies.append((mine, issues))
+        chain, placer = DirChain(root), _Placer(fsync)
+        try:
+            while True:
+                with lock:
+                    if failed or not todo:
+                        return
+                    pkg = todo.pop(0)
+                try:
+                    _restore_package(release, pkg, chain, mine, issues, placer)
+                except BaseException as exc:
+                    with lock:
+                        failed.append(exc)
+                    raise
+                log(f"restored {pkg['name']}")
+        finally:
+            placer.close()
+            chain.close()
+
+    count = max(1, min(workers, len(todo)))
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        futures = [pool.submit(worker) for _ in range(count)]
+    issues: list[str] = []
+    for mine, found in tallies:
+        summary.written += mine.written
+        summary.skipped += mine.skipped
+        issues.extend(found)
+    for future in futures:
+        future.result()  # re-raises a worker's error (the first one in submission order)
+    return issues
 
 
 def _restore_package(
