@@ -265,3 +265,23 @@ def test_every_package_is_fsynced_with_or_without_read_back(
     packages = sorted(release.glob("*/*.tar"))
     assert len(packages) > 2
     assert {p.stat().st_ino for p in packages} <= synced
+
+
+def test_package_truncated_after_writing_fails_validation_even_without_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.release import packer
+    from dataset_devkit.release.errors import ReleaseVerificationError
+    from dataset_devkit.release.tarwriter import TarPackageWriter
+
+    class Truncating(TarPackageWriter):
+        def __exit__(self, *exc: object) -> None:
+            super().__exit__(*exc)  # type: ignore[arg-type]
+            if self.path.name == "base-0001.tar":
+                os.truncate(self.path, 512)
+
+    monkeypatch.setattr(packer, "TarPackageWriter", Truncating)
+    with pytest.raises(ReleaseVerificationError, match="metadata does not verify") as caught:
+        pack(make_tree(tmp_path / "ds"), tmp_path / "rel", read_back=False, restore_test="none")
+    assert "base/base-0001.tar has 512 bytes" in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

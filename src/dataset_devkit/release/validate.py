@@ -132,19 +132,18 @@ def validate_release(
 ) -> ValidationReport:
     """Run the configured checks on the new packages and say exactly what they covered."""
     families = sorted(new_families)
-    if options.read_back:
-        # Every new package was already read back strictly from disk while the next one was
-        # written (each member's SHA-256 against these rows; the package SHA-256 recorded from
-        # that read), so the bytes are not read a second time. What is left is to check that
-        # the metadata just written authenticates those results the way unpack.py will:
-        # files.jsonl against manifest.json, rows against the root, member counts, sizes.
-        try:
-            release = unpack.load_release(str(staging))
-            problems = unpack.stat_packages(release, release.packages_of(families))
-        except unpack.UnpackError as exc:
-            problems = [str(exc)]
-        if problems:
-            raise ReleaseVerificationError("the new release's metadata does not verify", problems)
+    # With a read-back, every new package was already read strictly from disk while the next
+    # one was written (each member's SHA-256 against these rows; the package SHA-256 recorded
+    # from that read), so the bytes are not read a second time. In every case the metadata
+    # just written must authenticate the way unpack.py will check it: files.jsonl against
+    # manifest.json, rows against the root, member counts, package presence and sizes.
+    try:
+        release = unpack.load_release(str(staging))
+        problems = unpack.stat_packages(release, release.packages_of(families))
+    except unpack.UnpackError as exc:
+        problems = [str(exc)]
+    if problems:
+        raise ReleaseVerificationError("the new release's metadata does not verify", problems)
     checks = [
         PackageCheck(
             name=p.name,
