@@ -834,17 +834,18 @@ def _place_noreplace(dir_fd: int | None, src: str, dst: str) -> None:
         return
     fds = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
     at = {} if dir_fd is None else {"dir_fd": dir_fd}
-    nofollow = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
-    try:
-        os.link(src, dst, **fds, **nofollow)  # type: ignore[arg-type]
-    except FileExistsError:
-        raise
-    except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
+    if hasattr(os, "link") and (dir_fd is None or os.link in os.supports_dir_fd):
+        nofollow = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
+        try:
+            os.link(src, dst, **fds, **nofollow)  # type: ignore[arg-type]
+        except FileExistsError:
             raise
-    else:
-        os.unlink(src, **at)
-        return
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+        else:
+            os.unlink(src, **at)
+            return
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
     os.close(os.open(dst, flags, 0o644, **at))
     if dir_fd is not None:
