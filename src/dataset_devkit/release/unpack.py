@@ -951,19 +951,6 @@ class PinnedDir:
             fd = os.open(self._at(name), flags)
         return os.fdopen(fd, "rb", buffering=0)
 
-    def place(self, src: str, dst: str) -> None:
-        """Give the verified temporary file *src* the name *dst*, never replacing anything.
-
-        There is no check-then-rename window: the primitive itself fails with
-        :class:`FileExistsError` when *dst* exists (see :func:`_place_noreplace`), so a file
-        created concurrently is kept.
-        """
-        if self.fd is not None:
-            _place_noreplace(self.fd, src, dst)
-        else:
-            _place_noreplace(None, self._at(src), self._at(dst))
-        self.dirty = True
-
     def replace(self, src: str, dst: str) -> None:
         self.dirty = True
         if self.fd is not None:
@@ -1208,9 +1195,10 @@ class _Placer:
         if self.pool is None:
             self._collect(self._place(dir_fd, prefix, fd, tmp, leaf, where))
             return
-        while len(self.pending) >= self.limit:
-            self._collect(self.pending.pop(0).result())
+        # Queue this file first: should an older job have failed, drain() still finishes it.
         self.pending.append(self.pool.submit(self._place, dir_fd, prefix, fd, tmp, leaf, where))
+        while len(self.pending) > self.limit:
+            self._collect(self.pending.pop(0).result())
 
     def _place(
         self, dir_fd: int | None, prefix: str, fd: int, tmp: str, leaf: str, where: str
