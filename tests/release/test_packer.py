@@ -250,7 +250,7 @@ def test_readme_states_the_disk_space_needed_per_family_and_in_total(tmp_path: P
 
 
 @pytest.mark.parametrize("read_back", [True, False])
-def test_every_package_is_fsynced_with_or_without_read_back(
+def test_every_package_file_and_folder_is_fsynced_with_or_without_read_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_back: bool
 ) -> None:
     synced: set[int] = set()
@@ -265,6 +265,9 @@ def test_every_package_is_fsynced_with_or_without_read_back(
     packages = sorted(release.glob("*/*.tar"))
     assert len(packages) > 2
     assert {p.stat().st_ino for p in packages} <= synced
+    metadata = [p for p in release.iterdir() if p.is_file()]
+    folders = [release, release / "base", release / "depth", tmp_path]
+    assert {p.stat().st_ino for p in [*metadata, *folders]} <= synced
 
 
 def test_package_truncated_after_writing_fails_validation_even_without_read_back(

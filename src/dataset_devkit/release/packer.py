@@ -150,6 +150,14 @@ def _write_packages(
     return digests, records
 
 
+def _fsync_dir(path: Path) -> None:
+    fd = open_dir_nofollow(path)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def pack_release(
     tree: Path, out: Path, options: PackOptions | None = None, *, progress: Progress | None = None
 ) -> PackResult:
@@ -253,9 +261,14 @@ def pack_release(
             options=opts,
             previous=previous,
         )
+        # Durable before visible: the family folders' and the release folder's entries, then
+        # the parent's new entry after the no-replace rename.
+        for folder in [*(staging / f for f in sorted(deliver)), staging]:
+            _fsync_dir(folder)
         parent_fd = open_dir_nofollow(out.parent)
         try:
             rename_noreplace(parent_fd, staging.name, parent_fd, out.name)
+            os.fsync(parent_fd)
         finally:
             os.close(parent_fd)
     except BaseException:
