@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "integrity",
     "demo",
     "release",
+    "vin_store",
 )
 
 _state = {"debug": False}

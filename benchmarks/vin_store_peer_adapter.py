@@ -1,0 +1,97 @@
+"""Adapter that plugs the VIN offline store into the peer harness (``/work/shared/bench/peers``).
+
+Run side by side with the harness's own backends (a reduced size keeps it short)::
+
+    cd /work/shared/bench/peers
+    PYTHONPATH=/work/wt-vin-store/src:/work/wt-vin-store/benchmarks /work/venv/bin/python \\
+        -m peerbench.run --data-dir /tmp/peerbench-vin --n 5000 --reads 2000 \\
+        --loader-samples 2000 --backends numpy-memmap,zarr3-c64 \\
+        --adapter vin-store=vin_store_peer_adapter:VinStore --md /tmp/peerbench-vin/table.md
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+from peerbench.adapters.base import Adapter, pkg_version
+from peerbench.gen import Source
+
+from dataset_devkit.vin_store import (
+    VinOfflineSample,
+    VinOfflineStoreReader,
+    build_vin_offline_store,
+)
+
+FIELDS = ("points", "pose", "label")
+
+
+class VinStore(Adapter):  # type: ignore[misc]
+    name = "vin-store"
+    imports = ("dataset_devkit.vin_store",)
+
+    def _store(self) -> Path:
+        return Path(self.root) / "store"
+
+    def write(self, samples_dir: str) -> None:
+        src = Source(samples_dir)
+        os.makedirs(self.root, exist_ok=True)
+
+        def samples() -> Any:
+            for i in range(len(src)):
+                yield VinOfflineSample(
+                    sample_key=str(i),
+                    scene_id="synthetic",
+                    snippet_id=str(i),
+                    arrays={k: np.array(getattr(src, k)[i]) for k in FIELDS},
+                    records={"record": msgspec.Raw(src.record_bytes(i))},  # stored verbatim
+                )
+
+        with ThreadPoolExecutor(2) as pool:  # shard writing releases the GIL in zarr/numpy
+            build_vin_offline_store(
+                samples(),
+                self._store(),
+                rows_per_shard=int(self.options.get("rows", 1024)),
+                executor=pool,
+            )
+
+    def open(self) -> None:
+        self.reader = VinOfflineStoreReader(self._store())
+        len(self.reader)  # read manifest, sidecar and split now
+        self._opened = True
+
+    def close(self) -> None:
+        self.__dict__.pop("reader", None)
+
+    def after_fork(self) -> None:
+        pass  # the reader sees the new pid and opens its own mmaps on first read
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        out = self.reader.read_position(int(i), decode_records=False, writeable=True)
+        out["record"] = np.frombuffer(out["record"], np.uint8).copy()
+        return out
+
+    def get_many(self, idxs: Any) -> list[dict[str, Any]]:
+        batch = self.reader.read_positions(idxs, decode_records=False, writeable=True)
+        return [
+            {
+                "points": batch["points"][k],
+                "pose": batch["pose"][k],
+                "label": batch["label"][k],
+                "record": np.frombuffer(rec, np.uint8).copy(),
+            }
+            for k, rec in enumerate(batch["record"])
+        ]
+
+    def data_paths(self) -> list[str]:
+        return [str(self._store())]
+
+    def versions(self) -> dict[str, str]:
+        return {"zarr (writer only)": pkg_version("zarr"), "msgspec": pkg_version("msgspec")}

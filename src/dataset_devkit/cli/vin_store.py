@@ -1,0 +1,127 @@
+"""``store inspect|verify|sample``: the VIN offline store on the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+import numpy as np
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from dataset_devkit.cli.render import print_json, stdout_console
+from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
+
+__all__ = ["register"]
+
+store_app = typer.Typer(
+    name="store", help="Inspect, verify and sample VIN offline stores.", no_args_is_help=True
+)
+StoreArg = Annotated[Path, typer.Argument(help="A published VIN offline store.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@store_app.command("inspect")
+def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
+    """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
+    summary = inspect_store(store)
+    if as_json:
+        print_json(_jsonable(dataclasses.asdict(summary)))
+        return
+    console = stdout_console()
+    console.print(
+        f"{summary.store_dir}: format v{summary.version}, {summary.num_samples} samples in "
+        f"{summary.num_shards} shards, {summary.num_files} files, {summary.total_bytes} bytes"
+    )
+    table = Table("block", "kind", "dtype", "row shape", "optional")
+    for block in summary.blocks:
+        table.add_row(
+            escape(block.name),
+            block.kind,
+            block.dtype or "-",
+            str(list(block.row_shape)),
+            "yes" if block.optional else "no",
+        )
+    console.print(table)
+    splits = ", ".join(f"{name} {size}" for name, size in summary.split_sizes.items())
+    console.print(f"splits: {splits}")
+    present = [name for name, flag in summary.materialized.items() if flag]
+    console.print(f"optional families: {', '.join(present) or 'none'}")
+    console.print(f"root_sha256 {summary.root_sha256}")
+
+
+@store_app.command("verify")
+def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
+    """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
+    report = verify_store(store)
+    if as_json:
+        print_json(
+            {
+                "ok": report.ok,
+                "issues": list(report.issues),
+                "root_sha256": report.root_sha256,
+                "store_dir": str(report.store_dir),
+            }
+        )
+        if not report.ok:
+            raise typer.Exit(1)
+        return
+    report.raise_for_issues()
+    stdout_console().print(f"OK {store}: root_sha256 {report.root_sha256}")
+
+
+@store_app.command("sample")
+def sample_command(
+    store: StoreArg,
+    index: Annotated[int, typer.Argument(help="The sample_index to read.")],
+    blocks: Annotated[
+        str | None, typer.Option("--blocks", help="Comma-separated block names (default all).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print one sample's blocks: numeric blocks summarized, records in full."""
+    reader = VinOfflineStoreReader(store)
+    record = reader.record(index)
+    names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
+    values = reader.read_sample(index, names)
+    if as_json:
+        print_json({"record": msgspec.to_builtins(record), "blocks": _jsonable(values)})
+        return
+    console = stdout_console()
+    console.print(
+        f"sample {record.sample_index} key={record.sample_key} scene={record.scene_id} "
+        f"snippet={record.snippet_id} split={record.split} at {record.shard_id} row {record.row}"
+    )
+    table = Table("block", "dtype", "shape", "value")
+    for name, value in values.items():
+        if isinstance(value, np.ndarray):
+            flat = value.reshape(-1)
+            preview = np.array2string(flat[:6], precision=4, separator=", ")
+            if flat.size > 6:
+                preview = preview[:-1] + ", ...]"
+            table.add_row(escape(name), str(value.dtype), str(list(value.shape)), preview)
+        else:
+            table.add_row(escape(name), "record", "-", escape(repr(value)))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``store`` command group to the root app."""
+    app.add_typer(store_app, name="store")

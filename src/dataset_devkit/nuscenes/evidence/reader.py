@@ -1,0 +1,105 @@
+"""Open an evidence directory: verify its content manifest, decode ``evidence.json`` strictly."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from dataset_devkit.errors import FormatError, VerificationFailed
+from dataset_devkit.integrity import ContentManifest, SafeDir, read_manifest, verify_tree
+from dataset_devkit.nuscenes.evidence.records import EVIDENCE_FILE, EvidenceDocument
+from dataset_devkit.nuscenes.spec import EVIDENCE_SCHEMA_VERSION
+from dataset_devkit.nuscenes.tokens import encode_canonical
+
+__all__ = ["Evidence", "read_evidence", "recheck_evidence"]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A verified evidence directory and its decoded document.
+
+    ``root_sha256`` (the content manifest's root hash) is the evidence fingerprint recorded
+    in the exported ``config.json``.
+    """
+
+    root: Path
+    document: EvidenceDocument
+    manifest: ContentManifest
+
+    @property
+    def root_sha256(self) -> str:
+        return self.manifest.root_sha256
+
+
+def _decode(raw: bytes, path: Path) -> EvidenceDocument:
+    try:
+        doc = msgspec.json.decode(raw, type=EvidenceDocument)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
+        raise FormatError(text.split(" - at ")[0], path=path, field=field) from exc
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"malformed JSON: {exc}", path=path) from exc
+    if doc.schema_version != EVIDENCE_SCHEMA_VERSION:
+        raise FormatError(
+            f"unsupported evidence schema {doc.schema_version}, expected {EVIDENCE_SCHEMA_VERSION}",
+            path=path,
+            field="$.schema_version",
+        )
+    config_sha = hashlib.sha256(encode_canonical(doc.config)).hexdigest()
+    if config_sha != doc.config_fingerprint:
+        raise FormatError(
+            f"config fingerprint {doc.config_fingerprint} does not match the recorded config "
+            f"({config_sha})",
+            path=path,
+            field="$.config_fingerprint",
+        )
+    if doc.namespace != doc.config.namespace:
+        raise FormatError(
+            f"namespace {doc.namespace!r} differs from the config's {doc.config.namespace!r}",
+            path=path,
+            field="$.namespace",
+        )
+    return doc
+
+
+def read_evidence(root: Path | str, *, verify_frames: bool = True) -> Evidence:
+    """Open the evidence at *root*.
+
+    With *verify_frames* every file is re-hashed against the manifest; without it only
+    ``evidence.json`` is (export re-hashes each frame while copying it anyway).
+    """
+    root = Path(root)
+    if verify_frames:
+        verify_tree(root).raise_for_issues()
+    manifest = read_manifest(root)
+    with SafeDir.open(root) as pinned:
+        raw = pinned.read_bytes(EVIDENCE_FILE)
+    _check_entry(manifest, raw, root)
+    return Evidence(root=root, document=_decode(raw, root / EVIDENCE_FILE), manifest=manifest)
+
+
+def _check_entry(manifest: ContentManifest, raw: bytes, root: Path) -> None:
+    entry = manifest.by_path().get(EVIDENCE_FILE)
+    if entry is None or entry.size != len(raw) or entry.sha256 != hashlib.sha256(raw).hexdigest():
+        raise VerificationFailed(
+            f"{root}: evidence.json does not match the content manifest", [EVIDENCE_FILE]
+        )
+
+
+def recheck_evidence(evidence: Evidence) -> None:
+    """Refuse evidence whose manifest or ``evidence.json`` changed since it was opened."""
+    manifest = read_manifest(evidence.root)
+    if manifest.root_sha256 != evidence.root_sha256:
+        raise VerificationFailed(
+            f"{evidence.root}: content manifest changed since the evidence was opened",
+            [f"root_sha256 {evidence.root_sha256} → {manifest.root_sha256}"],
+        )
+    with SafeDir.open(evidence.root) as pinned:
+        raw = pinned.read_bytes(EVIDENCE_FILE)
+    _check_entry(manifest, raw, evidence.root)
+    if _decode(raw, evidence.root / EVIDENCE_FILE) != evidence.document:
+        raise VerificationFailed(f"{evidence.root}: evidence.json differs from the opened evidence")

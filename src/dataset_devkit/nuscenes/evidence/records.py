@@ -1,0 +1,166 @@
+"""On-disk records of the immutable evidence directory (``evidence.json`` + frame JPEGs).
+
+The evidence keeps two kinds of content: the *inputs* read from the recordings (camera
+calibration and capture times, pose and GNSS streams, observations) and the *derived*
+results (scene windows, audits, selection, splits, chosen frames). Export re-derives the
+second from the first with the same pure functions and refuses on any difference.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from dataset_devkit.nuscenes.spec import (
+    AnnotationRecord,
+    CameraGridAudit,
+    Matrix3,
+    PipelineConfig,
+    Quat,
+    RecordingObservations,
+    Rejection,
+    SelectionStep,
+    Vec3,
+)
+
+__all__ = [
+    "EVIDENCE_FILE",
+    "FRAMES_DIR",
+    "Derived",
+    "EvCamera",
+    "EvFrame",
+    "EvImage",
+    "EvRecording",
+    "EvScene",
+    "EvSplit",
+    "EvidenceDocument",
+]
+
+EVIDENCE_FILE: Final = "evidence.json"
+FRAMES_DIR: Final = "frames"
+
+
+class _Ev(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class EvCamera(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    source_name: str
+    channel: str
+    topic: str
+    frame_id: str
+    width: int
+    height: int
+    intrinsic: Matrix3
+    distortion_model: str
+    distortion: tuple[float, ...]
+    translation: Vec3
+    rotation: Quat
+    timestamps_ns: tuple[int, ...]
+
+
+class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Inputs of one recording, as read by its ingest backend."""
+
+    recording_id: str
+    source_type: str
+    backend: str
+    source_name: str
+    source_size: int
+    source_digest: str
+    vehicle: str
+    location: str
+    truncated: bool
+    longitude_deg: float
+    observations: RecordingObservations
+    filtering: tuple[Rejection, ...]
+    cameras: tuple[EvCamera, ...]
+    translations: tuple[tuple[int, Vec3], ...]
+    rotations: tuple[tuple[int, Quat], ...]
+    gnss: tuple[tuple[int, float, float], ...]
+    track: tuple[tuple[int, Vec3], ...]
+
+
+class EvFrame(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One chosen camera frame of a valid scene, with its ego pose and GNSS context."""
+
+    channel: str
+    timestamp_ns: int
+    is_key_frame: bool
+    #: Grid index of the key frame, or of the nearest key frame for a sweep.
+    grid_index: int
+    ego_translation: Vec3
+    ego_rotation: Quat
+    gnss_timestamp_ns: int
+    gnss_east_m: float
+    gnss_north_m: float
+
+
+class EvScene(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One scene window of a recording (every window, valid or not)."""
+
+    scene_id: str
+    source_digest: str
+    scene_index: int
+    start_timestamp_ns: int
+    end_timestamp_ns: int
+    grid_timestamps_ns: tuple[int, ...]
+    valid: bool
+    reasons: tuple[str, ...]
+    audits: tuple[CameraGridAudit, ...]
+    channels: tuple[str, ...]
+    distance_m: float
+    mean_speed_mps: float
+    max_speed_mps: float
+    local_solar_hour: float
+    time_of_day: str
+    #: Empty unless the scene is valid.
+    frames: tuple[EvFrame, ...]
+
+
+class EvSplit(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    scene_id: str
+    split: str
+    group_id: str
+
+
+class Derived(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Everything computed from the inputs and the config; recomputed by export."""
+
+    scenes: tuple[EvScene, ...]
+    selection: tuple[SelectionStep, ...]
+    selected_scene_ids: tuple[str, ...]
+    #: scene id -> the first rule that rejected it (unselected scenes only).
+    rejected_by: dict[str, str]
+    splits: tuple[EvSplit, ...]
+
+
+class EvImage(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A frame's JPEG stored in the evidence directory."""
+
+    source_digest: str
+    channel: str
+    timestamp_ns: int
+    path: str
+    size: int
+    sha256: str
+    width: int
+    height: int
+
+
+class EvidenceDocument(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    schema_version: int
+    namespace: str
+    config: PipelineConfig
+    config_fingerprint: str
+    source_type: str
+    #: Original source camera name -> normalized channel.
+    channel_mapping: dict[str, str]
+    recordings: tuple[EvRecording, ...]
+    derived: Derived
+    images: tuple[EvImage, ...]
+    label_file_name: str
+    label_file_sha256: str
+    labels: tuple[AnnotationRecord, ...]
+    rejections: tuple[Rejection, ...]

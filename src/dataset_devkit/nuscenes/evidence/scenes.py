@@ -1,0 +1,241 @@
+"""Scenes (the seed's Task 5): scene windows, the 2 Hz grid, per-camera audits and validity.
+
+Pure functions of a recording's evidence inputs and the scenario config, so export can run
+them again and compare.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from dataset_devkit.nuscenes.evidence.records import EvCamera, EvFrame, EvRecording, EvScene
+from dataset_devkit.nuscenes.ingest.model import (
+    TimedQuat,
+    TimedVec3,
+    interpolate_rotation,
+    interpolate_translation,
+)
+from dataset_devkit.nuscenes.spec import SAMPLE_INTERVAL_NS, CameraGridAudit, ScenarioConfig
+
+__all__ = ["derive_scenes", "scene_id", "time_of_day"]
+
+
+def scene_id(source_digest: str, scene_index: int) -> str:
+    """Stable identity of a scene window: ``<source digest>#<index>``."""
+    return f"{source_digest}#{scene_index}"
+
+
+def time_of_day(solar_hour: float) -> str:
+    """Coarse time of day from the local solar hour."""
+    if 7.0 <= solar_hour < 18.0:
+        return "day"
+    if 5.0 <= solar_hour < 7.0:
+        return "dawn"
+    if 18.0 <= solar_hour < 21.0:
+        return "dusk"
+    return "night"
+
+
+def _solar_hour(t_ns: int, longitude_deg: float) -> float:
+    utc = datetime.fromtimestamp(t_ns / 1e9, tz=UTC)
+    hour = utc.hour + utc.minute / 60 + utc.second / 3600
+    # Rounded to 0.01 h: enough for a time-of-day tag, too coarse to re-derive a longitude.
+    return round((hour + longitude_deg / 15.0) % 24.0, 2)
+
+
+class _Streams:
+    """Pose/GNSS streams of a recording with their time indexes built once."""
+
+    def __init__(self, rec: EvRecording, tolerance_ns: int) -> None:
+        self.tolerance_ns = tolerance_ns
+        self.translations = tuple(TimedVec3(t, v) for t, v in rec.translations)
+        self.rotations = tuple(TimedQuat(t, q) for t, q in rec.rotations)
+        self.t_times = [t for t, _ in rec.translations]
+        self.r_times = [t for t, _ in rec.rotations]
+        self.gnss = rec.gnss
+        self.g_times = [g[0] for g in rec.gnss]
+        self.track = rec.track
+        self.track_times = [t for t, _ in rec.track]
+
+    def frame(self, channel: str, t: int, key: bool, grid_index: int) -> EvFrame | None:
+        translation = interpolate_translation(self.translations, self.t_times, t, self.tolerance_ns)
+        rotation = interpolate_rotation(self.rotations, self.r_times, t, self.tolerance_ns)
+        fix = _nearest(self.g_times, t, self.tolerance_ns)
+        if translation is None or rotation is None or fix is None:
+            return None
+        g = self.gnss[fix]
+        return EvFrame(
+            channel=channel,
+            timestamp_ns=t,
+            is_key_frame=key,
+            grid_index=grid_index,
+            ego_translation=translation,
+            ego_rotation=rotation,
+            gnss_timestamp_ns=g[0],
+            gnss_east_m=g[1],
+            gnss_north_m=g[2],
+        )
+
+    def motion(self, start: int, end: int) -> tuple[float, float, float]:
+        """Distance (m), mean and max speed (m/s) of the track between two times."""
+        lo = bisect.bisect_left(self.track_times, start)
+        hi = bisect.bisect_right(self.track_times, end)
+        points = self.track[lo:hi]
+        distance = 0.0
+        max_speed = 0.0
+        for (t0, a), (t1, b) in itertools.pairwise(points):
+            step = math.dist(a, b)
+            distance += step
+            if t1 > t0:
+                max_speed = max(max_speed, step / ((t1 - t0) / 1e9))
+        span = (points[-1][0] - points[0][0]) / 1e9 if len(points) > 1 else 0.0
+        mean = distance / span if span > 0 else 0.0
+        return (round(distance, 6), round(mean, 6), round(max_speed, 6))
+
+
+def _nearest(times: Sequence[int], t: int, tolerance_ns: int) -> int | None:
+    """Index of the time nearest *t* (earlier wins a tie) within the tolerance."""
+    j = bisect.bisect_left(times, t)
+    best: int | None = None
+    for k in (j - 1, j):
+        in_range = 0 <= k < len(times) and abs(times[k] - t) <= tolerance_ns
+        if in_range and (best is None or abs(times[k] - t) < abs(times[best] - t)):
+            best = k
+    return best
+
+
+def _audit_camera(
+    cam: EvCamera,
+    grid: Sequence[int],
+    window: tuple[int, int],
+    streams: _Streams,
+    tolerance_ns: int,
+    include_sweeps: bool,
+) -> tuple[CameraGridAudit, list[EvFrame]]:
+    times = cam.timestamps_ns
+    frames: list[EvFrame] = []
+    missing: list[int] = []
+    max_offset = 0
+    without_pose = 0
+    keys: set[int] = set()
+    offsets: list[int | None] = []
+    for g, t in enumerate(grid):
+        k = _nearest(times, t, tolerance_ns)
+        if k is None or times[k] in keys:
+            missing.append(g)
+            offsets.append(None)
+            continue
+        keys.add(times[k])
+        offsets.append(times[k] - t)
+        max_offset = max(max_offset, abs(times[k] - t))
+        frame = streams.frame(cam.channel, times[k], True, g)
+        if frame is None:
+            without_pose += 1
+            continue
+        frames.append(frame)
+    lo = bisect.bisect_left(times, window[0])
+    hi = bisect.bisect_left(times, window[1])
+    if include_sweeps and frames:
+        first, last = frames[0].timestamp_ns, frames[-1].timestamp_ns
+        for t in times[lo:hi]:
+            if first < t < last and t not in keys:
+                sweep = streams.frame(cam.channel, t, False, _nearest_index(grid, t))
+                if sweep is None:
+                    without_pose += 1
+                else:
+                    frames.append(sweep)
+    audit = CameraGridAudit(
+        channel=cam.channel,
+        grid_points=len(grid),
+        matched=len(grid) - len(missing),
+        missing_grid_indices=tuple(missing),
+        max_abs_offset_ns=max_offset,
+        frames_in_window=hi - lo,
+        frames_without_pose=without_pose,
+        offsets_ns=tuple(offsets),
+    )
+    frames.sort(key=lambda f: f.timestamp_ns)
+    return audit, frames
+
+
+def _nearest_index(grid: Sequence[int], t: int) -> int:
+    j = bisect.bisect_left(grid, t)
+    if j == 0:
+        return 0
+    if j == len(grid) or t - grid[j - 1] <= grid[j] - t:
+        return j - 1
+    return j
+
+
+def derive_scenes(
+    rec: EvRecording, config: ScenarioConfig, *, include_sweeps: bool
+) -> tuple[EvScene, ...]:
+    """Cut *rec* into scene windows and audit each one's 2 Hz grid per camera."""
+    starts = [c.timestamps_ns[0] for c in rec.cameras if c.timestamps_ns]
+    if not starts:
+        return ()
+    rec_start = min(starts)
+    rec_end = max(c.timestamps_ns[-1] for c in rec.cameras if c.timestamps_ns)
+    duration_ns = round(config.scene_duration_s * 1e9)
+    tolerance_ns = round(config.frame_tolerance_ms * 1e6)
+    streams = _Streams(rec, round(config.pose_tolerance_ms * 1e6))
+    channels = tuple(sorted(c.channel for c in rec.cameras))
+    scenes: list[EvScene] = []
+    index = 0
+    while rec_start + index * duration_ns <= rec_end:
+        start = rec_start + index * duration_ns
+        end = start + duration_ns
+        grid = tuple(range(start, min(end, rec_end + 1), SAMPLE_INTERVAL_NS))
+        reasons: list[str] = []
+        if (min(end, rec_end + 1) - start) / 1e9 < config.min_scene_duration_s:
+            reasons.append(
+                f"window spans {(min(end, rec_end + 1) - start) / 1e9:.3f} s of data, "
+                f"less than min_scene_duration_s={config.min_scene_duration_s}"
+            )
+        audits = []
+        frames: list[EvFrame] = []
+        for cam in sorted(rec.cameras, key=lambda c: c.channel):
+            audit, cam_frames = _audit_camera(
+                cam, grid, (start, end), streams, tolerance_ns, include_sweeps
+            )
+            audits.append(audit)
+            frames.extend(cam_frames)
+            if audit.missing_grid_indices:
+                reasons.append(
+                    f"{cam.channel} misses {len(audit.missing_grid_indices)} of "
+                    f"{audit.grid_points} grid points"
+                )
+            keys_without_pose = audit.matched - sum(1 for f in cam_frames if f.is_key_frame)
+            if keys_without_pose:
+                reasons.append(f"{cam.channel} has {keys_without_pose} key frames without ego pose")
+        valid = not reasons
+        distance, mean_speed, max_speed = streams.motion(grid[0], grid[-1])
+        solar = _solar_hour(start, rec.longitude_deg)
+        scenes.append(
+            EvScene(
+                scene_id=scene_id(rec.source_digest, index),
+                source_digest=rec.source_digest,
+                scene_index=index,
+                start_timestamp_ns=start,
+                end_timestamp_ns=end,
+                grid_timestamps_ns=grid,
+                valid=valid,
+                reasons=tuple(reasons),
+                audits=tuple(audits),
+                channels=channels,
+                distance_m=distance,
+                mean_speed_mps=mean_speed,
+                max_speed_mps=max_speed,
+                local_solar_hour=solar,
+                time_of_day=time_of_day(solar),
+                frames=tuple(sorted(frames, key=lambda f: (f.channel, f.timestamp_ns)))
+                if valid
+                else (),
+            )
+        )
+        index += 1
+    return tuple(scenes)

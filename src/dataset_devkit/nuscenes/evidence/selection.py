@@ -1,0 +1,116 @@
+"""Ordered scenario selection: configurable rules applied in order, every rejection recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.nuscenes.evidence.records import EvScene
+from dataset_devkit.nuscenes.spec import SelectionRule, SelectionStep
+
+__all__ = ["select_scenes"]
+
+_TIMES_OF_DAY = frozenset({"night", "dawn", "day", "dusk"})
+
+
+def _number(rule: SelectionRule, key: str) -> float:
+    if isinstance(rule.value, bool) or not isinstance(rule.value, int | float):
+        raise ConfigError(f"rule {rule.kind!r} needs a number, found {rule.value!r}", key=key)
+    return float(rule.value)
+
+
+def _words(rule: SelectionRule, key: str) -> frozenset[str]:
+    if not isinstance(rule.value, str) or not rule.value.strip():
+        raise ConfigError(
+            f"rule {rule.kind!r} needs a comma-separated list, found {rule.value!r}", key=key
+        )
+    return frozenset(w.strip() for w in rule.value.split(",") if w.strip())
+
+
+def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | None:
+    """The keep-predicate of a filtering rule, or None for ``max_scenes``."""
+    kind = rule.kind
+    if kind == "require_valid":
+        if rule.value is not None:
+            raise ConfigError("rule 'require_valid' takes no value", key=key)
+        return lambda s: s.valid
+    if kind == "min_samples":
+        n = _number(rule, key)
+        return lambda s: len(s.grid_timestamps_ns) >= n
+    if kind == "min_distance_m":
+        d = _number(rule, key)
+        return lambda s: s.distance_m >= d
+    if kind == "min_mean_speed_mps":
+        v = _number(rule, key)
+        return lambda s: s.mean_speed_mps >= v
+    if kind == "max_mean_speed_mps":
+        v = _number(rule, key)
+        return lambda s: s.mean_speed_mps <= v
+    if kind == "time_of_day":
+        allowed = _words(rule, key)
+        unknown = sorted(allowed - _TIMES_OF_DAY)
+        if unknown:
+            raise ConfigError(
+                f"unknown time of day {unknown}; use {sorted(_TIMES_OF_DAY)}", key=key
+            )
+        return lambda s: s.time_of_day in allowed
+    if kind == "require_cameras":
+        needed = _words(rule, key)
+        return lambda s: needed <= set(s.channels)
+    if kind == "max_scenes":
+        n = _number(rule, key)
+        if n < 0 or n != int(n):
+            raise ConfigError(
+                f"max_scenes must be a non-negative integer, found {rule.value!r}", key=key
+            )
+        return None
+    raise ConfigError(f"unknown selection rule {kind!r}", key=key)  # pragma: no cover
+
+
+def select_scenes(
+    scenes: Sequence[EvScene], rules: Sequence[SelectionRule]
+) -> tuple[tuple[SelectionStep, ...], tuple[str, ...], dict[str, str]]:
+    """Apply *rules* in order to *scenes* (already in chronological order).
+
+    Returns the steps (with the scenes each rejected), the selected scene ids in order, and
+    for every unselected scene the rule that rejected it. Unselected-by-validity scenes carry
+    their validity reasons so the chronology says why.
+    """
+    candidates = list(scenes)
+    steps: list[SelectionStep] = []
+    rejected_by: dict[str, str] = {}
+    for i, rule in enumerate(rules):
+        key = f"scenario.rules[{i}]"
+        keep = _predicate(rule, key)
+        if keep is None:
+            kept = candidates[: int(_number(rule, key))]
+        else:
+            kept = [s for s in candidates if keep(s)]
+        kept_ids = {s.scene_id for s in kept}
+        dropped = tuple(s.scene_id for s in candidates if s.scene_id not in kept_ids)
+        for sid in dropped:
+            rejected_by[sid] = f"rule {i} {rule.kind}"
+        steps.append(
+            SelectionStep(
+                rule=rule,
+                candidates_before=len(candidates),
+                candidates_after=len(kept),
+                rejected_scene_ids=dropped,
+            )
+        )
+        candidates = kept
+    # A scene that is not valid can never be exported, whatever the rules say.
+    for s in candidates:
+        if not s.valid:
+            rejected_by[s.scene_id] = "invalid: " + "; ".join(s.reasons)
+    selected = tuple(s.scene_id for s in candidates if s.valid)
+    if len(selected) != len(candidates):
+        steps.append(
+            SelectionStep(
+                rule=SelectionRule(kind="require_valid"),
+                candidates_before=len(candidates),
+                candidates_after=len(selected),
+                rejected_scene_ids=tuple(s.scene_id for s in candidates if not s.valid),
+            )
+        )
+    return tuple(steps), selected, dict(sorted(rejected_by.items()))

@@ -1,0 +1,16 @@
+"""Ingest backends: MCAP files and decoded recording folders to one normalized recording."""
+
+from __future__ import annotations
+
+from dataset_devkit.nuscenes.ingest.decoded import BACKEND_DECODED, read_decoded
+from dataset_devkit.nuscenes.ingest.mcap import BACKEND_MCAP, read_mcap
+from dataset_devkit.nuscenes.ingest.model import CameraStream, RecordingSource
+
+__all__ = [
+    "BACKEND_DECODED",
+    "BACKEND_MCAP",
+    "CameraStream",
+    "RecordingSource",
+    "read_decoded",
+    "read_mcap",
+]

@@ -1,0 +1,66 @@
+"""Opening source recordings safely and fingerprinting their exact bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+from dataset_devkit.errors import NotFoundError, UnsafePathError
+
+__all__ = ["SourceDigest", "open_regular", "source_identity"]
+
+_BLOCK = 1 << 20
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open *path* for reading without following a final symlink; it must be a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: recording not found") from exc
+    except OSError as exc:
+        raise UnsafePathError(f"cannot open without following links: {exc}", path=path) from exc
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise UnsafePathError("not a regular file", path=path)
+    return os.fdopen(fd, "rb", buffering=_BLOCK)
+
+
+def source_identity(f: BinaryIO) -> tuple[int, int, int, int]:
+    """``(st_dev, st_ino, st_size, st_mtime_ns)`` of an open file, to detect a changed source."""
+    st = os.fstat(f.fileno())
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class SourceDigest:
+    """``sha256(backend, then each member's name, size and bytes)`` as ``backend:sha256:hex``.
+
+    The backend name is part of the digest, so the same bytes read by two backends (an MCAP
+    file, a decoded folder) never share a fingerprint.
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._h = hashlib.sha256(b"dataset-devkit/nuscenes/source/v1\0" + backend.encode() + b"\0")
+
+    def add_file(self, name: str, f: BinaryIO) -> int:
+        """Hash one member from the start of *f*; returns its size."""
+        f.seek(0)
+        size = os.fstat(f.fileno()).st_size
+        raw = name.encode()
+        self._h.update(len(raw).to_bytes(8, "big") + raw + size.to_bytes(8, "big"))
+        done = 0
+        while chunk := f.read(_BLOCK):
+            self._h.update(chunk)
+            done += len(chunk)
+        if done != size:
+            raise UnsafePathError(f"{name} changed size while hashing ({size} → {done} bytes)")
+        f.seek(0)
+        return size
+
+    def hexdigest(self) -> str:
+        return f"{self.backend}:sha256:{self._h.hexdigest()}"

@@ -1,0 +1,67 @@
+"""Deterministic identities: tokens, camera channel names, source fingerprints, canonical JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import msgspec
+
+from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity import canonical_json
+from dataset_devkit.nuscenes.spec import CHANNEL_RE
+
+__all__ = ["encode_canonical", "fingerprint", "make_token", "normalize_channel"]
+
+_TOKEN_DOMAIN = b"dataset-devkit/nuscenes/token/v1"
+
+
+def make_token(namespace: str, kind: str, *parts: str | int) -> str:
+    """A 32-hex token from the dataset namespace, the record kind and a stable identity.
+
+    Same namespace and identity give the same token in every run; a different namespace gives
+    unrelated tokens, so two datasets never share tokens by accident.
+    """
+    h = hashlib.sha256(_TOKEN_DOMAIN)
+    for part in (namespace, kind, *parts):
+        raw = str(part).encode()
+        h.update(len(raw).to_bytes(8, "big"))
+        h.update(raw)
+    return h.hexdigest()[:32]
+
+
+def fingerprint(*parts: bytes | str) -> str:
+    """SHA-256 hex over length-prefixed parts (no ambiguity between part boundaries)."""
+    h = hashlib.sha256()
+    for part in parts:
+        raw = part.encode() if isinstance(part, str) else part
+        h.update(len(raw).to_bytes(8, "big"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+_NON_ALNUM = re.compile(r"[^A-Z0-9]+")
+
+
+def normalize_channel(source_name: str) -> str:
+    """Map a source camera name to a safe ``CAM_*`` channel.
+
+    Upper-case, every run of other characters becomes ``_``, a leading ``CAM``/``CAMERA``
+    word is dropped, then ``CAM_`` is prefixed: ``/camera/front-left`` → ``CAM_FRONT_LEFT``.
+    """
+    words = [w for w in _NON_ALNUM.split(source_name.upper()) if w]
+    if words and words[0] in ("CAM", "CAMERA"):
+        words = words[1:]
+    channel = "CAM_" + "_".join(words)
+    if not words or CHANNEL_RE.fullmatch(channel) is None:
+        raise FormatError(f"camera name {source_name!r} does not normalize to a CAM_* channel")
+    return channel
+
+
+def encode_canonical(obj: Any) -> bytes:
+    """Canonical JSON (the integrity core's encoding); NaN and infinity are refused."""
+    try:
+        return canonical_json(msgspec.to_builtins(obj))
+    except ValueError as exc:
+        raise FormatError(f"document holds a non-finite number: {exc}") from exc

@@ -1,0 +1,71 @@
+"""VIN offline store: immutable Zarr + MessagePack shards read at random by many workers.
+
+The torch adapter (:class:`VinOfflineTorchDataset`, :class:`VinOfflineBatchedTorchDataset`)
+is imported on first use, so ``import dataset_devkit.vin_store`` never imports torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dataset_devkit.vin_store.builder import (
+    VinOfflineBuildResult,
+    VinOfflineSample,
+    build_vin_offline_store,
+)
+from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.errors import (
+    InventoryError,
+    SampleIndexNotFoundError,
+    UnsupportedVersionError,
+    VinOfflineFormatError,
+    VinOfflineSchemaError,
+)
+from dataset_devkit.vin_store.inspect import VinOfflineStoreSummary, inspect_store
+from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+from dataset_devkit.vin_store.spec import (
+    OFFLINE_DATASET_VERSION,
+    VinOfflineBlockSpec,
+    VinOfflineIndexRecord,
+    VinOfflineManifest,
+    VinOfflineMaterializedBlocks,
+    VinOfflineShardSpec,
+)
+from dataset_devkit.vin_store.verify import VinOfflineVerifyReport, verify_store
+from dataset_devkit.vin_store.writer import VinOfflineShardWriter
+
+__all__ = [
+    "OFFLINE_DATASET_VERSION",
+    "InventoryError",
+    "SampleIndexNotFoundError",
+    "UnsupportedVersionError",
+    "VinOfflineBatchedTorchDataset",
+    "VinOfflineBlockSpec",
+    "VinOfflineBuildResult",
+    "VinOfflineFormatError",
+    "VinOfflineIndexRecord",
+    "VinOfflineManifest",
+    "VinOfflineMaterializedBlocks",
+    "VinOfflineSample",
+    "VinOfflineSchemaError",
+    "VinOfflineShardSpec",
+    "VinOfflineShardWriter",
+    "VinOfflineStoreConfig",
+    "VinOfflineStoreReader",
+    "VinOfflineStoreSummary",
+    "VinOfflineTorchDataset",
+    "VinOfflineVerifyReport",
+    "build_vin_offline_store",
+    "inspect_store",
+    "verify_store",
+]
+
+_TORCH_NAMES = frozenset({"VinOfflineBatchedTorchDataset", "VinOfflineTorchDataset"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCH_NAMES:
+        from dataset_devkit.vin_store import torch_dataset
+
+        return getattr(torch_dataset, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

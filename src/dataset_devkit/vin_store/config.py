@@ -1,0 +1,123 @@
+"""Filesystem configuration of one VIN offline store: where each file lives, which split."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.vin_store.spec import (
+    MANIFEST_NAME,
+    SAMPLE_INDEX_NAME,
+    SAMPLE_INDEX_SIDECAR_NAME,
+    SHARDS_DIR,
+    SPLIT_NAMES,
+    SPLITS_DIR,
+    Split,
+)
+
+__all__ = ["VinOfflineStoreConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class VinOfflineStoreConfig:
+    """Filesystem configuration for one immutable VIN offline dataset.
+
+    Parameters
+    ----------
+    store_dir
+        The store's root directory.
+    split
+        The split a reader serves: ``"all"``, ``"train"`` or ``"val"``.
+    """
+
+    store_dir: Path
+    split: Split = "all"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "store_dir", Path(self.store_dir))
+        if self.split not in SPLIT_NAMES:
+            raise ConfigError(
+                f"split must be one of {', '.join(SPLIT_NAMES)}, found {self.split!r}", key="split"
+            )
+
+    @property
+    def manifest_path(self) -> Path:
+        """``manifest.json``."""
+        return self.store_dir / MANIFEST_NAME
+
+    @property
+    def sample_index_path(self) -> Path:
+        """``sample_index.jsonl``, the canonical index."""
+        return self.store_dir / SAMPLE_INDEX_NAME
+
+    @property
+    def sample_index_sidecar_path(self) -> Path:
+        """``sample_index.npy``, the binary sidecar read at open instead of JSON lines."""
+        return self.store_dir / SAMPLE_INDEX_SIDECAR_NAME
+
+    @property
+    def shards_dir(self) -> Path:
+        """``shards/``."""
+        return self.store_dir / SHARDS_DIR
+
+    @property
+    def splits_dir(self) -> Path:
+        """``splits/``."""
+        return self.store_dir / SPLITS_DIR
+
+    def split_path(self, split: str | None = None) -> Path:
+        """``splits/<split>.npy`` for *split* (default: the configured one)."""
+        name = self.split if split is None else split
+        if name not in SPLIT_NAMES:
+            raise ConfigError(f"unknown split {name!r}", key="split")
+        return self.splits_dir / f"{name}.npy"
+
+    @property
+    def train_split_path(self) -> Path:
+        """``splits/train.npy``."""
+        return self.split_path("train")
+
+    @property
+    def val_split_path(self) -> Path:
+        """``splits/val.npy``."""
+        return self.split_path("val")
+
+    @property
+    def all_split_path(self) -> Path:
+        """``splits/all.npy``."""
+        return self.split_path("all")
+
+    def write_split_indices(self, splits: Mapping[str, npt.ArrayLike]) -> dict[str, Path]:
+        """Write each split's sorted int64 sample indices exclusively (never overwriting).
+
+        Parameters
+        ----------
+        splits
+            Split name -> sample indices; every name in ``SPLIT_NAMES`` is required.
+        """
+        missing = sorted(set(SPLIT_NAMES) - set(splits))
+        extra = sorted(set(splits) - set(SPLIT_NAMES))
+        if missing or extra:
+            raise ConfigError(
+                f"splits must be exactly {SPLIT_NAMES}; missing {missing}, unknown {extra}",
+                key="splits",
+            )
+        arrays = {}
+        for name in SPLIT_NAMES:  # check everything before writing anything
+            values = np.asarray(splits[name], dtype="<i8").reshape(-1)
+            if values.size > 1 and bool(np.any(np.diff(values) <= 0)):
+                raise ConfigError(f"split {name!r} indices must strictly increase", key=name)
+            arrays[name] = values
+        self.splits_dir.mkdir(exist_ok=True)
+        written = {}
+        for name, values in arrays.items():
+            path = self.split_path(name)
+            with path.open("xb") as stream:
+                np.save(stream, values, allow_pickle=False)
+            written[name] = path
+        return written

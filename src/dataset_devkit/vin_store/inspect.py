@@ -1,0 +1,71 @@
+"""Summarize a VIN offline store (shards, blocks, splits, bytes, root hash) as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dataset_devkit.integrity import read_manifest
+from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.spec import SPLIT_NAMES, VinOfflineManifest
+
+__all__ = ["VinOfflineBlockSummary", "VinOfflineStoreSummary", "inspect_store"]
+
+
+@dataclass(frozen=True, slots=True)
+class VinOfflineBlockSummary:
+    """One logical block: kind, dtype, per-row shape, optional flag."""
+
+    name: str
+    kind: str
+    dtype: str | None
+    row_shape: tuple[int, ...]
+    optional: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VinOfflineStoreSummary:
+    """What ``dataset-devkit store inspect`` shows."""
+
+    store_dir: Path
+    version: int
+    num_samples: int
+    num_shards: int
+    blocks: tuple[VinOfflineBlockSummary, ...]
+    materialized: dict[str, bool]
+    split_sizes: dict[str, int]
+    total_bytes: int
+    num_files: int
+    root_sha256: str
+
+
+def inspect_store(store_dir: Path) -> VinOfflineStoreSummary:
+    """Read the manifests and split files of a store and summarize them (no verification)."""
+    config = VinOfflineStoreConfig(store_dir=Path(store_dir))
+    manifest = VinOfflineManifest.read(config.manifest_path)
+    content = read_manifest(config.store_dir)
+    first = manifest.shards[0].blocks if manifest.shards else {}
+    blocks = tuple(
+        VinOfflineBlockSummary(b.name, b.kind, b.dtype, tuple((b.shape or ())[1:]), b.optional)
+        for b in first.values()
+    )
+    splits = {
+        name: int(np.load(config.split_path(name), mmap_mode="r").shape[0]) for name in SPLIT_NAMES
+    }
+    return VinOfflineStoreSummary(
+        store_dir=config.store_dir,
+        version=manifest.version,
+        num_samples=manifest.num_rows,
+        num_shards=len(manifest.shards),
+        blocks=blocks,
+        materialized={
+            f: bool(getattr(manifest.materialized_blocks, f))
+            for f in manifest.materialized_blocks.__struct_fields__
+        },
+        split_sizes=splits,
+        total_bytes=sum(entry.size for entry in content.files),
+        num_files=len(content.files),
+        root_sha256=content.root_sha256,
+    )

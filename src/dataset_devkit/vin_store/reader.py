@@ -1,0 +1,413 @@
+"""Random-access reader of a published VIN offline store, safe in fork and spawn workers.
+
+Opening reads ``manifest.json``, the binary index sidecar and one split file: no JSON
+lines, no Zarr, no threads. Block files are mmapped lazily, once per process; pickling
+sends only the config (spawn workers reopen lazily). A forked child keeps the parent's
+read-only mappings: they are safe to share (no threads, no locks, every descriptor closed right
+after ``mmap``) and already hold populated page tables, which measured ~1.7x faster than
+re-mapping in each DataLoader worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
+from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.errors import (
+    InventoryError,
+    SampleIndexNotFoundError,
+    VinOfflineFormatError,
+)
+from dataset_devkit.vin_store.spec import (
+    BLOCK_FAMILIES,
+    Split,
+    VinOfflineBlockSpec,
+    VinOfflineIndexRecord,
+    VinOfflineManifest,
+    block_family,
+)
+
+__all__ = ["SMALL_BLOCK_BYTES", "VinOfflineStoreReader"]
+
+#: Numeric blocks at most this large in total are gathered into memory for batched reads.
+SMALL_BLOCK_BYTES = 16 * 2**20
+
+
+def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
+    try:  # mapped, not read: opening a 10M-sample store must not read 80 MB per file
+        values = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
+    except FileNotFoundError:
+        raise VinOfflineFormatError(f"{what} is missing", path=path) from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise VinOfflineFormatError(f"{what} is not a .npy array: {exc}", path=path) from None
+    if values.dtype != np.dtype("<i8") or values.ndim != 1:
+        raise VinOfflineFormatError(
+            f"{what} must be 1-D int64, found {values.dtype} {values.shape}", path=path
+        )
+    result: npt.NDArray[np.int64] = values  # read-only: the map is opened "r"
+    return result
+
+
+@dataclass
+class _OpenState:
+    """Everything this reader has opened; never pickled (a forked child inherits it)."""
+
+    manifest: VinOfflineManifest
+    sample_indices: npt.NDArray[np.int64]
+    dense: bool
+    view: npt.NDArray[np.int64] | None  # split position -> global row; None means identity
+    row_starts: npt.NDArray[np.int64]
+    rows_per_shard: int | None
+    blocks: dict[str, VinOfflineBlockSpec]
+    handles: dict[tuple[int, str], NumericBlockHandle | RecordBlockHandle] = field(
+        default_factory=dict
+    )
+    small: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+
+
+class VinOfflineStoreReader:
+    """Read immutable VIN offline datasets with random access.
+
+    Parameters
+    ----------
+    config
+        The store and split to read (a path means the ``"all"`` split).
+    """
+
+    def __init__(self, config: VinOfflineStoreConfig | Path | str) -> None:
+        if not isinstance(config, VinOfflineStoreConfig):
+            config = VinOfflineStoreConfig(store_dir=Path(config))
+        self.config = config
+        self._state: _OpenState | None = None
+        self._records: list[VinOfflineIndexRecord] | None = None
+
+    # ---- process-local state -------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
+
+    def _open(self) -> _OpenState:
+        state = self._state
+        if state is not None:
+            return state
+        cfg = self.config
+        manifest = VinOfflineManifest.read(cfg.manifest_path)
+        sample_indices = _load_int64(cfg.sample_index_sidecar_path, "index sidecar")
+        total = manifest.num_rows
+        if sample_indices.shape[0] != total:
+            raise InventoryError(
+                f"expected {total} entries (the manifest's rows), found {sample_indices.shape[0]}",
+                path=cfg.sample_index_sidecar_path,
+            )
+        # Indices strictly increase (the builder writes them so, verify checks it): the
+        # endpoints alone tell whether sample_index == global row.
+        dense = total == 0 or (int(sample_indices[0]) == 0 and int(sample_indices[-1]) == total - 1)
+        split = _load_int64(cfg.split_path(), f"split {cfg.split!r}")
+        view: npt.NDArray[np.int64] | None
+        if dense and cfg.split == "all" and split.shape[0] == total:
+            view = None
+        elif dense:
+            if split.size and (int(split.min()) < 0 or int(split.max()) >= total):
+                raise InventoryError(
+                    "split names a sample index the store does not hold", path=cfg.split_path()
+                )
+            view = split
+        else:
+            view = np.searchsorted(sample_indices, split)
+            found = view < total
+            if not bool(np.all(found)) or not np.array_equal(sample_indices[view], split):
+                raise InventoryError(
+                    "split names a sample index the store does not hold", path=cfg.split_path()
+                )
+        sizes = [shard.num_rows for shard in manifest.shards]
+        uniform = all(n == sizes[0] for n in sizes[:-1]) and (not sizes or sizes[-1] <= sizes[0])
+        self._state = _OpenState(
+            manifest=manifest,
+            sample_indices=sample_indices,
+            dense=dense,
+            view=view,
+            row_starts=np.array([s.row_start for s in manifest.shards], dtype=np.int64),
+            rows_per_shard=sizes[0] if sizes and uniform else None,
+            blocks=dict(manifest.shards[0].blocks) if manifest.shards else {},
+        )
+        return self._state
+
+    # ---- metadata ------------------------------------------------------------------------
+    @property
+    def manifest(self) -> VinOfflineManifest:
+        """The store's manifest."""
+        return self._open().manifest
+
+    @property
+    def block_specs(self) -> dict[str, VinOfflineBlockSpec]:
+        """Logical block name -> descriptor (of the first shard; all shards agree)."""
+        return dict(self._open().blocks)
+
+    @property
+    def absent_families(self) -> tuple[str, ...]:
+        """Optional families this store does not hold (reads of them raise, never fill)."""
+        flags = self.manifest.materialized_blocks
+        return tuple(name for name in BLOCK_FAMILIES if not getattr(flags, name))
+
+    @property
+    def index_records(self) -> list[VinOfflineIndexRecord]:
+        """Every record of ``sample_index.jsonl`` (parsed on first use only)."""
+        if self._records is None:
+            self._records = VinOfflineIndexRecord.read_many(self.config.sample_index_path)
+        return self._records
+
+    @property
+    def sample_indices(self) -> npt.NDArray[np.int64]:
+        """The sample indices of the configured split, in order (read-only)."""
+        state = self._open()
+        if state.view is None:
+            return state.sample_indices
+        result = state.sample_indices[state.view]
+        result.flags.writeable = False
+        return result
+
+    def __len__(self) -> int:
+        state = self._open()
+        return state.sample_indices.shape[0] if state.view is None else state.view.shape[0]
+
+    def position_of(self, sample_index: int) -> int:
+        """Global row of a sample index; a missing index raises SampleIndexNotFoundError."""
+        state = self._open()
+        total = state.sample_indices.shape[0]
+        if state.dense:
+            position = int(sample_index)
+        else:
+            position = int(np.searchsorted(state.sample_indices, sample_index))
+        if not 0 <= position < total or int(state.sample_indices[position]) != sample_index:
+            raise SampleIndexNotFoundError(
+                f"sample index {sample_index} is not in {self.config.store_dir}"
+            )
+        return position
+
+    def record(self, sample_index: int) -> VinOfflineIndexRecord:
+        """The index record of one sample index."""
+        return self.index_records[self.position_of(sample_index)]
+
+    def split_view(self, split: Split) -> VinOfflineStoreReader:
+        """A reader of another split of the same store."""
+        return VinOfflineStoreReader(VinOfflineStoreConfig(self.config.store_dir, split))
+
+    # ---- reads ---------------------------------------------------------------------------
+    def _handle(
+        self, state: _OpenState, shard: int, name: str
+    ) -> NumericBlockHandle | RecordBlockHandle:
+        handle = state.handles.get((shard, name))
+        if handle is None:
+            spec = state.manifest.shards[shard].blocks.get(name)
+            if spec is None:
+                raise self._missing_block(state, name)
+            shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
+            handle = state.handles[(shard, name)] = open_block(shard_dir, spec)
+        return handle
+
+    def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
+        handle = self._handle(state, shard, name)
+        if not isinstance(handle, NumericBlockHandle):
+            raise SampleIndexNotFoundError(f"block {name!r} is a record block, not numeric")
+        return handle
+
+    def _record_handle(self, state: _OpenState, shard: int, name: str) -> RecordBlockHandle:
+        handle = self._handle(state, shard, name)
+        if not isinstance(handle, RecordBlockHandle):
+            raise SampleIndexNotFoundError(f"block {name!r} is numeric, not a record block")
+        return handle
+
+    def _gather(
+        self,
+        state: _OpenState,
+        name: str,
+        spec: VinOfflineBlockSpec,
+        rows_at: npt.NDArray[np.int64],
+        pairs: list[tuple[int, int]],
+        batch: npt.NDArray[Any],
+    ) -> None:
+        """Copy the rows of one numeric block into *batch* (indices already checked)."""
+        small = self._small_block(state, name, spec)
+        if small is not None:  # one C-level gather for the whole batch
+            np.take(small, rows_at, axis=0, out=batch, mode="clip")  # "raise" would buffer
+            return
+        shards = {s for s, _ in pairs}
+        if len(shards) == 1:  # a single shard: one C-level gather as well
+            view = self._numeric_handle(state, shards.pop(), name).rows
+            np.take(view, [r for _, r in pairs], axis=0, out=batch, mode="clip")
+            return
+        sources = {s: self._numeric_handle(state, s, name).buffer for s in shards}
+        size = int(batch.itemsize * batch[:1].size)
+        target = batch.reshape(-1).view(np.uint8).data
+        for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
+            start = row * size
+            target[k * size : k * size + size] = sources[shard][start : start + size]
+
+    def _small_block(
+        self, state: _OpenState, name: str, spec: VinOfflineBlockSpec
+    ) -> npt.NDArray[Any] | None:
+        """All rows of a small numeric block in one array (built once), else None.
+
+        Per-row copies of a few bytes cost more in Python overhead than in bytes; below
+        SMALL_BLOCK_BYTES in total, a block is gathered once per process into memory so a
+        batch is one ``np.take``.
+        """
+        cached = state.small.get(name)
+        if cached is not None:
+            return cached
+        row_shape = (spec.shape or ())[1:]
+        total = state.sample_indices.shape[0] * int(np.prod(row_shape, dtype=np.int64))
+        if total * np.dtype(spec.dtype).itemsize > SMALL_BLOCK_BYTES:
+            return None
+        parts = [self._numeric_handle(state, k, name).rows for k in range(len(state.row_starts))]
+        if not parts:
+            return None
+        cached = state.small[name] = np.concatenate(parts)
+        cached.flags.writeable = False
+        return cached
+
+    def _missing_block(self, state: _OpenState, name: str) -> SampleIndexNotFoundError:
+        family = block_family(name)
+        if family is not None and not getattr(state.manifest.materialized_blocks, family):
+            return SampleIndexNotFoundError(
+                f"block {name!r} is absent: this store does not materialize {family!r}"
+            )
+        return SampleIndexNotFoundError(
+            f"no block {name!r} in {self.config.store_dir}; it has {sorted(state.blocks)}"
+        )
+
+    def _locate(self, state: _OpenState, position: int) -> tuple[int, int]:
+        if state.rows_per_shard is not None:
+            return divmod(position, state.rows_per_shard)
+        shard = int(np.searchsorted(state.row_starts, position, side="right")) - 1
+        return shard, position - int(state.row_starts[shard])
+
+    def read_position(
+        self,
+        position: int,
+        blocks: Sequence[str] | None = None,
+        *,
+        writeable: bool = False,
+        decode_records: bool = True,
+    ) -> dict[str, Any]:
+        """Read the blocks of the sample at a global row (one copy per numeric block).
+
+        ``decode_records=False`` returns each record's MessagePack bytes undecoded.
+        """
+        state = self._open()
+        if not 0 <= position < state.sample_indices.shape[0]:
+            raise SampleIndexNotFoundError(f"row {position} is outside the store")
+        shard, row = self._locate(state, position)
+        out: dict[str, Any] = {}
+        for name in state.blocks if blocks is None else blocks:
+            handle = self._handle(state, shard, name)
+            if isinstance(handle, NumericBlockHandle):
+                value = handle.rows[row].copy()
+                value.flags.writeable = writeable
+                out[name] = value
+            else:
+                out[name] = handle.read(row) if decode_records else handle.raw(row)
+        return out
+
+    def read_positions(
+        self,
+        positions: Sequence[int] | npt.NDArray[np.integer[Any]],
+        blocks: Sequence[str] | None = None,
+        *,
+        writeable: bool = False,
+        decode_records: bool = True,
+        out: Mapping[str, npt.NDArray[Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Read many rows as one collated batch: arrays stacked on axis 0, records listed.
+
+        ``out`` may give preallocated C-contiguous arrays for numeric blocks (e.g. views of
+        one shared-memory buffer, so a DataLoader worker sends the batch without a copy).
+        """
+        state = self._open()
+        rows_at = np.asarray(positions, dtype=np.int64)
+        if rows_at.size and (
+            int(rows_at.min()) < 0 or int(rows_at.max()) >= state.sample_indices.shape[0]
+        ):
+            raise SampleIndexNotFoundError("a requested row is outside the store")
+        if state.rows_per_shard is not None:
+            shards, rows = np.divmod(rows_at, state.rows_per_shard)
+        else:
+            shards = np.searchsorted(state.row_starts, rows_at, side="right") - 1
+            rows = rows_at - state.row_starts[shards]
+        pairs = list(zip(shards.tolist(), rows.tolist(), strict=True))
+        result: dict[str, Any] = {}
+        for name in state.blocks if blocks is None else blocks:
+            spec = state.blocks.get(name)
+            if spec is None:
+                raise self._missing_block(state, name)
+            if spec.kind == "zarr_array":
+                shape = (len(pairs), *(spec.shape or ())[1:])
+                if out is not None and name in out:
+                    batch = out[name]
+                    if (
+                        batch.shape != shape
+                        or batch.dtype != np.dtype(spec.dtype)
+                        or not batch.flags.c_contiguous
+                    ):
+                        raise ConfigError(
+                            f"out[{name!r}] must be a C-contiguous {spec.dtype} array of shape "
+                            f"{shape}, found {batch.dtype} {batch.shape}",
+                            key=name,
+                        )
+                else:
+                    batch = np.empty(shape, dtype=spec.dtype)
+                self._gather(state, name, spec, rows_at, pairs, batch)
+                if out is None or name not in out:
+                    batch.flags.writeable = writeable
+                result[name] = batch
+            else:
+                records = {s: self._record_handle(state, s, name) for s, _ in pairs}
+                if decode_records:
+                    result[name] = [records[s].read(r) for s, r in pairs]
+                else:
+                    result[name] = [records[s].raw(r) for s, r in pairs]
+        return result
+
+    def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:
+        """Read one numeric block of the sample an index record points at (read-only)."""
+        value = self.read_position(self.position_of(record.sample_index), [name])[name]
+        if not isinstance(value, np.ndarray):
+            raise SampleIndexNotFoundError(f"block {name!r} is a record block, not numeric")
+        return value
+
+    def read_record_block(self, record: VinOfflineIndexRecord, name: str) -> Any:
+        """Read one decoded MessagePack record of the sample an index record points at."""
+        spec = self._open().blocks.get(name)
+        if spec is not None and spec.kind != "msgpack_indexed_records":
+            raise SampleIndexNotFoundError(f"block {name!r} is numeric, not a record block")
+        return self.read_position(self.position_of(record.sample_index), [name])[name]
+
+    def read_sample(self, sample_index: int, blocks: Sequence[str] | None = None) -> dict[str, Any]:
+        """Read the chosen blocks (default: all) of one sample index."""
+        return self.read_position(self.position_of(sample_index), blocks)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        """Read the *i*-th sample of the configured split (all blocks)."""
+        state = self._open()
+        if not -len(self) <= i < len(self):
+            raise SampleIndexNotFoundError(f"position {i} is outside split {self.config.split!r}")
+        position = i % len(self) if state.view is None else int(state.view[i])
+        return self.read_position(position)
+
+    def __getitems__(self, indices: Sequence[int]) -> dict[str, Any]:
+        """Read many positions of the configured split as one collated batch."""
+        state = self._open()
+        positions = np.asarray(indices, dtype=np.int64)
+        if state.view is not None:
+            positions = state.view[positions]
+        return self.read_positions(positions)

@@ -1,0 +1,134 @@
+"""torch ``Dataset`` adapters over :class:`VinOfflineStoreReader` (extra ``torch``).
+
+The reader inside pickles as its config alone and reopens lazily per process, so the
+datasets work with ``fork`` and ``spawn`` DataLoader workers alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dataset_devkit.errors import MissingDependencyError
+from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+
+try:
+    import torch
+    from torch.utils.data import Dataset, get_worker_info
+except ImportError as exc:  # pragma: no cover - the torch extra is installed in CI
+    raise MissingDependencyError(
+        "torch", extra="torch", purpose="the VIN offline torch Dataset"
+    ) from exc
+
+__all__ = [
+    "VinOfflineBatchedTorchDataset",
+    "VinOfflineTorchDataset",
+    "collate_samples",
+    "passthrough_collate",
+]
+
+
+def _to_torch(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in values.items()}
+
+
+def collate_samples(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Stack tensors on a new batch axis and keep records as lists."""
+    first = samples[0]
+    return {
+        k: torch.stack([s[k] for s in samples])
+        if isinstance(first[k], torch.Tensor)
+        else [s[k] for s in samples]
+        for k in first
+    }
+
+
+def passthrough_collate(batch: dict[str, Any]) -> dict[str, Any]:
+    """Collate for :class:`VinOfflineBatchedTorchDataset`: the batch is already collated."""
+    return batch
+
+
+class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
+    """Map-style dataset of one split; a sample is a dict of tensors and records.
+
+    Use ``collate_fn=collate_samples`` with a DataLoader (records are not tensors).
+
+    Parameters
+    ----------
+    config
+        Store and split to read (a path means ``"all"``), or an open reader to share.
+    blocks
+        Block names to read (default: every block).
+    """
+
+    def __init__(
+        self,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
+        blocks: Sequence[str] | None = None,
+        *,
+        raw_records: bool = False,
+    ) -> None:
+        if isinstance(config, VinOfflineStoreReader):
+            self.reader = config  # share its open handles
+        else:
+            self.reader = VinOfflineStoreReader(config)
+        self.blocks = None if blocks is None else tuple(blocks)
+        self.decode_records = not raw_records
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def _positions(self, indices: Sequence[int]) -> Any:
+        view = self.reader._open().view
+        positions = np.asarray(indices, dtype=np.int64)
+        return positions if view is None else view[positions]
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        position = int(self._positions([index])[0])
+        values = self.reader.read_position(
+            position, self.blocks, writeable=True, decode_records=self.decode_records
+        )
+        return _to_torch(values)
+
+
+class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
+    """Like :class:`VinOfflineTorchDataset`, but a DataLoader fetches a batch in one call.
+
+    ``__getitems__`` returns the collated batch directly, so pass
+    ``collate_fn=passthrough_collate``.
+    """
+
+    def __getitems__(self, indices: list[int]) -> dict[str, Any]:
+        positions = self._positions(indices)
+        if get_worker_info() is None:
+            batch = self.reader.read_positions(
+                positions, self.blocks, writeable=True, decode_records=self.decode_records
+            )
+            return _to_torch(batch)
+        # In a worker: gather straight into one shared-memory buffer, so the batch crosses to
+        # the main process as a single storage with no extra copy (fewer, larger transfers).
+        specs = self.reader.block_specs
+        names = list(specs) if self.blocks is None else list(self.blocks)
+        numeric = [n for n in names if n in specs and specs[n].kind == "zarr_array"]
+        layout, total = [], 0
+        for name in numeric:
+            shape = (len(positions), *(specs[name].shape or ())[1:])
+            dtype = np.dtype(specs[name].dtype)
+            nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            layout.append((name, shape, dtype, total, nbytes))
+            total += -(-nbytes // 64) * 64
+        shared = torch.UntypedStorage._new_shared(total)  # type: ignore[no-untyped-call]
+        storage = torch.empty(0, dtype=torch.uint8).set_(shared)  # as default_collate does
+        flat = storage.numpy()
+        out = {n: flat[o : o + b].view(d).reshape(shp) for n, shp, d, o, b in layout}
+        batch = self.reader.read_positions(
+            positions, names, decode_records=self.decode_records, out=out
+        )
+        for name, shape, dtype, offset, nbytes in layout:
+            torch_dtype = torch.from_numpy(np.empty(0, dtype)).dtype
+            batch[name] = storage[offset : offset + nbytes].view(torch_dtype).view(shape)
+        return batch

@@ -1,0 +1,215 @@
+"""Check a VIN offline store end to end and report every issue, sorted, at once.
+
+Beyond the content manifest (every byte as published), it checks what the format promises:
+manifest inventory, index lines, the binary sidecar, split files, shard directories (no
+missing or extra file, no extra shard), Zarr metadata, the arithmetic chunk layout and the
+record offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dataset_devkit.errors import DevkitError, VerificationFailed
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
+from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.spec import (
+    MANIFEST_NAME,
+    SAMPLE_INDEX_NAME,
+    SAMPLE_INDEX_SIDECAR_NAME,
+    SHARDS_DIR,
+    SPLIT_NAMES,
+    SPLITS_DIR,
+    VinOfflineBlockSpec,
+    VinOfflineIndexRecord,
+    VinOfflineManifest,
+    VinOfflineShardSpec,
+)
+from dataset_devkit.vin_store.writer import chunk_file_path
+
+__all__ = [
+    "VinOfflineVerifyReport",
+    "collect_store_issues",
+    "raise_for_store_issues",
+    "verify_store",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class VinOfflineVerifyReport:
+    """The outcome of :func:`verify_store`: every issue found, sorted."""
+
+    store_dir: Path
+    issues: tuple[str, ...]
+    root_sha256: str | None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.issues
+
+    def raise_for_issues(self) -> None:
+        """Raise :class:`VerificationFailed` listing every issue, if there is any."""
+        if self.issues:
+            raise VerificationFailed(
+                f"{self.store_dir}: VIN offline store does not verify ({len(self.issues)} issues)",
+                self.issues,
+            )
+
+
+def _expected_shard_files(shard: VinOfflineShardSpec) -> set[str]:
+    files = {"zarr.json"}
+    for block in shard.blocks.values():
+        if block.kind == "msgpack_indexed_records":
+            files.update(block.paths)
+            continue
+        parts = block.paths[0].split("/")
+        files.update("/".join([*parts[:i], "zarr.json"]) for i in range(1, len(parts) + 1))
+        ndim = len(block.shape or ())
+        files.add(chunk_file_path(Path(block.paths[0]), ndim).as_posix())
+    return files
+
+
+def _check_zarr_metadata(path: Path, block: VinOfflineBlockSpec) -> Iterator[str]:
+    try:
+        meta = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        yield f"{path}: unreadable Zarr metadata: {exc}"
+        return
+    shape = list(block.shape or ())
+    expected: dict[str, Any] = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape,
+        "data_type": block.dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": shape}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+    }
+    for key, value in expected.items():
+        if meta.get(key) != value:
+            yield f"{path} at $.{key}: expected {value!r}, found {meta.get(key)!r}"
+    codecs = meta.get("codecs")
+    inner = {
+        "chunk_shape": [1, *shape[1:]],
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "index_location": "end",
+    }
+    ok = (
+        isinstance(codecs, list)
+        and len(codecs) == 1
+        and codecs[0].get("name") == "sharding_indexed"
+    )
+    config = codecs[0].get("configuration", {}) if ok else {}
+    if not ok or any(config.get(k) != v for k, v in inner.items()):
+        yield f"{path} at $.codecs: expected one uncompressed sharding_indexed codec {inner}"
+
+
+def _check_shard(root: Path, shard: VinOfflineShardSpec) -> Iterator[str]:
+    shard_dir = root / shard.relative_dir
+    if not shard_dir.is_dir():
+        yield f"{shard_dir}: shard directory is missing"
+        return
+    found = {p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if not p.is_dir()}
+    expected = _expected_shard_files(shard)
+    yield from (f"{shard_dir / name}: missing shard file" for name in sorted(expected - found))
+    yield from (
+        f"{shard_dir / name}: unexpected file in shard" for name in sorted(found - expected)
+    )
+    for name, block in shard.blocks.items():
+        if block.kind == "zarr_array":
+            yield from _check_zarr_metadata(shard_dir / block.paths[0] / "zarr.json", block)
+        try:
+            handle = open_block(shard_dir, block)
+            if isinstance(handle, RecordBlockHandle):
+                for row in range(len(handle.offsets) - 1):
+                    handle.read(row)
+        except DevkitError as exc:
+            yield f"{exc} (block {name!r})"
+
+
+def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) -> Iterator[str]:
+    try:
+        records = VinOfflineIndexRecord.read_many(config.sample_index_path)
+    except (DevkitError, OSError) as exc:
+        yield str(exc)
+        return
+    path = config.sample_index_path
+    if len(records) != manifest.num_rows:
+        yield f"{path}: expected {manifest.num_rows} records (manifest rows), found {len(records)}"
+    position = 0
+    for shard in manifest.shards:
+        for row in range(shard.num_rows):
+            if position < len(records):
+                rec = records[position]
+                if (rec.shard_id, rec.row) != (shard.shard_id, row):
+                    yield (
+                        f"{path} at line {position + 1}: expected {shard.shard_id} row {row}, "
+                        f"found {rec.shard_id} row {rec.row}"
+                    )
+            position += 1
+    indices = np.array([r.sample_index for r in records], dtype="<i8")
+    try:
+        sidecar = np.load(config.sample_index_sidecar_path, allow_pickle=False)
+        if sidecar.dtype != indices.dtype or not np.array_equal(sidecar, indices):
+            yield f"{config.sample_index_sidecar_path}: differs from {SAMPLE_INDEX_NAME}"
+    except (OSError, ValueError, EOFError) as exc:
+        yield f"{config.sample_index_sidecar_path}: unreadable: {exc}"
+    for split in SPLIT_NAMES:
+        wanted = indices if split == "all" else indices[[r.split == split for r in records]]
+        try:
+            values = np.load(config.split_path(split), allow_pickle=False)
+            if values.dtype != wanted.dtype or not np.array_equal(values, wanted):
+                yield f"{config.split_path(split)}: differs from the {split!r} records of the index"
+        except (OSError, ValueError, EOFError) as exc:
+            yield f"{config.split_path(split)}: unreadable: {exc}"
+
+
+def collect_store_issues(store_dir: Path, *, content: bool = True) -> list[str]:
+    """Every issue of a store, sorted; ``content=False`` skips the content manifest."""
+    root = Path(store_dir)
+    issues: list[str] = []
+    if content:
+        issues.extend(verify_tree(root).issues)
+    config = VinOfflineStoreConfig(store_dir=root)
+    try:
+        manifest = VinOfflineManifest.read(config.manifest_path)
+    except (DevkitError, OSError) as exc:
+        return sorted([*issues, str(exc)])
+    issues.extend(_check_index(config, manifest))
+    known = {shard.relative_dir for shard in manifest.shards}
+    if config.shards_dir.is_dir():
+        for entry in sorted(config.shards_dir.iterdir()):
+            if f"{SHARDS_DIR}/{entry.name}" not in known:
+                issues.append(f"{entry}: extra shard not in {MANIFEST_NAME}")
+    for shard in manifest.shards:
+        issues.extend(_check_shard(root, shard))
+    top = {MANIFEST_NAME, SAMPLE_INDEX_NAME, SAMPLE_INDEX_SIDECAR_NAME, SPLITS_DIR, SHARDS_DIR}
+    top.add(CONTENT_MANIFEST_NAME)
+    issues.extend(
+        f"{p}: unexpected entry in the store root"
+        for p in sorted(root.iterdir())
+        if p.name not in top
+    )
+    return sorted(set(issues))
+
+
+def raise_for_store_issues(store_dir: Path) -> None:
+    """Publication validator: raise with every structural issue (content not yet hashed)."""
+    VinOfflineVerifyReport(
+        Path(store_dir), tuple(collect_store_issues(store_dir, content=False)), None
+    ).raise_for_issues()
+
+
+def verify_store(store_dir: Path) -> VinOfflineVerifyReport:
+    """Verify content manifest and format consistency; every issue is reported."""
+    root = Path(store_dir)
+    report = verify_tree(root)
+    issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))
+    return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256)

@@ -1,0 +1,189 @@
+"""build_evidence / read_evidence: immutable evidence with a manifest and fingerprints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    FormatError,
+    VerificationFailed,
+)
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.nuscenes import PipelineConfig, build_evidence, read_evidence
+from dataset_devkit.nuscenes.evidence import Evidence, config_fingerprint
+from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
+from dataset_devkit.nuscenes.spec import ImageConfig
+from tests.nuscenes.helpers import CONFIG, DRIVE
+
+
+def test_evidence_is_a_verified_tree_with_config_fingerprint(mcap_evidence: Evidence) -> None:
+    assert verify_tree(mcap_evidence.root).ok
+    doc = mcap_evidence.document
+    assert doc.namespace == CONFIG.namespace
+    assert doc.config == CONFIG
+    assert doc.config_fingerprint == config_fingerprint(CONFIG)
+    assert doc.channel_mapping == {"cam_back": "CAM_BACK", "cam_front": "CAM_FRONT"}
+    selected = set(doc.derived.selected_scene_ids)
+    assert len(selected) == 3
+    assert len(doc.images) == sum(
+        len(s.frames) for s in doc.derived.scenes if s.scene_id in selected
+    )
+    assert {s.split for s in doc.derived.splits} <= {"train", "test"}
+
+
+def test_evidence_is_written_once(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    out = tmp_path / "evidence"
+    out.mkdir()
+    with pytest.raises(DestinationExistsError):
+        build_evidence([recordings["json"]], CONFIG, out)
+
+
+def test_json_and_protobuf_recordings_build_the_same_scene_graph(
+    tmp_path: Path, recordings: dict[str, Path], mcap_evidence: Evidence
+) -> None:
+    other = build_evidence([recordings["json"]], CONFIG, tmp_path / "ev")
+    a, b = mcap_evidence.document.derived, other.document.derived
+    assert [s.grid_timestamps_ns for s in a.scenes] == [s.grid_timestamps_ns for s in b.scenes]
+    assert [len(s.frames) for s in a.scenes] == [len(s.frames) for s in b.scenes]
+
+
+def test_tampered_evidence_is_refused_on_read(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    ev = build_evidence([recordings["json"]], CONFIG, tmp_path / "ev")
+    frame = ev.root / ev.document.images[0].path
+    frame.chmod(0o644)
+    frame.write_bytes(frame.read_bytes()[:-1] + b"\x00")
+    with pytest.raises(VerificationFailed, match="does not match its content manifest"):
+        read_evidence(ev.root)
+
+
+def test_evidence_json_with_a_wrong_config_fingerprint_is_refused(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    ev = build_evidence([recordings["json"]], CONFIG, tmp_path / "ev")
+    path = ev.root / "evidence.json"
+    doc = json.loads(path.read_text())
+    doc["config"]["scenario"]["scene_duration_s"] = 3.0
+    path.write_text(json.dumps(doc))
+    (ev.root / CONTENT_MANIFEST_NAME).unlink()
+    from dataset_devkit.integrity import write_manifest
+
+    write_manifest(ev.root)
+    with pytest.raises(FormatError, match="config fingerprint"):
+        read_evidence(ev.root)
+
+
+def test_mixed_source_types_are_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    with pytest.raises(ConfigError, match="one source type"):
+        build_evidence([recordings["json"], recordings["decoded"]], CONFIG, tmp_path / "ev")
+
+
+def test_the_same_recording_twice_is_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    with pytest.raises(ConfigError, match="repeat source_digest"):
+        build_evidence([recordings["json"], recordings["json"]], CONFIG, tmp_path / "ev")
+
+
+def test_camera_names_that_normalize_to_one_channel_are_refused(tmp_path: Path) -> None:
+    drive = SampleDrive(cameras=("cam_front", "camera-front"), duration_s=2.0, width=16, height=8)
+    path = write_sample_mcap(tmp_path / "clash.mcap", drive, encoding="json")
+    with pytest.raises(
+        FormatError,
+        match=r"'cam.*front' and 'cam.*front' both normalize to CAM_FRONT",
+    ):
+        build_evidence([path], CONFIG, tmp_path / "ev")
+    assert not (tmp_path / "ev").exists()
+
+
+def test_jpeg_quality_other_than_95_is_a_config_error(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = PipelineConfig(namespace="x", image=ImageConfig(jpeg_quality=90))
+    with pytest.raises(ConfigError) as info:
+        build_evidence([recordings["json"]], bad, tmp_path / "ev")
+    assert info.value.key == "image.jpeg_quality"
+
+
+def test_labels_are_imported_and_checked(tmp_path: Path, recordings: dict[str, Path]) -> None:
+    start = DRIVE.start_ns
+    labels = tmp_path / "labels.json"
+    labels.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "labels": [
+                    {
+                        "id": "l1",
+                        "recording_id": "drive-json",
+                        "label": "rain",
+                        "start_ns": start,
+                        "end_ns": start + 1_000_000_000,
+                        "attributes": {"intensity": "light"},
+                    }
+                ],
+            }
+        )
+    )
+    ev = build_evidence([recordings["json"]], CONFIG, tmp_path / "ev", labels=labels)
+    assert [r.label for r in ev.document.labels] == ["rain"]
+    assert ev.document.label_file_name == "labels.json"
+    labels.write_text(
+        json.dumps(
+            {
+                "schema_version": 1,
+                "labels": [
+                    {
+                        "id": "l1",
+                        "recording_id": "nope",
+                        "label": "rain",
+                        "start_ns": 0,
+                        "end_ns": 1,
+                    }
+                ],
+            }
+        )
+    )
+    with pytest.raises(
+        FormatError, match=r"labels\[0\].recording_id: label 'l1' names unknown recording 'nope'"
+    ):
+        build_evidence([recordings["json"]], CONFIG, tmp_path / "ev2", labels=labels)
+
+
+def test_the_same_recordings_and_config_give_the_same_evidence_hash(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    a = build_evidence([recordings["ros2"]], CONFIG, tmp_path / "a")
+    b = build_evidence([recordings["ros2"]], CONFIG, tmp_path / "b")
+    assert a.root_sha256 == b.root_sha256
+    assert (a.root / "evidence.json").read_bytes() == (b.root / "evidence.json").read_bytes()
+
+
+def test_a_build_failing_while_storing_frames_leaves_no_evidence(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    import shutil
+
+    folder = tmp_path / "short-video"
+    shutil.copytree(recordings["decoded"], folder)
+    doc = json.loads((folder / "recording.json").read_text())
+    last = doc["cameras"][0]["timestamps_ns"][-1]
+    doc["cameras"][0]["timestamps_ns"].append(last + 100_000_000)  # one more stamp than frames
+    (folder / "recording.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="frames but 61 timestamps"):
+        build_evidence([folder], CONFIG, tmp_path / "ev")
+    assert not (tmp_path / "ev").exists()
+
+
+def test_the_mcap_vehicle_frame_comes_from_the_ingest_config(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from dataset_devkit.nuscenes import IngestConfig
+
+    config = PipelineConfig(
+        namespace="x", scenario=CONFIG.scenario, ingest=IngestConfig(vehicle_frame="chassis")
+    )
+    with pytest.raises(FormatError, match="not reachable from 'chassis'"):
+        build_evidence([recordings["json"]], config, tmp_path / "ev")

@@ -1,0 +1,97 @@
+"""Shared test data for the nuScenes tests: the tiny drive, the config, a ROS 2 writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dataset_devkit.nuscenes import PipelineConfig, ScenarioConfig, SplitConfig
+from dataset_devkit.nuscenes.samples import SampleDrive, sample_events
+
+DRIVE = SampleDrive(duration_s=6.0, fps=10.0, width=32, height=24)
+CONFIG = PipelineConfig(
+    namespace="test-ns",
+    scenario=ScenarioConfig(scene_duration_s=2.0, min_scene_duration_s=1.0),
+    split=SplitConfig(test_fraction=0.5),
+)
+
+
+def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
+    """Write *drive* as a ROS 2 bag in MCAP storage with rosbags; returns the .mcap file."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    ty = ts.types
+    stamp_type, header_type = ty["builtin_interfaces/msg/Time"], ty["std_msgs/msg/Header"]
+    vec, quat = ty["geometry_msgs/msg/Vector3"], ty["geometry_msgs/msg/Quaternion"]
+
+    def header(p: dict[str, Any], frame: str) -> Any:
+        s = p["timestamp"]
+        return header_type(stamp=stamp_type(sec=s["sec"], nanosec=s["nsec"]), frame_id=frame)
+
+    with Writer(folder, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns: dict[str, Any] = {}
+
+        def conn(topic: str, msgtype: str) -> Any:
+            if topic not in conns:
+                conns[topic] = writer.add_connection(topic, msgtype, typestore=ts)
+            return conns[topic]
+
+        for t, kind, p in sample_events(drive):
+            if kind in ("tf", "ego"):
+                msgtype = "tf2_msgs/msg/TFMessage"
+                tr = ty["geometry_msgs/msg/Transform"](
+                    translation=vec(**p["translation"]), rotation=quat(**p["rotation"])
+                )
+                stamped = ty["geometry_msgs/msg/TransformStamped"](
+                    header=header(p, p["parent_frame_id"]),
+                    child_frame_id=p["child_frame_id"],
+                    transform=tr,
+                )
+                msg = ty[msgtype](transforms=[stamped])
+                topic = "/tf"
+            elif kind == "calibration":
+                msgtype = "sensor_msgs/msg/CameraInfo"
+                roi = ty["sensor_msgs/msg/RegionOfInterest"](
+                    x_offset=0, y_offset=0, height=0, width=0, do_rectify=False
+                )
+                msg = ty[msgtype](
+                    header=header(p, p["frame_id"]),
+                    height=p["height"],
+                    width=p["width"],
+                    distortion_model=p["distortion_model"],
+                    d=np.array(p["D"], dtype=np.float64),
+                    k=np.array(p["K"], dtype=np.float64),
+                    r=np.array(p["R"], dtype=np.float64),
+                    p=np.array(p["P"], dtype=np.float64),
+                    binning_x=0,
+                    binning_y=0,
+                    roi=roi,
+                )
+                topic = f"/{p['frame_id']}/camera_info"
+            elif kind == "fix":
+                msgtype = "sensor_msgs/msg/NavSatFix"
+                status = ty["sensor_msgs/msg/NavSatStatus"](status=0, service=1)
+                msg = ty[msgtype](
+                    header=header(p, p["frame_id"]),
+                    status=status,
+                    latitude=p["latitude"],
+                    longitude=p["longitude"],
+                    altitude=p["altitude"],
+                    position_covariance=np.zeros(9, dtype=np.float64),
+                    position_covariance_type=0,
+                )
+                topic = "/gnss"
+            else:
+                msgtype = "sensor_msgs/msg/CompressedImage"
+                msg = ty[msgtype](
+                    header=header(p, p["frame_id"]),
+                    format="jpeg",
+                    data=np.frombuffer(p["data"], dtype=np.uint8),
+                )
+                topic = f"/{p['frame_id']}/image/compressed"
+            writer.write(conn(topic, msgtype), t, ts.serialize_cdr(msg, msgtype))
+    return next(folder.glob("*.mcap"))

@@ -1,0 +1,197 @@
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import zarr
+
+from dataset_devkit.errors import ConfigError, NotFoundError
+from dataset_devkit.vin_store import (
+    SampleIndexNotFoundError,
+    VinOfflineFormatError,
+    VinOfflineSample,
+    VinOfflineStoreConfig,
+    VinOfflineStoreReader,
+)
+from dataset_devkit.vin_store import reader as reader_module
+
+
+def test_config_names_the_seed_paths(tmp_path: Path) -> None:
+    config = VinOfflineStoreConfig(store_dir=tmp_path, split="train")
+    assert config.manifest_path == tmp_path / "manifest.json"
+    assert config.sample_index_path == tmp_path / "sample_index.jsonl"
+    assert config.shards_dir == tmp_path / "shards"
+    assert config.split_path() == tmp_path / "splits" / "train.npy"
+    assert config.val_split_path == tmp_path / "splits" / "val.npy"
+    with pytest.raises(ConfigError):
+        VinOfflineStoreConfig(store_dir=tmp_path, split="test")  # type: ignore[arg-type]
+
+
+def test_write_split_indices_is_exclusive_and_strict(tmp_path: Path) -> None:
+    config = VinOfflineStoreConfig(store_dir=tmp_path)
+    config.write_split_indices({"all": [1, 2, 5], "train": [1, 5], "val": [2]})
+    assert np.load(config.train_split_path).tolist() == [1, 5]
+    with pytest.raises(FileExistsError):
+        config.write_split_indices({"all": [], "train": [], "val": []})
+    with pytest.raises(ConfigError, match="strictly increase"):
+        VinOfflineStoreConfig(tmp_path / "x").write_split_indices(
+            {"all": [2, 1], "train": [], "val": []}
+        )
+
+
+def test_returned_arrays_are_read_only_copies(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    sample = reader.read_sample(1)
+    points = sample["vin.points_world"]
+    assert not points.flags.writeable
+    assert points.base is None or not isinstance(points.base, memoryview)
+    with pytest.raises(ValueError, match="read-only"):
+        points[0, 0] = 1.0
+
+
+def test_a_missing_sample_index_is_a_clear_error(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    with pytest.raises(SampleIndexNotFoundError, match="sample index 2 is not in"):
+        reader.read_sample(2)
+    with pytest.raises(NotFoundError):
+        reader.position_of(10_000)
+    with pytest.raises(SampleIndexNotFoundError, match="no block 'nope'"):
+        reader.read_sample(1, ["nope"])
+
+
+def test_block_subsets_and_per_block_reads(store: Path, samples: list[VinOfflineSample]) -> None:
+    reader = VinOfflineStoreReader(store)
+    record = reader.record(7)
+    assert record.sample_key == samples[2].sample_key
+    assert set(reader.read_sample(7, ["vin.lengths"])) == {"vin.lengths"}
+    assert reader.read_numeric_block(record, "vin.lengths").tolist() == [2]
+    assert reader.read_record_block(record, "oracle.candidate_pcs")["i"] == 2
+    with pytest.raises(SampleIndexNotFoundError, match="record block, not numeric"):
+        reader.read_numeric_block(record, "oracle.candidate_pcs")
+    with pytest.raises(SampleIndexNotFoundError, match="numeric, not a record block"):
+        reader.read_record_block(record, "vin.lengths")
+
+
+def test_batched_reads_equal_single_reads(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    positions = [10, 0, 5, 5, 3]
+    batch = reader.__getitems__(positions)
+    for k, position in enumerate(positions):
+        one = reader[position]
+        for name, value in one.items():
+            if isinstance(value, np.ndarray):
+                np.testing.assert_array_equal(batch[name][k], value)
+            else:
+                assert batch[name][k] == value
+    assert batch["vin.points_world"].shape == (5, 16, 3)
+    assert not batch["vin.points_world"].flags.writeable
+
+
+def test_pickling_sends_only_the_config(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    reader.read_sample(1)  # open handles
+    clone = pickle.loads(pickle.dumps(reader))
+    assert clone._state is None
+    np.testing.assert_array_equal(clone[3]["vin.points_world"], reader[3]["vin.points_world"])
+
+
+def _read_in_worker(reader: VinOfflineStoreReader, positions: list[int]) -> list[Any]:
+    return [reader[p]["vin.points_world"].sum().item() for p in positions]
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_reads_through_fork_and_spawn_workers(store: Path, method: str) -> None:
+    reader = VinOfflineStoreReader(store)
+    expected = _read_in_worker(reader, list(range(len(reader))))  # parent handles are open
+    context = multiprocessing.get_context(method)
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        chunks = [list(range(0, 6)), list(range(6, len(reader)))]
+        got = [x for part in pool.map(_read_in_worker, [reader, reader], chunks) for x in part]
+    assert got == expected
+
+
+def test_plain_zarr_reads_the_numeric_blocks_without_our_code(
+    store: Path, samples: list[VinOfflineSample]
+) -> None:
+    shard = zarr.open_group(store / "shards" / "shard-000001", mode="r")
+    points = shard["vin/points_world"]
+    assert isinstance(points, zarr.Array)
+    assert points.shape == (4, 16, 3)
+    np.testing.assert_array_equal(points[1], samples[5].arrays["vin.points_world"])
+    offsets = np.load(store / "shards" / "shard-000001" / "oracle.candidate_pcs.offsets.npy")
+    payload = (store / "shards" / "shard-000001" / "oracle.candidate_pcs.msgpack").read_bytes()
+    import msgspec
+
+    record = msgspec.msgpack.decode(payload[offsets[1] : offsets[2]])
+    assert record == samples[5].records["oracle.candidate_pcs"]
+
+
+def test_a_chunk_file_of_the_wrong_size_is_a_format_error(store: Path) -> None:
+    chunk = store / "shards" / "shard-000000" / "vin" / "lengths" / "c" / "0" / "0"
+    chunk.chmod(0o600)
+    with chunk.open("ab") as stream:
+        stream.write(b"\0")
+    with pytest.raises(VinOfflineFormatError, match="expected 100 bytes"):
+        VinOfflineStoreReader(store).read_sample(1)
+
+
+def test_open_reads_the_binary_sidecar_never_the_json_lines(store: Path) -> None:
+    index = store / "sample_index.jsonl"
+    store.chmod(0o700)
+    index.chmod(0o600)
+    index.write_bytes(b"not json at all\n")
+    reader = VinOfflineStoreReader(store)
+    assert len(reader) == 11
+    assert reader.read_sample(31)["vin.lengths"].tolist() == [10]
+    with pytest.raises(VinOfflineFormatError, match=r"sample_index\.jsonl"):
+        reader.index_records  # noqa: B018 - parsed only when asked for
+
+
+def test_shards_of_uneven_size_are_located_by_search(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    expected = [reader[i]["vin.lengths"].item() for i in range(len(reader))]
+    reader._open().rows_per_shard = None  # the general path, as for hand-made stores
+    assert [reader[i]["vin.lengths"].item() for i in range(len(reader))] == expected
+    assert reader.__getitems__([10, 3, 4])["vin.lengths"].ravel().tolist() == [10, 3, 4]
+
+
+def test_batched_reads_fill_caller_given_arrays_after_checking_them(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    target = np.zeros((2, 16, 3), dtype=np.float32)
+    batch = reader.read_positions([4, 1], ["vin.points_world"], out={"vin.points_world": target})
+    assert batch["vin.points_world"] is target
+    np.testing.assert_array_equal(target[0], reader[4]["vin.points_world"])
+    with pytest.raises(ConfigError, match="C-contiguous float32 array of shape"):
+        reader.read_positions([4], ["vin.points_world"], out={"vin.points_world": target})
+
+
+@pytest.mark.parametrize("small_block_bytes", [0, 16 * 2**20])
+@pytest.mark.parametrize("positions", [[10, 0, 5, 5, 3], [1, 3, 0], []])
+def test_every_batched_gather_path_equals_single_reads(
+    store: Path, monkeypatch: pytest.MonkeyPatch, small_block_bytes: int, positions: list[int]
+) -> None:
+    monkeypatch.setattr(reader_module, "SMALL_BLOCK_BYTES", small_block_bytes)
+    reader = VinOfflineStoreReader(store)
+    batch = reader.read_positions(positions)
+    for name in ("vin.points_world", "vin.t_world_rig", "vin.lengths"):
+        expected = [reader.read_position(p)[name] for p in positions]
+        assert batch[name].shape[0] == len(positions)
+        for k, value in enumerate(expected):
+            np.testing.assert_array_equal(batch[name][k], value)
+
+
+def test_numpy_alone_reads_a_chunk_file_as_documented(
+    store: Path, samples: list[VinOfflineSample]
+) -> None:
+    chunk = store / "shards" / "shard-000002" / "vin" / "points_world" / "c" / "0" / "0" / "0"
+    num_rows, row_nbytes = 3, 16 * 3 * 4
+    assert chunk.stat().st_size == num_rows * row_nbytes + 16 * num_rows + 4
+    rows = np.memmap(chunk, dtype="<f4", mode="r", shape=(num_rows, 16, 3))
+    np.testing.assert_array_equal(rows[2], samples[10].arrays["vin.points_world"])
+    index = np.memmap(chunk, dtype="<u8", mode="r", offset=num_rows * row_nbytes, shape=(3, 2))
+    assert index.tolist() == [[0, 192], [192, 192], [384, 192]]
