@@ -52,6 +52,13 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
     assert read_tree(data / "ds") == {**SAMPLE, "content_manifest.json": made_manifest(tree)}
     verified = _run(package_env, "verify", str(data / "ds"))
     assert verified.returncode == 0 and root in verified.stdout
+    quick = _run(
+        package_env, "release", "unpack", str(release), "--output", str(tmp_path / "fast"),
+        "--base", "--no-fsync", "--json",
+    )  # fmt: skip
+    assert quick.returncode == 0, quick.stderr
+    report = json.loads(quick.stdout)
+    assert report["ok"] and report["families"] == ["base"] and report["skipped"] == 0
 
 
 def made_manifest(tree: Path) -> bytes:

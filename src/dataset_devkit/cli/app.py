@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "release",
     "vin_store",
+    "nuscenes",
     "stereo",
 )
 
