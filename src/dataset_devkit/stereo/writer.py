@@ -9,12 +9,13 @@ integrity core seals and renames the tree. A failure anywhere leaves no destinat
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.errors import DestinationExistsError, VerificationFailed
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     SafeDir,
@@ -261,6 +262,8 @@ def build_stereo_dataset(
         Reader validation of the staged tree failed.
     """
     say = progress or (lambda _message: None)
+    if os.path.lexists(out):  # fail before the source check, which reads every video
+        raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
     say("checking source")
     loaded = load_source(Path(source))
     hashes: dict[str, tuple[int, str]] = {}
