@@ -14,7 +14,9 @@ from dataset_devkit.cli import app
 def test_build_then_validate_with_json_output(source, tmp_path):
     runner = CliRunner()
     out = tmp_path / "GenVR-duo-20261023"
-    built = runner.invoke(app, ["stereo", "build", str(source), "--out", str(out), "--json"])
+    built = runner.invoke(
+        app, ["stereo", "build", str(source), "--out", str(out), "--json", "--workers", "1"]
+    )
     assert built.exit_code == 0, built.output
     summary = json.loads(built.stdout)
     assert summary["pairs"] == 3 and summary["has_depth"] is True

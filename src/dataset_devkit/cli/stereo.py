@@ -25,15 +25,25 @@ stereo_app = typer.Typer(
 def build(
     source: Annotated[Path, typer.Argument(help="Rendered export directory with export.json.")],
     out: Annotated[Path, typer.Option("--out", help="Dataset root to publish (must not exist).")],
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     err = stderr_console()
-    result = build_stereo_dataset(
-        source, out, progress=(lambda message: err.print(f"[dim]{message}[/dim]"))
-    )
+    say = lambda message: err.print(f"[dim]{message}[/dim]")  # noqa: E731
+    if workers:
+        context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            result = build_stereo_dataset(source, out, executor=pool, progress=say)
+    else:
+        result = build_stereo_dataset(source, out, progress=say)
     summary = {
         "root": str(result.root),
         "root_sha256": result.root_sha256,
