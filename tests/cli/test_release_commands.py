@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli_run import run_devkit as _run
 from tests.release.helpers import SAMPLE, make_tree, read_tree
-
-
-def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dataset_devkit", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_pack_verify_unpack_then_verify_gives_the_published_root(

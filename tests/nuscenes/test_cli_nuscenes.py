@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
+from tests.cli_run import run_devkit as run
 from tests.nuscenes.dataroot_fixture import Fixture, publish_fixture, writable_copy
-
-
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dataset_devkit", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module")
