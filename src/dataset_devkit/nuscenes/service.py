@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import UnsafePathError
-from dataset_devkit.integrity import new_staging_dir, remove_staging
+from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.publish import check_final_destination, publish_dataroot
 from dataset_devkit.nuscenes.validation import Progress
@@ -104,6 +104,7 @@ def build_dataset(
     final = config.final_dataroot
     _ensure_output_dir(config.output_dir)
     check_final_destination(final)
+    remove_stale_staging(final)  # left by killed builds; a live build's staging is locked
     staging = new_staging_dir(final)
     try:
         (exporter or _default_exporter)(config, staging, report)

@@ -20,6 +20,7 @@ from dataset_devkit.integrity import (
     new_staging_dir,
     open_dir_nofollow,
     remove_staging,
+    remove_stale_staging,
 )
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
@@ -207,6 +208,7 @@ def pack_release(
             key="deliver",
         )
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
+    remove_stale_staging(out)  # left by killed packers; a live packer's staging is locked
     staging = new_staging_dir(out)
     try:
         # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
