@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numcodecs import Blosc
 
+from dataset_devkit.errors import FormatError
 from dataset_devkit.stereo.depth import (
     DepthReader,
     chunk_names,
@@ -132,3 +133,19 @@ def test_depth_problems_reports_every_missing_chunk_and_metadata_difference(tmp_
     assert any("right/.zarray at $.compressor" in p for p in problems)
     with pytest.raises(ValueError, match=r"\.zarray"):
         DepthReader(path, 10, 3, 5).read("left", [0])
+
+
+def test_a_corrupt_chunk_is_a_format_error_naming_the_file_and_frames(tmp_path):
+    path, _ = _write(tmp_path, 10)
+    (path / "left" / "1.0.0").write_bytes(b"not blosc" * 4)
+    reader = DepthReader(path, 10, 3, 5)
+    with pytest.raises(FormatError, match=r"left/1\.0\.0: depth chunk of frames 4\.\.7 is not"):
+        reader.read("left", [5])
+    assert reader.read("left", [0]).shape == (1, 3, 5)
+
+
+def test_a_zarray_that_is_not_an_object_is_a_problem_not_a_crash(tmp_path):
+    path, _ = _write(tmp_path, 10)
+    (path / "left" / ".zarray").write_text("[1, 2]")
+    problems = depth_problems(path, 10, 3, 5)
+    assert any("left/.zarray: is a JSON list, expected an object" in p for p in problems)

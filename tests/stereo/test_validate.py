@@ -78,3 +78,14 @@ def test_a_base_only_root_validates_without_depth_and_fails_with_it(built, tmp_p
     assert validate_stereo(root).issues == []
     issues = validate_stereo(root, with_depth=True).issues
     assert any("depth is not installed" in issue for issue in issues)
+
+
+def test_a_corrupt_depth_chunk_is_reported_as_an_issue_not_raised(built, tmp_path):
+    root = writable_copy(built.root, tmp_path / "corrupt")
+    pair = root / "ue5-pro/map0001/scene0001/cams00"
+    (pair / "depth-zstd-5-mm/group.zarr/right/0.0.0").write_bytes(b"garbage" * 8)
+    issues = validate_stereo(root, with_depth=True).issues
+    assert any(
+        "right/0.0.0: depth chunk of frames 0..3 is not a valid Blosc block" in issue
+        for issue in issues
+    )

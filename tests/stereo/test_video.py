@@ -67,3 +67,17 @@ def test_a_file_that_is_not_a_video_is_a_format_error(tmp_path):
     bad.write_bytes(b"not a video at all")
     with pytest.raises(FormatError, match="cannot be opened as a video"):
         probe_video(bad)
+
+
+def test_a_corrupt_packet_is_a_format_error_naming_the_file_and_frame(clip, tmp_path):
+    with av.open(str(clip)) as container:
+        packets = [(int(p.pos or 0), p.size) for p in container.demux(video=0) if p.pts is not None]
+    pos, size = packets[6]  # the second keyframe, in decode order
+    data = bytearray(clip.read_bytes())
+    data[pos + 4 : pos + size] = b"\xff" * (size - 4)
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(bytes(data))
+    reader = VideoReader(broken)
+    with pytest.raises(FormatError, match=r"broken\.mp4: decoding failed on the way to frame \d+"):
+        reader.read(list(range(25)))
+    assert np.array_equal(reader.read([0]), _decode_all(clip)[:1])  # the handle still works

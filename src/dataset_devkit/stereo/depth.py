@@ -165,6 +165,11 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
         except (OSError, ValueError) as exc:
             problems.append(f"{array_dir / '.zarray'}: cannot be read ({exc})")
             continue
+        if not isinstance(found, dict):
+            problems.append(
+                f"{array_dir / '.zarray'}: is a JSON {type(found).__name__}, expected an object"
+            )
+            continue
         for key in sorted(set(expected) | set(found)):
             if found.get(key, "<missing>") != expected.get(key, "<absent>"):
                 problems.append(
@@ -226,9 +231,21 @@ class DepthReader:
         except OSError as exc:
             raise FormatError(f"depth chunk cannot be read ({exc})", path=path) from exc
         _, height, width = self.shape
-        decoded = np.frombuffer(Blosc().decode(raw), dtype=DEPTH_DTYPE)
-        if decoded.size != DEPTH_CHUNK_FRAMES * height * width:
-            raise FormatError(f"decodes to {decoded.size} values", path=path)
+        first = chunk * DEPTH_CHUNK_FRAMES
+        frames = f"frames {first}..{min(first + DEPTH_CHUNK_FRAMES, self.shape[0]) - 1}"
+        try:
+            decoded = np.frombuffer(Blosc().decode(raw), dtype=DEPTH_DTYPE)
+        except (RuntimeError, ValueError) as exc:  # numcodecs reports corrupt input so
+            raise FormatError(
+                f"depth chunk of {frames} is not a valid Blosc block ({exc})", path=path
+            ) from exc
+        expected = DEPTH_CHUNK_FRAMES * height * width
+        if decoded.size != expected:
+            raise FormatError(
+                f"depth chunk of {frames} decodes to {decoded.size} values, "
+                f"expected {expected} (4 x {height} x {width})",
+                path=path,
+            )
         return decoded.reshape(DEPTH_CHUNK_FRAMES, height, width)
 
     def read(self, eye: str, frames: Sequence[int]) -> F32:

@@ -214,23 +214,35 @@ class VideoReader:
             slots.setdefault(frame_number, []).append(slot)
         # decoded frames go straight into their slots: no second copy of the clip in memory
         out = np.empty((len(frames), info.height, info.width, 3), dtype=np.uint8)
+        av = import_av()
         for target in sorted(slots):
-            if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
-                self._seek(info.keyframe_for(target))
-            restarted = False
-            while True:
-                index, frame = self._next_frame()
-                if index > target:  # a seek that overshot: restart once from the stream start
-                    if restarted:
-                        raise FormatError(f"cannot decode frame {target}", path=self.path)
-                    self._seek(0)
-                    restarted = True
-                    continue
-                self._position = index
-                if index == target:
-                    first, *rest = slots[target]
-                    out[first] = frame.to_ndarray(format="rgb24")
-                    for slot in rest:
-                        out[slot] = out[first]
-                    break
+            try:
+                self._decode_into(out, target, slots[target])
+            except av.FFmpegError as exc:  # corrupt packets surface while decoding
+                self._frames, self._position = None, -1  # the decoder state is unknown now
+                raise FormatError(
+                    f"decoding failed on the way to frame {target} ({exc})", path=self.path
+                ) from exc
         return out
+
+    def _decode_into(self, out: U8, target: int, targets: list[int]) -> None:
+        """Decode forward (seeking when needed) to ``target`` and store it in its slots."""
+        info = self.info
+        if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
+            self._seek(info.keyframe_for(target))
+        restarted = False
+        while True:
+            index, frame = self._next_frame()
+            if index > target:  # a seek that overshot: restart once from the stream start
+                if restarted:
+                    raise FormatError(f"cannot decode frame {target}", path=self.path)
+                self._seek(0)
+                restarted = True
+                continue
+            self._position = index
+            if index == target:
+                first, *rest = targets
+                out[first] = frame.to_ndarray(format="rgb24")
+                for slot in rest:
+                    out[slot] = out[first]
+                break
