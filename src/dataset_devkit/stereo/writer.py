@@ -24,6 +24,7 @@ from dataset_devkit.integrity import (
     staged_publication,
 )
 from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
+from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
     index_row,
     pair_dir,
@@ -65,7 +66,6 @@ from dataset_devkit.stereo.spec import (
     encode_jsonl,
     family_of,
 )
-from dataset_devkit.stereo.validate import reader_validation
 
 Progress = Callable[[str], None]
 
