@@ -124,3 +124,26 @@ def test_pickling_drops_open_handles(built):
     clone = pickle.loads(pickle.dumps(dataset))
     assert clone._videos == {}
     assert np.array_equal(clone.read(1, [2]).right, first)
+
+
+def test_a_reopened_video_reuses_its_frame_index_instead_of_demuxing_again(built, monkeypatch):
+    import dataset_devkit.stereo.reader as reader_module
+    import dataset_devkit.stereo.video as video_module
+
+    calls: list[Path] = []
+    index = video_module._index
+
+    def counting(container: Any, path: Path) -> Any:
+        calls.append(path)
+        return index(container, path)
+
+    monkeypatch.setattr(video_module, "_index", counting)
+    monkeypatch.setattr(reader_module, "_MAX_OPEN_VIDEOS", 1)  # every other read evicts
+    dataset = StereoDataset(built.root)
+    first = [dataset.read(sample, [7]).right for sample in range(3)]
+    again = [dataset.read(sample, [7]).right for sample in range(3)]
+    assert len(calls) == 6 and len(set(calls)) == 6  # each of the 6 videos demuxed once
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    clone = pickle.loads(pickle.dumps(dataset))  # spawn workers inherit the indexes too
+    clone.read(0, [1])
+    assert len(calls) == 6

@@ -35,7 +35,7 @@ from dataset_devkit.stereo.spec import (
     IndexRow,
     LoaderRequirements,
 )
-from dataset_devkit.stereo.video import VideoReader
+from dataset_devkit.stereo.video import VideoInfo, VideoReader
 
 FrameSelector = Callable[[int, int], Sequence[int]]
 _MAX_OPEN_VIDEOS = 16
@@ -169,6 +169,8 @@ class StereoDataset:
         self._check_installed()
         self._frames = frames
         self._videos: OrderedDict[tuple[int, str], VideoReader] = OrderedDict()
+        # frame indexes outlive the handles: a reopened video is not demuxed again
+        self._video_infos: dict[tuple[int, str], VideoInfo] = {}
 
     def _check_installed(self) -> None:
         missing: list[str] = []
@@ -212,10 +214,12 @@ class StereoDataset:
         if reader is None:
             row = self.rows[sample]
             path = self.root / (row.left_video if eye == "left" else row.right_video)
-            reader = VideoReader(path, self.decoder_threads)
+            reader = VideoReader(path, self.decoder_threads, self._video_infos.get(key))
         self._videos[key] = reader
         while len(self._videos) > _MAX_OPEN_VIDEOS:
-            _, old = self._videos.popitem(last=False)
+            old_key, old = self._videos.popitem(last=False)
+            if old.indexed is not None:
+                self._video_infos[old_key] = old.indexed
             old.close()
         return reader
 
@@ -285,5 +289,7 @@ class StereoDataset:
     def close(self) -> None:
         """Close every open video of this process."""
         while self._videos:
-            _, reader = self._videos.popitem()
+            key, reader = self._videos.popitem()
+            if reader.indexed is not None:
+                self._video_infos[key] = reader.indexed
             reader.close()

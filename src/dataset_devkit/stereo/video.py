@@ -125,6 +125,9 @@ class VideoReader:
     ----------
     path
         The MP4 file.
+    info
+        The frame index of this file from an earlier handle, if known: a reopened handle then
+        skips demuxing the whole file again (the files of a published dataset never change).
     threads
         FFmpeg decoder threads. The default 1 is what makes ``fork`` safe: a forked child that
         frees a threaded decoder inherited from its parent (even one awaiting garbage
@@ -132,12 +135,12 @@ class VideoReader:
         when no process forks after reading, e.g. for whole-clip reads in one process.
     """
 
-    def __init__(self, path: Path, threads: int = 1) -> None:
+    def __init__(self, path: Path, threads: int = 1, info: VideoInfo | None = None) -> None:
         self.path = path
         self.threads = threads
         self._container: Any = None
         self._pid = -1
-        self._info: VideoInfo | None = None
+        self._info: VideoInfo | None = info
         self._frames: Iterator[Any] | None = None
         self._position = -1  # last frame decoded by the current iterator
         self._frame_of_pts: dict[int, int] = {}
@@ -148,6 +151,11 @@ class VideoReader:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"], state["threads"])  # type: ignore[misc]
         self._info = state["info"]
+
+    @property
+    def indexed(self) -> VideoInfo | None:
+        """The frame index if it was already built (or given), without building it."""
+        return self._info
 
     @property
     def info(self) -> VideoInfo:
