@@ -34,6 +34,7 @@ from dataset_devkit.stereo.records import (
     source_files,
 )
 from dataset_devkit.stereo.source import SOURCE_FILE, LoadedPair, LoadedSource, load_source
+from dataset_devkit.stereo.source_files import copy_and_hash
 from dataset_devkit.stereo.spec import (
     CAMERA_FILES,
     DEPTH_CHUNK_FRAMES,
@@ -121,8 +122,8 @@ def _write_pairs(
             for eye in EYES:
                 files = getattr(pair, eye)
                 folder.makedirs(VIDEO_FILES[eye].rsplit("/", 1)[0]).close()
-                hashes[f"{base}/{VIDEO_FILES[eye]}"] = folder.copy_from(
-                    source.root / files.video, VIDEO_FILES[eye]
+                hashes[f"{base}/{VIDEO_FILES[eye]}"] = copy_and_hash(
+                    source.root / files.video, folder, VIDEO_FILES[eye]
                 )
                 folder.makedirs(CAMERA_FILES[eye].rsplit("/", 1)[0]).close()
                 folder.write_bytes(CAMERA_FILES[eye], encode_json(item.cameras[eye]))
@@ -188,7 +189,7 @@ def _root_files(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int
     }
     entries = []
     for rel in sorted(referenced):
-        size, digest = known[rel] if rel in known else hash_file(source.root / rel)
+        size, digest = known[rel] if rel in known else copy_and_hash(source.root / rel, None, rel)
         entries.append(ManifestFile(path=rel, size=size, sha256=digest))
     root.write_bytes(
         SOURCE_RELEASE_MANIFEST,
