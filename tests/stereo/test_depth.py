@@ -149,3 +149,18 @@ def test_a_zarray_that_is_not_an_object_is_a_problem_not_a_crash(tmp_path):
     (path / "left" / ".zarray").write_text("[1, 2]")
     problems = depth_problems(path, 10, 3, 5)
     assert any("left/.zarray: is a JSON list, expected an object" in p for p in problems)
+
+
+def test_each_needed_chunk_file_is_read_once_per_call(tmp_path, monkeypatch):
+    path, _ = _write(tmp_path, 10)
+    reader = DepthReader(path, 10, 3, 5)
+    calls: list[int] = []
+    read_chunk = reader.read_chunk
+
+    def counting(eye: str, chunk: int) -> Any:
+        calls.append(chunk)
+        return read_chunk(eye, chunk)
+
+    monkeypatch.setattr(reader, "read_chunk", counting)
+    reader.read("left", [9, 1, 0, 8, 3, 2])
+    assert calls == [0, 2]  # frames 0-3 share chunk 0, 8-9 are chunk 2; chunk 1 not needed

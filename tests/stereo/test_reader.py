@@ -147,3 +147,37 @@ def test_a_reopened_video_reuses_its_frame_index_instead_of_demuxing_again(built
     clone = pickle.loads(pickle.dumps(dataset))  # spawn workers inherit the indexes too
     clone.read(0, [1])
     assert len(calls) == 6
+
+
+_WITHOUT_EXTRAS = """
+import sys
+sys.modules["av"] = None  # the video extra is not installed
+sys.modules["torch"] = None  # nor the torch extra
+from dataset_devkit.errors import MissingDependencyError
+from dataset_devkit.stereo import StereoDataset
+dataset = StereoDataset(sys.argv[1])  # opening needs neither
+for attempt in (lambda: dataset.read(0, [0]), lambda: __import__(
+        "dataset_devkit.stereo.torch_dataset")):
+    try:
+        attempt()
+    except MissingDependencyError as exc:
+        print(exc)
+"""
+
+
+def test_without_the_video_and_torch_extras_reads_fail_naming_the_extra(built, package_env):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_EXTRAS, str(built.root)],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2
+    assert "'av'" in lines[0] and "pip install 'dataset-devkit[video]'" in lines[0]
+    assert "'torch'" in lines[1] and "pip install 'dataset-devkit[torch]'" in lines[1]

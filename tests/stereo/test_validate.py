@@ -144,3 +144,26 @@ def test_a_corrupt_depth_chunk_is_reported_as_an_issue_not_raised(built, tmp_pat
         "right/0.0.0: depth chunk of frames 0..3 is not a valid Blosc block" in issue
         for issue in issues
     )
+
+
+def test_validate_reports_an_fps_mismatch_and_an_improper_camera_rotation(built, tmp_path):
+    root = writable_copy(built.root, tmp_path / "skewed")
+    pair = root / PAIR
+    meta = json.loads((pair / "meta.json").read_text())
+    meta["fps"] = 30.0
+    (pair / "meta.json").write_text(json.dumps(meta))
+    camera = json.loads((pair / "cameras/left.json").read_text())
+    for c2w, w2c in zip(camera["camera_to_world"], camera["world_to_camera"], strict=True):
+        for row in range(3):  # mirror the x axis: still an exact inverse pair, det -1
+            c2w[row][0] = -c2w[row][0]
+        for col in range(4):
+            w2c[0][col] = -w2c[0][col]
+    (pair / "cameras/left.json").write_text(json.dumps(camera))
+    issues = validate_stereo(root).issues
+    assert f"{PAIR}/videos/left.mp4: 24.0 fps, meta says 30.0" in issues
+    assert any(
+        f"{PAIR}/cameras/left.json: frame 0: camera_to_world not a proper rotation: det = -1"
+        in issue
+        for issue in issues
+    )
+    assert not any("not the inverse" in issue for issue in issues)
