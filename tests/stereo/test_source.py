@@ -165,3 +165,12 @@ def test_hard_linked_export_files_are_copied_as_plain_bytes(source, tmp_path):
         by_path["left_depth.link"]["sha256"]
         == hash_file(source / "renders/shot001/left_depth.npy")[1]
     )
+
+
+def test_fortran_ordered_depth_is_reported_before_the_build(source, tmp_path):
+    def edit(root: Path, export: dict[str, Any]) -> None:
+        np.save(root / "f.npy", np.asfortranarray(np.ones((13, 48, 64), dtype=np.float32)))
+        export["pairs"][2]["right"]["depth"] = "f.npy"
+
+    (issue,) = _issues(source, tmp_path, edit)
+    assert issue.endswith("f.npy: depth is stored in Fortran order; save it C-ordered")

@@ -135,14 +135,20 @@ def write_depth_group(
 
 def write_pair_depth(
     group_path: str, npy: dict[str, str], far_limit_m: float | None
-) -> dict[str, int]:
+) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
     """Encode one pair's ``.npy`` depth files into its group; a picklable executor task.
 
-    Paths are plain strings so the task ships to process pools and Dask workers alike.
+    Each ``.npy`` is read once, front to back, for both the encoding and its SHA-256 (the
+    source manifest needs it). Returns the invalid pixel counts and ``(size, sha256)`` per
+    eye. Paths are plain strings so the task ships to process pools and Dask workers alike.
     """
-    sources = {eye: np.load(path, mmap_mode="r", allow_pickle=False) for eye, path in npy.items()}
+    from dataset_devkit.stereo.source_files import StreamedNpy
+
     attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": DEPTH_SCALE}
-    return write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
+    with StreamedNpy(Path(npy["left"])) as left, StreamedNpy(Path(npy["right"])) as right:
+        sources: dict[str, Any] = {"left": left, "right": right}
+        invalid = write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
+        return invalid, {"left": left.finish(), "right": right.finish()}
 
 
 def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -> list[str]:

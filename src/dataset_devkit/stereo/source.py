@@ -283,6 +283,8 @@ def _check_depth(
             f"{path}: depth is {array.dtype} {list(array.shape)}, expected float "
             f"{list(expected)} (frames, height, width)"
         )
+    elif array.ndim > 1 and not array.flags.c_contiguous:  # streamed frame by frame
+        issues.append(f"{path}: depth is stored in Fortran order; save it C-ordered")
 
 
 def load_source(root: Path) -> LoadedSource:
