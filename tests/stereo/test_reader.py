@@ -181,3 +181,20 @@ def test_without_the_video_and_torch_extras_reads_fail_naming_the_extra(built, p
     assert len(lines) == 2
     assert "'av'" in lines[0] and "pip install 'dataset-devkit[video]'" in lines[0]
     assert "'torch'" in lines[1] and "pip install 'dataset-devkit[torch]'" in lines[1]
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside/left.mp4", "a\\b.mp4", "C:/x.mp4", ""])
+def test_an_index_path_leaving_the_root_is_a_format_error_naming_line_and_field(
+    built, tmp_path, bad
+):
+    import json
+
+    from dataset_devkit.errors import FormatError
+
+    root = writable_copy(built.root, tmp_path / "escaped")
+    for name in ("genvr_i2s.jsonl", "genvr_i2s_nodepth.jsonl"):
+        rows = [json.loads(line) for line in (root / name).read_text().splitlines()]
+        rows[1]["right_video"] = bad
+        (root / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(FormatError, match=r"genvr_i2s\.jsonl at line 2 \$\.right_video: .*inside"):
+        StereoDataset(root)

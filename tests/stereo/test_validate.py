@@ -167,3 +167,17 @@ def test_validate_reports_an_fps_mismatch_and_an_improper_camera_rotation(built,
         for issue in issues
     )
     assert not any("not the inverse" in issue for issue in issues)
+
+
+def test_validate_checks_the_source_records_and_manifest_paths(built, tmp_path):
+    root = writable_copy(built.root, tmp_path / "records")
+    lines = (root / "source_mapping.jsonl").read_text().splitlines()
+    (root / "source_mapping.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (root / "source_dataset_release_manifest.json").write_text("{}")
+    manifest = json.loads((root / "release_manifest.json").read_text())
+    manifest["files"][0]["path"] = "../../etc/passwd"
+    (root / "release_manifest.json").write_text(json.dumps(manifest))
+    issues = validate_stereo(root).issues
+    assert "source_mapping.jsonl: does not map the samples of genvr_i2s.jsonl" in issues
+    assert any(i.startswith("source_dataset_release_manifest.json: ") for i in issues)
+    assert "release_manifest.json: '../../etc/passwd' is not a path inside the root" in issues

@@ -16,7 +16,7 @@ import msgspec
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
-from dataset_devkit.stereo.reader import load_index, load_requirements
+from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
 from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
@@ -30,6 +30,8 @@ from dataset_devkit.stereo.spec import (
     INDEX_WITH_DEPTH,
     READER_VALIDATION,
     RELEASE_MANIFEST,
+    SOURCE_MAPPING,
+    SOURCE_RELEASE_MANIFEST,
     CameraFile,
     DepthMeta,
     DepthRef,
@@ -37,6 +39,7 @@ from dataset_devkit.stereo.spec import (
     PairMeta,
     ReaderValidation,
     ReleaseManifest,
+    SourceMappingRow,
 )
 from dataset_devkit.stereo.video import probe_video
 
@@ -181,6 +184,9 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
         issues.append(f"{RELEASE_MANIFEST}: {exc}")
         return
     for entry in manifest.files:
+        if not is_inside(entry.path):
+            issues.append(f"{RELEASE_MANIFEST}: {entry.path!r} is not a path inside the root")
+            continue
         if entry.family == "depth" and not with_depth:
             continue
         path = root / entry.path
@@ -188,6 +194,22 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: listed in {RELEASE_MANIFEST} but missing")
         elif path.stat().st_size != entry.size:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
+
+
+def _check_source_records(root: Path, rows: list[IndexRow], issues: list[str]) -> None:
+    """``source_mapping.jsonl`` maps every sample; the source manifest decodes strictly."""
+    try:
+        lines = (root / SOURCE_MAPPING).read_bytes().splitlines()
+        mapped = [msgspec.json.decode(line, type=SourceMappingRow).id for line in lines]
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{SOURCE_MAPPING}: {exc}")
+    else:
+        if mapped != [row.id for row in rows]:
+            issues.append(f"{SOURCE_MAPPING}: does not map the samples of {INDEX_DEFAULT}")
+    try:
+        msgspec.json.decode((root / SOURCE_RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{SOURCE_RELEASE_MANIFEST}: {exc}")
 
 
 def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]) -> None:
@@ -224,6 +246,7 @@ def validate_stereo(
     for row in rows:
         _check_pair(root, row, with_depth, issues)
     _check_manifest(root, with_depth, issues)
+    _check_source_records(root, rows, issues)
     reader = None
     try:
         reader = reader_validation(root, use_depth=with_depth, full=full)
