@@ -75,17 +75,19 @@ def test_an_improper_camera_rotation_is_rejected_with_its_frame(source, tmp_path
     assert "not a proper rotation: det = -1" in issue
 
 
-def test_an_all_nan_depth_frame_stops_the_build_and_names_file_and_frame(source, tmp_path):
+def test_an_all_nan_depth_render_stops_the_build_and_names_the_file(source, tmp_path):
     def edit(root: Path, export: dict[str, Any]) -> None:
         path = root / export["pairs"][1]["right"]["depth"]
         depth = np.load(path)
-        depth[6] = np.nan
+        depth[:] = np.nan
         path.unlink()
         np.save(path, depth)
 
     broken = _broken(source, tmp_path, edit)
     out = tmp_path / "out"
-    with pytest.raises(SourceError, match=r"right_depth.npy: frame 6 has no valid depth pixel"):
+    with pytest.raises(
+        SourceError, match=r"right_depth.npy: no valid depth pixel in any of its 13"
+    ):
         build_stereo_dataset(broken, out)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]

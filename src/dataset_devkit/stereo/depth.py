@@ -62,7 +62,8 @@ def encode_depth_mm(
 
     NaN, infinities, values <= 0, values beyond ``far_limit_m`` and values below half a
     millimetre become 0 (invalid). A finite value that does not fit ``uint32`` is an error,
-    never a wrap-around. A frame with no valid pixel at all is a broken render and an error.
+    never a wrap-around. A frame may be entirely invalid (a camera facing the sky): it is
+    stored as zeros, and four such frames make an all-fill chunk that is still written.
     """
     depth = np.asarray(metres, dtype=np.float64)
     valid = np.isfinite(depth) & (depth > 0)
@@ -80,16 +81,6 @@ def encode_depth_mm(
             path=where,
         )
     encoded = millimetres.astype(np.uint32)
-    empty = ~encoded.reshape(encoded.shape[0], -1).any(axis=1)
-    if empty.any():
-        frame = int(np.flatnonzero(empty)[0])
-        values = depth[frame]
-        raise SourceError(
-            f"frame {first + frame} has no valid depth pixel "
-            f"({int(np.isnan(values).sum())} NaN, {int(np.isinf(values).sum())} inf, "
-            f"{int((values <= 0).sum())} <= 0, of {values.size})",
-            path=where,
-        )
     return encoded, int(encoded.size - np.count_nonzero(encoded))
 
 
@@ -100,7 +91,10 @@ def write_depth_group(
     attributes: dict[str, Any],
     where: dict[str, str],
 ) -> dict[str, int]:
-    """Write ``left``/``right`` arrays chunk by chunk; return invalid pixel counts per eye."""
+    """Write ``left``/``right`` arrays chunk by chunk; return invalid pixel counts per eye.
+
+    An eye whose every pixel of every frame is invalid is a broken render and an error.
+    """
     import zarr
     from numcodecs import Blosc
 
@@ -130,6 +124,12 @@ def write_depth_group(
             )
             array[start:stop] = encoded
             invalid[eye] += count
+        if invalid[eye] == frames * height * width:
+            raise SourceError(
+                f"no valid depth pixel in any of its {frames} frames (all NaN, inf, <= 0 or "
+                "beyond depth_far_m): a broken depth render",
+                path=where[eye],
+            )
     return invalid
 
 
