@@ -227,16 +227,26 @@ def test_page_multiple_shards_are_gathered_at_their_global_rows(tmp_path: Path) 
     assert span.complete
 
 
-def test_a_span_refuses_a_chunk_file_that_changed_size_after_it_was_opened(store: Path) -> None:
+def test_single_and_batched_reads_share_one_mapping_per_block(store: Path) -> None:
     reader = VinOfflineStoreReader(store)
-    reader.read_position(0)  # opens and checks shard 0's handles
+    single = reader.read_position(5)["vin.points_world"]  # opens shard 1: maps it in the span
+    span = reader._open().spans["vin.points_world"]
+    assert span is not None and span.mapped == {1}
+    handle = reader._numeric_handle(reader._open(), 1, "vin.points_world")
+    assert np.shares_memory(handle.rows, span.rows)
+    np.testing.assert_array_equal(reader.read_positions([5])["vin.points_world"][0], single)
+
+
+def test_a_span_refuses_a_chunk_file_that_changed_size_after_it_was_checked(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    state = reader._open()
+    span = reader._span(state, "vin.points_world", state.blocks["vin.points_world"])
+    assert span is not None
     chunk = store / "shards" / "shard-000000" / "vin" / "points_world" / "c" / "0" / "0" / "0"
-    chunk.parent.chmod(0o700)
-    chunk.chmod(0o600)
-    with chunk.open("ab") as f:
-        f.write(b"x")
+    size = chunk.stat().st_size
     with pytest.raises(VinOfflineFormatError, match="changed since opened"):
-        reader.read_positions([0, 1], ["vin.points_world"])
+        span.map_shard(0, chunk, size - 1, 4 * 192)
+    assert span.mapped == set()
 
 
 def test_numpy_alone_reads_a_chunk_file_as_documented(

@@ -233,7 +233,16 @@ class VinOfflineStoreReader:
             if spec is None:
                 raise self._missing_block(state, name)
             shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
-            handle = state.handles[(shard, name)] = open_block(shard_dir, spec)
+            handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
+            span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
+            if span is not None and isinstance(handle, NumericBlockHandle):
+                # One mapping per block for both paths: single reads then warm the pages
+                # (and page tables) that batched reads use, and the other way round.
+                num_rows = handle.rows.shape[0]
+                span.map_shard(shard, handle.path, handle.file_nbytes, num_rows * handle.row_nbytes)
+                start = shard * span.slot_rows
+                handle.rows = span.rows[start : start + num_rows]
+            state.handles[(shard, name)] = handle
         return handle
 
     def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
@@ -261,9 +270,7 @@ class VinOfflineStoreReader:
         if span is not None:  # one C-level gather, whatever shards the batch touches
             if not span.complete:
                 for k in set(located.shard_list) - span.mapped:
-                    handle = self._numeric_handle(state, k, name)  # checks the layout once
-                    rows_nbytes = state.manifest.shards[k].num_rows * handle.row_nbytes
-                    span.map_shard(k, handle.path, handle.file_nbytes, rows_nbytes)
+                    self._numeric_handle(state, k, name)  # opening maps it into the span
             if span.slot_rows == state.rows_per_shard:
                 virtual = located.positions  # slot k starts at global row k * rows_per_shard
             else:
