@@ -1,11 +1,12 @@
 """Random-access reader of a published VIN offline store, safe in fork and spawn workers.
 
 Opening reads ``manifest.json``, the binary index sidecar and one split file: no JSON
-lines, no Zarr, no threads. Block files are mmapped lazily, once per process; pickling
-sends only the config (spawn workers reopen lazily). A forked child keeps the parent's
-read-only mappings: they are safe to share (no threads, no locks, every descriptor closed right
-after ``mmap``) and already hold populated page tables, which measured ~1.7x faster than
-re-mapping in each DataLoader worker.
+lines, no Zarr, no threads. Block files are mmapped lazily, once per process, each numeric
+block into one address range over all shards (``_span``), so a batch is one ``np.take``;
+pickling sends only the config (spawn workers reopen lazily). A forked child keeps the
+parent's read-only mappings: they are safe to share (no threads, no locks, every descriptor
+closed right after ``mmap``) and spare each DataLoader worker re-opening and re-checking
+every chunk file.
 """
 
 from __future__ import annotations
