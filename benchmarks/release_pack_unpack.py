@@ -6,8 +6,9 @@ Builds a tree (a few large files, many small ones, a depth family), then times:
   and, separately, without read-back) against ``tar -cf`` of the tree followed by
   ``sha256sum`` over every file and over the package (the two-pass way);
 * the shipped ``unpack.py --all`` (package SHA-256 check, strict parse, every member hashed
-  before its rename) against ``tar -xf`` of every package followed by ``sha256sum -c
-  SHA256SUMS``;
+  before its no-replace placement, every file and directory fsynced) and ``unpack.py --all
+  --no-fsync`` (like ``tar``, no fsync) against ``tar -xf`` of every package followed by
+  ``sha256sum -c SHA256SUMS``;
 * peak RSS of the pack and unpack processes, next to the largest file size.
 
 Goals (issue 6): pack <= 0.6x and unpack <= 1.0x of the peers; memory flat in file size.
@@ -15,7 +16,10 @@ The page cache is warm for every contender (nothing is dropped: the machine is s
 Usage::
 
     python benchmarks/release_pack_unpack.py [--size-mib 512] [--full]  # --full: 2 GiB tree
-        [--package-mib N] [--workdir /tmp/ddk-bench-release]
+        [--package-mib N] [--workdir /tmp/ddk-bench-release] [--repeat 3]
+
+The shared machine is noisy: ``--repeat N`` runs every contender N times, interleaved, and
+reports the median time and the range of each ratio (always to the peer of the same round).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -102,27 +107,11 @@ def shell(script: str) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size-mib", type=int, default=512)
-    parser.add_argument("--full", action="store_true", help="a 2 GiB tree (the issue's size)")
-    parser.add_argument("--package-mib", type=int, default=0, help="default: tree / 6")
-    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-release"))
-    args = parser.parse_args()
-    total = (2048 if args.full else args.size_mib) << 20
-    work = args.workdir
-    tree = work / "tree" / "ds"
-    largest = make_tree(tree, total)
-    limit = (args.package_mib << 20) or max(total // 6, 2 * largest)
-    env = dict(os.environ, PYTHONPATH=SRC)
+def one_round(
+    work: Path, tree: Path, limit: int, env: dict[str, str]
+) -> tuple[dict[str, float], dict[str, int]]:
+    """Time every contender once, side by side; return seconds and peak RSS by label."""
     py = sys.executable
-    size = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
-    count = sum(1 for p in tree.rglob("*") if p.is_file())
-    print(
-        f"tree: {size / 2**20:.0f} MiB in {count} files (largest {largest / 2**20:.0f} MiB), "
-        f"package limit {limit / 2**20:.0f} MiB, {os.cpu_count()} CPUs, warm page cache"
-    )
-
     results: dict[str, float] = {}
     rss: dict[str, int] = {}
     for label, read_back in (("pack", True), ("pack --no-read-back", False)):
@@ -145,13 +134,20 @@ def main() -> None:
 
     release = work / "release-1"
     ours_out, peer_out = work / "out-ours", work / "out-peer"
-    for folder in (ours_out, peer_out):
+    nosync_out = work / "out-nosync"
+    for folder in (ours_out, peer_out, nosync_out):
         shutil.rmtree(folder, ignore_errors=True)
     unpack_code = python_script(
         release / "unpack.py", "--all", "--quiet", "--output", str(ours_out)
     )
     results["unpack.py --all"], rss["unpack.py --all"] = timed(
         [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
+    )
+    nosync_code = python_script(
+        release / "unpack.py", "--all", "--quiet", "--no-fsync", "--output", str(nosync_out)
+    )
+    results["unpack.py --all --no-fsync"], rss["unpack.py --all --no-fsync"] = timed(
+        [py, "-I", "-c", nosync_code], cwd=release, stdout=subprocess.DEVNULL
     )
     results["tar -xf + sha256sum -c"] = shell(
         f"mkdir -p {peer_out} && for a in {release}/*/*.tar; do tar -xf $a -C {peer_out}; done && "
@@ -161,24 +157,65 @@ def main() -> None:
         [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
     )
 
-    peer_pack = results["tar -cf + sha256sum files + package"]
-    peer_unpack = results["tar -xf + sha256sum -c"]
-    print(f"{'contender':40} {'seconds':>8} {'MiB/s':>8} {'ratio':>7} {'peak RSS':>9}")
-    for label, seconds in results.items():
-        peer = peer_unpack if "unpack" in label or "-xf" in label else peer_pack
-        mem = f"{rss[label]} MiB" if label in rss else ""
-        print(
-            f"{label:40} {seconds:8.2f} {size / 2**20 / seconds:8.0f} "
-            f"{seconds / peer:6.2f}x {mem:>9}"
-        )
-    print(
-        f"goals: pack <= 0.60x ({results['pack'] / peer_pack:.2f}x with read-back, "
-        f"{results['pack --no-read-back'] / peer_pack:.2f}x without), "
-        f"unpack <= 1.00x ({results['unpack.py --all'] / peer_unpack:.2f}x)"
-    )
-    for folder in (ours_out, peer_out, work / "release-0", release):
+    for folder in (ours_out, peer_out, nosync_out, work / "release-0", release):
         shutil.rmtree(folder, ignore_errors=True)
     peer_tar.unlink(missing_ok=True)
+    return results, rss
+
+
+PACK_PEER = "tar -cf + sha256sum files + package"
+UNPACK_PEER = "tar -xf + sha256sum -c"
+
+
+def report(rounds: list[tuple[dict[str, float], dict[str, int]]], size: int) -> None:
+    """Median seconds per contender; ratios to the peer of the same round (min-max)."""
+    print(f"{'contender':40} {'median s':>8} {'MiB/s':>6} {'ratio (min-max)':>22} {'peak RSS':>9}")
+    ratios: dict[str, list[float]] = {}
+    for label in rounds[0][0]:
+        peer = UNPACK_PEER if "unpack" in label or "-xf" in label else PACK_PEER
+        seconds = statistics.median(r[0][label] for r in rounds)
+        ratios[label] = sorted(r[0][label] / r[0][peer] for r in rounds)
+        low, high = ratios[label][0], ratios[label][-1]
+        spread = f"{statistics.median(ratios[label]):.2f}x ({low:.2f}-{high:.2f})"
+        mem = max(r[1].get(label, 0) for r in rounds)
+        print(
+            f"{label:40} {seconds:8.2f} {size / 2**20 / seconds:6.0f} {spread:>22} "
+            f"{f'{mem} MiB' if mem else '':>9}"
+        )
+
+    def med(label: str) -> str:
+        return f"{statistics.median(ratios[label]):.2f}x"
+
+    print(
+        f"goals: pack <= 0.60x ({med('pack')} with read-back, {med('pack --no-read-back')} "
+        f"without), unpack <= 1.00x ({med('unpack.py --all')} with fsync, "
+        f"{med('unpack.py --all --no-fsync')} without); medians of {len(rounds)} rounds"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size-mib", type=int, default=512)
+    parser.add_argument("--full", action="store_true", help="a 2 GiB tree (the issue's size)")
+    parser.add_argument("--package-mib", type=int, default=0, help="default: tree / 6")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-release"))
+    parser.add_argument("--repeat", type=int, default=1, help="rounds; medians are reported")
+    args = parser.parse_args()
+    total = (2048 if args.full else args.size_mib) << 20
+    work = args.workdir
+    tree = work / "tree" / "ds"
+    largest = make_tree(tree, total)
+    limit = (args.package_mib << 20) or max(total // 6, 2 * largest)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    size = sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+    count = sum(1 for p in tree.rglob("*") if p.is_file())
+    print(
+        f"tree: {size / 2**20:.0f} MiB in {count} files (largest {largest / 2**20:.0f} MiB), "
+        f"package limit {limit / 2**20:.0f} MiB, {os.cpu_count()} CPUs, warm page cache"
+    )
+
+    rounds = [one_round(work, tree, limit, env) for _ in range(max(1, args.repeat))]
+    report(rounds, size)
 
 
 if __name__ == "__main__":

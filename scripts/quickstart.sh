@@ -3,6 +3,7 @@
 #   bash scripts/quickstart.sh demo [OUT]   install into .venv, run `dataset-devkit demo`
 #   bash scripts/quickstart.sh test [ARGS]  install into .venv (with dev tools), run every test
 #   bash scripts/quickstart.sh lint         ruff check, ruff format --check, mypy --strict
+#   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
 # Needs only Python >= 3.11 and the package registries. Set VENV to use another folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -38,6 +39,24 @@ case "$command" in
     fi
     exit "$status"
     ;;
+  test-numpy2)
+    # nuscenes-devkit 1.2.0 declares numpy<2 but runs on numpy 2; install it without its
+    # pins so this leg proves our code (and the official loader path) on numpy 2.x.
+    venv="${VENV_NUMPY2:-.venv-numpy2}"
+    ensure_venv "video,mcap,torch,dask,dev"
+    "$venv/bin/python" -m pip install --quiet "numpy>=2"
+    "$venv/bin/python" -m pip install --quiet --no-deps "nuscenes-devkit==1.2.0"
+    "$venv/bin/python" -m pip install --quiet "opencv-python-headless==4.11.0.86" \
+      matplotlib scikit-learn pyquaternion shapely descartes pycocotools fire tqdm scipy \
+      cachetools parameterized
+    "$venv/bin/python" -c 'import numpy; assert numpy.__version__ >= "2", numpy.__version__'
+    set +e
+    "$venv/bin/python" -m pytest "$@"
+    status=$?
+    set -e
+    [ "$status" -eq 5 ] && { echo "quickstart: no tests collected" >&2; exit 1; }
+    exit "$status"
+    ;;
   lint)
     ensure_venv "all,dev"
     "$venv/bin/ruff" check src tests benchmarks
@@ -45,7 +64,7 @@ case "$command" in
     "$venv/bin/mypy"
     ;;
   *)
-    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [PYTEST ARGS] | lint" >&2
+    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | lint" >&2
     exit 2
     ;;
 esac

@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli_run import run_devkit as _run
 from tests.release.helpers import SAMPLE, make_tree, read_tree
-
-
-def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dataset_devkit", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_pack_verify_unpack_then_verify_gives_the_published_root(
@@ -52,6 +40,13 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
     assert read_tree(data / "ds") == {**SAMPLE, "content_manifest.json": made_manifest(tree)}
     verified = _run(package_env, "verify", str(data / "ds"))
     assert verified.returncode == 0 and root in verified.stdout
+    quick = _run(
+        package_env, "release", "unpack", str(release), "--output", str(tmp_path / "fast"),
+        "--base", "--no-fsync", "--json",
+    )  # fmt: skip
+    assert quick.returncode == 0, quick.stderr
+    report = json.loads(quick.stdout)
+    assert report["ok"] and report["families"] == ["base"] and report["skipped"] == 0
 
 
 def made_manifest(tree: Path) -> bytes:

@@ -21,6 +21,7 @@ from dataset_devkit.integrity import (
     publish_tree,
     read_manifest,
     remove_staging,
+    remove_stale_staging,
     staged_publication,
     verify_tree,
 )
@@ -254,3 +255,50 @@ def test_two_processes_racing_for_one_name_give_exactly_one_winner(
     assert verify_tree(final).ok
     assert (final / "who").read_bytes() in (b"first\n", b"second\n")
     assert os.stat(final).st_mode & 0o777 == 0o500
+
+
+_BUILDER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from dataset_devkit.integrity import new_staging_dir
+
+    staging = new_staging_dir(Path(sys.argv[1]))
+    (staging / "partial.bin").write_bytes(b"half a dataset")
+    print(staging, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def test_stale_staging_of_a_killed_builder_is_removed_but_a_live_one_is_kept(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    final = tmp_path / "dataset"
+    builders = [
+        subprocess.Popen(
+            [sys.executable, "-c", _BUILDER, str(final)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=package_env,
+        )
+        for _ in range(2)
+    ]
+    stagings = []
+    for builder in builders:
+        assert builder.stdout is not None
+        stagings.append(Path(builder.stdout.readline().strip()))
+    mine = new_staging_dir(final)
+    try:
+        builders[0].send_signal(signal.SIGKILL)
+        builders[0].wait(timeout=30)
+        assert remove_stale_staging(final) == [stagings[0]]
+        assert not stagings[0].exists()
+        assert stagings[1].exists()  # its builder is alive
+        assert mine.exists()  # this process holds it
+    finally:
+        builders[1].kill()
+        builders[1].wait(timeout=30)
+        remove_staging(mine)
+    assert remove_stale_staging(final) == [stagings[1]]
+    assert list(tmp_path.iterdir()) == []

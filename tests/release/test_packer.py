@@ -232,3 +232,59 @@ def test_package_damaged_after_writing_fails_the_read_back_and_nothing_is_publis
     with pytest.raises(ReleaseVerificationError, match="read-back of the new packages failed"):
         pack(make_tree(tmp_path / "ds"), tmp_path / "rel")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+def test_readme_states_the_disk_space_needed_per_family_and_in_total(tmp_path: Path) -> None:
+    release = pack(make_tree(tmp_path / "ds"), tmp_path / "rel", deliver=("base",))
+    manifest = json.loads((release / "manifest.json").read_text())
+    readme = (release / "README.md").read_text()
+    base = next(f for f in manifest["families"] if f["name"] == "base")
+    depth = next(f for f in manifest["families"] if f["name"] == "depth")
+    packed = sum(p["size"] for p in manifest["packages"])
+    assert f"- **base**: packages {packed:,} bytes" in readme
+    assert f"restored files {base['total_bytes']:,} bytes" in readme
+    assert f"- **depth** (pending): restored files {depth['total_bytes']:,} bytes" in readme
+    total = (packed + base["total_bytes"] + 2 * depth["total_bytes"]) / 1e9
+    assert f"restoring every family needs about {total:.1f} GB" in readme
+    assert "never replacing an existing file" in readme and "--no-fsync" in readme
+
+
+@pytest.mark.parametrize("read_back", [True, False])
+def test_every_package_file_and_folder_is_fsynced_with_or_without_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, read_back: bool
+) -> None:
+    synced: set[int] = set()
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.add(os.fstat(fd).st_ino)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    release = pack(make_tree(tmp_path / "ds"), tmp_path / "rel", read_back=read_back)
+    packages = sorted(release.glob("*/*.tar"))
+    assert len(packages) > 2
+    assert {p.stat().st_ino for p in packages} <= synced
+    metadata = [p for p in release.iterdir() if p.is_file()]
+    folders = [release, release / "base", release / "depth", tmp_path]
+    assert {p.stat().st_ino for p in [*metadata, *folders]} <= synced
+
+
+def test_package_truncated_after_writing_fails_validation_even_without_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.release import packer
+    from dataset_devkit.release.errors import ReleaseVerificationError
+    from dataset_devkit.release.tarwriter import TarPackageWriter
+
+    class Truncating(TarPackageWriter):
+        def __exit__(self, *exc: object) -> None:
+            super().__exit__(*exc)  # type: ignore[arg-type]
+            if self.path.name == "base-0001.tar":
+                os.truncate(self.path, 512)
+
+    monkeypatch.setattr(packer, "TarPackageWriter", Truncating)
+    with pytest.raises(ReleaseVerificationError, match="metadata does not verify") as caught:
+        pack(make_tree(tmp_path / "ds"), tmp_path / "rel", read_back=False, restore_test="none")
+    assert "base/base-0001.tar has 512 bytes" in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]

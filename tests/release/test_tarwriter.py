@@ -7,6 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,3 +66,30 @@ def test_headers_are_identical_for_identical_members() -> None:
     assert member_header("root/a/b.bin", 10) == member_header("root/a/b.bin", 10)
     assert len(member_header("root/" + "x" * 200, 1)) == 3 * 512  # pax header + record + ustar
     assert len(member_header("root/short", 1)) == 512
+
+
+def test_members_streamed_through_a_small_buffer_match_a_direct_write(tmp_path: Path) -> None:
+    bodies = {f"f{n:05d}": bytes([n % 251]) * n for n in (0, 1, 511, 512, 513, 1024, 1537, 5000)}
+    direct, streamed = tmp_path / "direct.tar", tmp_path / "streamed.tar"
+    with TarPackageWriter(direct) as tar:
+        for rel, body in bodies.items():
+            tar.begin_member(f"root/{rel}", len(body))
+            tar.write(body)
+            tar.end_member(len(body))
+    digests = {}
+    with TarPackageWriter(streamed, buffer_size=1024) as small:
+        for rel, body in bodies.items():
+            digests[rel] = small.add_member(f"root/{rel}", len(body), io.BytesIO(body))
+    assert streamed.read_bytes() == direct.read_bytes()
+    assert (small.size, small.sha256) == (tar.size, tar.sha256)
+    assert digests == {rel: hashlib.sha256(body).hexdigest() for rel, body in bodies.items()}
+
+
+def test_source_shorter_than_its_listed_size_is_an_error_not_a_short_member(
+    tmp_path: Path,
+) -> None:
+    with (
+        pytest.raises(EOFError, match=r"root/a: ended after 3 of 10 bytes"),
+        TarPackageWriter(tmp_path / "p.tar") as tar,
+    ):
+        tar.add_member("root/a", 10, io.BytesIO(b"abc"))

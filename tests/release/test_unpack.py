@@ -236,3 +236,10 @@ def test_windows_style_fallback_without_dir_fd_round_trips(
     again = unpack.unpack_release(str(release), str(tmp_path / "data"), everything=True)
     assert again.skipped == len(SAMPLE)
     assert read_tree(tmp_path / "data" / "ds") == SAMPLE
+
+
+def test_names_holding_unicode_line_breaks_round_trip(tmp_path: Path) -> None:
+    files = {"a\u2028b.txt": b"x", "c\x85d/e\u2029f.txt": b"y"}
+    release = pack(make_tree(tmp_path / "ds", files), tmp_path / "rel")
+    unpack.unpack_release(str(release), str(tmp_path / "data"), everything=True)
+    assert read_tree(tmp_path / "data" / "ds") == files

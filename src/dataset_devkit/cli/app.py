@@ -33,6 +33,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "release",
     "vin_store",
+    "nuscenes",
+    "stereo",
 )
 
 _state = {"debug": False}

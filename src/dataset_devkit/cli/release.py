@@ -126,13 +126,16 @@ def unpack(
     depth: Annotated[bool, typer.Option("--depth")] = False,
     everything: Annotated[bool, typer.Option("--all")] = False,
     family: Annotated[list[str] | None, typer.Option("--family")] = None,
+    no_fsync: Annotated[
+        bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    summary = restore_release(release_dir, output, families)
+    summary = restore_release(release_dir, output, families, fsync=not no_fsync)
     report = {
         "ok": True,
         "families": summary.families,

@@ -12,4 +12,11 @@ from dataset_devkit.demo.report import DemoReport, DemoStep, run_demo
 __all__ = ["DEMO_STEPS", "DemoReport", "DemoStep", "run_demo"]
 
 #: ``dataset_devkit.demo.<name>`` modules run by ``dataset-devkit demo``, in order.
-DEMO_STEPS: tuple[str, ...] = ("integrity", "nuscenes", "release", "vin_store")
+DEMO_STEPS: tuple[str, ...] = (
+    "integrity",
+    "nuscenes",
+    "nuscenes_publish",
+    "release",
+    "vin_store",
+    "stereo",
+)

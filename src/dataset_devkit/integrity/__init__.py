@@ -26,6 +26,7 @@ from dataset_devkit.integrity.publish import (
     new_staging_dir,
     publish_tree,
     remove_staging,
+    remove_stale_staging,
     staged_publication,
 )
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, open_dir_nofollow
@@ -58,6 +59,7 @@ __all__ = [
     "publish_tree",
     "read_manifest",
     "remove_staging",
+    "remove_stale_staging",
     "scan_tree",
     "staged_publication",
     "verify_tree",

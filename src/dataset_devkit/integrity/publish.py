@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, PublicationError, UnsafePathError
+from dataset_devkit.errors import PublicationError, UnsafePathError
 from dataset_devkit.integrity.manifest import (
     CONTENT_MANIFEST_NAME,
     ContentManifest,
@@ -32,6 +32,13 @@ from dataset_devkit.integrity.manifest import (
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import open_dir_nofollow
 from dataset_devkit.integrity.scan import ProgressCallback
+from dataset_devkit.integrity.staging import (
+    new_staging_dir,
+    pin_parent,
+    release_staging_lock,
+    remove_staging,
+    remove_stale_staging,
+)
 from dataset_devkit.integrity.verify import verify_tree
 
 __all__ = [
@@ -40,6 +47,7 @@ __all__ = [
     "new_staging_dir",
     "publish_tree",
     "remove_staging",
+    "remove_stale_staging",
     "staged_publication",
 ]
 
@@ -67,73 +75,6 @@ class PublishResult:
     final: Path
     root_sha256: str
     manifest: ContentManifest
-
-
-def _pin_parent(final: Path) -> int:
-    """Pin the real parent directory of *final* and check *final* does not exist."""
-    try:
-        parent_fd = open_dir_nofollow(final.parent)
-    except FileNotFoundError as exc:
-        raise PublicationError(f"{final.parent}: parent directory does not exist") from exc
-    try:
-        os.stat(final.name, dir_fd=parent_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return parent_fd
-    os.close(parent_fd)
-    raise DestinationExistsError(f"{final}: already exists; a published tree is never replaced")
-
-
-def new_staging_dir(final: Path) -> Path:
-    """Create a fresh private staging directory beside *final* (same filesystem)."""
-    final = Path(final).absolute()
-    parent_fd = _pin_parent(final)
-    try:
-        name = f".{final.name}.staging-{secrets.token_hex(6)}"
-        os.mkdir(name, 0o700, dir_fd=parent_fd)
-    finally:
-        os.close(parent_fd)
-    return final.parent / name
-
-
-def _remove_contents(dir_fd: int) -> None:
-    with os.scandir(dir_fd) as scan:
-        entries = list(scan)
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
-            try:
-                os.fchmod(sub, 0o700)
-                _remove_contents(sub)
-            finally:
-                os.close(sub)
-            os.rmdir(entry.name, dir_fd=dir_fd)
-        else:
-            os.unlink(entry.name, dir_fd=dir_fd)
-
-
-def remove_staging(path: Path) -> None:
-    """Remove a staging tree left by a failed attempt (sealed modes are lifted first).
-
-    Links inside are unlinked, never followed. A missing path is not an error.
-    """
-    path = Path(path).absolute()
-    try:
-        parent_fd = open_dir_nofollow(path.parent)
-    except FileNotFoundError:
-        return
-    try:
-        try:
-            fd = open_dir_nofollow(path.name, dir_fd=parent_fd)
-        except FileNotFoundError:
-            return
-        try:
-            os.fchmod(fd, 0o700)
-            _remove_contents(fd)
-        finally:
-            os.close(fd)
-        os.rmdir(path.name, dir_fd=parent_fd)
-    finally:
-        os.close(parent_fd)
 
 
 def _seal(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
@@ -221,7 +162,7 @@ def publish_tree(
     final = Path(final).absolute()
     staging = Path(staging).absolute()
     phase = on_phase or (lambda _name: None)
-    parent_fd = _pin_parent(final)
+    parent_fd = pin_parent(final)
     try:
         staging_parent = staging.parent.stat()
         pinned_parent = os.fstat(parent_fd)
@@ -266,6 +207,7 @@ def publish_tree(
             phase("renamed")
             _check_after_rename(parent_fd, final, identity, checked)
             phase("verified")
+            release_staging_lock(staging)
         finally:
             os.close(staging_fd)
     finally:
@@ -316,9 +258,11 @@ def staged_publication(
     """Yield a fresh sibling staging directory; publish it to *final* on a clean exit.
 
     On an exception in the block, or a failed publication, the staging directory is
-    removed (``keep_failed=True`` keeps it for audit) and *final* is untouched.
+    removed (``keep_failed=True`` keeps it for audit) and *final* is untouched. Staging
+    trees of *final* abandoned by killed builders are removed first; live ones are kept.
     """
     final = Path(final).absolute()
+    remove_stale_staging(final)  # what killed builders of this name left behind
     staging = new_staging_dir(final)
     try:
         yield staging

@@ -8,7 +8,6 @@ release's snapshot identity.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -21,6 +20,7 @@ from dataset_devkit.integrity import (
     new_staging_dir,
     open_dir_nofollow,
     remove_staging,
+    remove_stale_staging,
 )
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
@@ -34,7 +34,7 @@ from dataset_devkit.release.snapshot import (
     load_previous,
     snapshot_record,
 )
-from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
+from dataset_devkit.release.source import SourceReader, scan_tree
 from dataset_devkit.release.spec import (
     DEFAULT_PACKAGE_LIMIT,
     FileRow,
@@ -43,7 +43,11 @@ from dataset_devkit.release.spec import (
     ValidationReport,
 )
 from dataset_devkit.release.tarwriter import TarPackageWriter
-from dataset_devkit.release.validate import collect_read_backs, read_back_package
+from dataset_devkit.release.validate import (
+    collect_read_backs,
+    fsync_package,
+    read_back_package,
+)
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
 
@@ -101,13 +105,14 @@ def _write_packages(
     name: str,
     progress: Progress | None,
     *,
-    after_package: AfterPackage | None,
+    after_package: AfterPackage,
+    hash_package: bool,
 ) -> tuple[dict[str, str], list[PackageRecord]]:
     """Read every file once: into its package and its hash, or only its hash (pending).
 
-    *after_package* receives each finished package with its rows (the read-back runs there,
-    on other cores, while the next package is written); without it the writer hashes the
-    package itself.
+    *after_package* receives each finished, closed package with its rows: its fsync and
+    read-back run there, on other threads, while the next package is written. Without a
+    read-back (*hash_package*) the writer hashes the package bytes as it writes them.
     """
     digests: dict[str, str] = {}
     records: list[PackageRecord] = []
@@ -118,20 +123,16 @@ def _write_packages(
             for plan in packages:
                 if family not in deliver:
                     for item in plan.files:
-                        digests[item.path] = _hash_only(reader, item, progress)
+                        digests[item.path] = reader.sha256(item, progress)
                     continue
-                hash_package = after_package is None
-                with TarPackageWriter(staging / plan.name, hash_package=hash_package) as tar:
+                with TarPackageWriter(
+                    staging / plan.name, hash_package=hash_package, fsync=False
+                ) as tar:
                     for item in plan.files:
-                        tar.begin_member(f"{name}/{item.path}", item.size)
-                        hasher = hashlib.sha256()
-                        for chunk in reader.chunks(item):
-                            hasher.update(chunk)
-                            tar.write(chunk)
-                            if progress is not None:
-                                progress(len(chunk))
-                        tar.end_member(item.size)
-                        digests[item.path] = hasher.hexdigest()
+                        with reader.open(item) as fh:
+                            digests[item.path] = tar.add_member(
+                                f"{name}/{item.path}", item.size, fh, progress
+                            )
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
                 record = PackageRecord(
@@ -142,22 +143,20 @@ def _write_packages(
                     member_count=tar.members,
                 )
                 records.append(record)
-                if after_package is not None:
-                    rows = {
-                        f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
-                        for f in plan.files
-                    }
-                    after_package(record, rows)
+                rows = {
+                    f.path: unpack.FileRow(f.path, f.size, digests[f.path], family, plan.name)
+                    for f in plan.files
+                }
+                after_package(record, rows)
     return digests, records
 
 
-def _hash_only(reader: SourceReader, item: SourceFile, progress: Progress | None) -> str:
-    hasher = hashlib.sha256()
-    for chunk in reader.chunks(item):
-        hasher.update(chunk)
-        if progress is not None:
-            progress(len(chunk))
-    return hasher.hexdigest()
+def _fsync_dir(path: Path) -> None:
+    fd = open_dir_nofollow(path)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def pack_release(
@@ -209,13 +208,19 @@ def pack_release(
             key="deliver",
         )
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
+    remove_stale_staging(out)  # left by killed packers; a live packer's staging is locked
     staging = new_staging_dir(out)
     try:
-        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
+        workers = min(4, os.cpu_count() or 1) + 1
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             checks: list[Future[tuple[PackageRecord, list[str]]]] = []
+            flushes: list[Future[None]] = []
 
-            def read_back(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
-                checks.append(pool.submit(read_back_package, staging, name, record, rows))
+            def finish(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+                flushes.append(pool.submit(fsync_package, staging / record.name))
+                if opts.read_back:
+                    checks.append(pool.submit(read_back_package, staging, name, record, rows))
 
             digests, records = _write_packages(
                 tree,
@@ -224,10 +229,13 @@ def pack_release(
                 deliver,
                 name,
                 progress,
-                after_package=read_back if opts.read_back else None,
+                after_package=finish,
+                hash_package=not opts.read_back,
             )
             if opts.read_back:
                 records = collect_read_backs(check.result() for check in checks)
+            for flush in flushes:
+                flush.result()
         snapshot = snapshot_record(files, digests, source)
         package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
         rows = [
@@ -255,9 +263,14 @@ def pack_release(
             options=opts,
             previous=previous,
         )
+        # Durable before visible: the family folders' and the release folder's entries, then
+        # the parent's new entry after the no-replace rename.
+        for folder in [*(staging / f for f in sorted(deliver)), staging]:
+            _fsync_dir(folder)
         parent_fd = open_dir_nofollow(out.parent)
         try:
             rename_noreplace(parent_fd, staging.name, parent_fd, out.name)
+            os.fsync(parent_fd)
         finally:
             os.close(parent_fd)
     except BaseException:

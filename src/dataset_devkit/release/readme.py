@@ -15,6 +15,32 @@ def _flag(family: str) -> str:
     return f"--{family}" if family in ("base", "depth") else f"--family {family}"
 
 
+def _disk_space(manifest: ReleaseManifest) -> list[str]:
+    """How much room downloading and restoring takes, per family and all together."""
+    lines = ["Disk space:", ""]
+    need = 0
+    for fam in manifest.families:
+        packed = sum(p.size for p in manifest.packages if p.family == fam.name)
+        if fam.status == "delivered":
+            lines.append(
+                f"- **{fam.name}**: packages {_gb(packed)}; restored files {_gb(fam.total_bytes)}."
+            )
+        else:  # not packed yet: its packages will be about as large as its files
+            packed = fam.total_bytes
+            lines.append(
+                f"- **{fam.name}** (pending): restored files {_gb(fam.total_bytes)}; its "
+                "packages will be about as large."
+            )
+        need += packed + fam.total_bytes
+    lines += [
+        "",
+        f"Keeping every package while restoring every family needs about {need / 1e9:.1f} GB, "
+        "plus a margin for filesystem overhead; delete nothing until the restore reports OK.",
+        "",
+    ]
+    return lines
+
+
 def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> str:
     """Render the README from the manifest and the validation report (deterministic)."""
     name = manifest.name
@@ -65,6 +91,7 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
     ]
     out += [f"  {f.name}/{f.name}-0001.tar ..." for f in manifest.families]
     out += ["```", "", "Never mix packages or metadata of different snapshots.", ""]
+    out += _disk_space(manifest)
     out += [
         "## Verify and unpack (Windows, Linux, macOS; Python >= 3.9, standard library only)",
         "",
@@ -84,11 +111,14 @@ def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> st
         f"Every family restores into the same root `data/{name}/`; add a family later with the "
         "same `--output`. The script checks that every package of the chosen families is "
         "present with its size and SHA-256, parses each tar strictly, writes every file through "
-        "a temporary name and renames it only after its SHA-256 matched `files.jsonl`, then "
-        "checks the restored structure. It rejects absolute paths, `..`, links of any kind, "
-        "devices, unlisted or duplicate members and names unsafe on Windows. A re-run verifies "
-        "and skips identical files; an existing file that differs is reported and kept. It "
-        "never deletes packages and never creates links. Any failure exits non-zero."
+        "a temporary name and gives it its name only after its SHA-256 matched `files.jsonl`, "
+        "never replacing an existing file, then checks the restored structure. Each file and "
+        "each directory is flushed to disk (`fsync`; `--no-fsync` skips that for speed). It "
+        "rejects absolute paths, `..`, links of any kind, devices, unlisted or duplicate "
+        "members and names unsafe on Windows. A re-run verifies and skips identical files; an "
+        "existing file that differs is reported and kept. It never deletes packages and never "
+        "restores content as links: every restored file is a plain file. Any failure exits "
+        "non-zero."
     )
     out += [
         "",

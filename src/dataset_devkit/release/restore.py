@@ -36,8 +36,12 @@ def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary
         raise ReleaseVerificationError(f"{release_dir}: {exc}") from None
 
 
-def restore_release(release_dir: Path, output: Path, families: Sequence[str]) -> unpack.Summary:
+def restore_release(
+    release_dir: Path, output: Path, families: Sequence[str], *, fsync: bool = True
+) -> unpack.Summary:
     """Restore the named families (or ``"all"``) into ``output/<release name>``.
+
+    With *fsync* every restored file and every directory that gained entries is fsynced.
 
     Raises
     ------
@@ -46,7 +50,7 @@ def restore_release(release_dir: Path, output: Path, families: Sequence[str]) ->
     """
     names, everything = _families(families)
     try:
-        return unpack.unpack_release(str(release_dir), str(output), names, everything)
+        return unpack.unpack_release(str(release_dir), str(output), names, everything, fsync=fsync)
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
     except OSError as exc:

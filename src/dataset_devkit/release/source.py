@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Final, cast
 
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import UnsafeTreeError
 
 __all__ = ["SourceFile", "SourceReader", "scan_tree"]
 
-CHUNK: Final = 4 << 20
+CHUNK: Final = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ class SourceReader:
         self._root = unpack.PinnedDir.open_root(str(root), create=False)
         self._chain = unpack.DirChain(self._root)
         self._label = root
+        self._buffer = memoryview(bytearray(CHUNK))
 
     def __enter__(self) -> SourceReader:
         return self
@@ -86,11 +90,14 @@ class SourceReader:
         self._chain.close()
         self._root.close()
 
-    def chunks(self, item: SourceFile) -> Iterator[bytes]:
-        """Yield the file's bytes; raise if it is not the regular file of the listed size.
+    @contextmanager
+    def open(self, item: SourceFile) -> Iterator[io.FileIO]:
+        """Open the file for one read of exactly ``item.size`` bytes, checked around it.
 
-        The identity and size are compared before and after the read, so a file replaced or
-        grown while it is packed is an error rather than a silently different package.
+        The identity and size are compared before and after the read, so a file replaced,
+        grown or shrunk while it is packed is an error rather than a silently different
+        package. The caller must read exactly ``item.size`` bytes (an :class:`EOFError` from
+        a shorter file becomes :class:`UnsafeTreeError` here).
         """
         parts = item.path.split("/")
         folder = self._chain.goto(parts[:-1], create=False)
@@ -108,13 +115,13 @@ class SourceReader:
                     f"changed while packing: expected a regular file of {item.size} bytes",
                     path=where,
                 )
-            done = 0
-            while True:
-                data = fh.read(CHUNK)
-                if not data:
-                    break
-                done += len(data)
-                yield data
+            try:
+                yield cast(io.FileIO, fh)
+            except EOFError:
+                raise UnsafeTreeError(
+                    "changed while packing: shorter than listed", path=where
+                ) from None
+            done = fh.tell()
             after = os.fstat(fh.fileno())
         key = (before.st_dev, before.st_ino, before.st_size, before.st_mtime_ns)
         if done != item.size or key != (
@@ -124,3 +131,19 @@ class SourceReader:
             after.st_mtime_ns,
         ):
             raise UnsafeTreeError(f"changed while packing ({done} bytes read)", path=where)
+
+    def sha256(self, item: SourceFile, progress: Callable[[int], None] | None = None) -> str:
+        """Hash a file that is not archived (a pending family), with the same checks."""
+        hasher = hashlib.sha256()
+        with self.open(item) as fh:
+            left = item.size
+            while left:
+                room = self._buffer[: min(left, len(self._buffer))]
+                count = fh.readinto(room)
+                if not count:
+                    raise EOFError
+                hasher.update(room[:count])
+                left -= count
+                if progress is not None:
+                    progress(count)
+        return hasher.hexdigest()

@@ -1,4 +1,4 @@
-"""Deterministic plain tar packages: fixed headers, streamed members, hashed as written.
+"""Deterministic plain tar packages: fixed headers, streamed members, hashed as read.
 
 Headers come from :meth:`tarfile.TarInfo.tobuf` in pax format with every variable field
 pinned (mtime 0, uid/gid 0, empty user/group names, mode 0644, regular files only), so a pax
@@ -12,14 +12,29 @@ from __future__ import annotations
 import hashlib
 import os
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Final, Protocol
 
-__all__ = ["END_OF_ARCHIVE", "TarPackageWriter", "member_header", "member_span"]
+__all__ = [
+    "BUFFER_SIZE",
+    "END_OF_ARCHIVE",
+    "ReadInto",
+    "TarPackageWriter",
+    "member_header",
+    "member_span",
+]
 
 BLOCK: Final = 512
+BUFFER_SIZE: Final = 1 << 20  # 4 MiB writes measured 3-5x slower into the page cache here
 END_OF_ARCHIVE: Final = bytes(2 * BLOCK)
+
+
+class ReadInto(Protocol):
+    """A raw binary source (``io.FileIO``): fills a caller's buffer, no copy in between."""
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 
 def member_header(name: str, size: int) -> bytes:
@@ -40,19 +55,35 @@ def member_span(name: str, size: int) -> int:
 
 
 class TarPackageWriter:
-    """Write one package exclusively, hashing every byte as it is written.
+    """Write one package exclusively through one aligned buffer, hashing as it goes.
 
-    Use as a context manager; the archive is complete (end marker written, fsynced) only
-    after a clean exit, and :attr:`sha256`/:attr:`size` are set then. With
-    ``hash_package=False`` the caller takes the package hash from its read-back instead, so
-    the bytes are not hashed twice.
+    Headers, member data and padding are laid out in a 1 MiB buffer that is written out
+    whole, so the kernel sees large writes at aligned offsets; member data is read straight
+    into the buffer (:meth:`add_member`) and hashed there, without an intermediate copy.
+    Use as a context manager; the archive is complete (end marker written) only after a
+    clean exit, and :attr:`sha256`/:attr:`size` are set then. With ``hash_package=False``
+    the caller takes the package hash from its read-back instead, so the bytes are not
+    hashed twice; with ``fsync=False`` the caller fsyncs the finished file itself (the
+    packer does it in the read-back job, off the writing thread).
     """
 
-    def __init__(self, path: Path, *, hash_package: bool = True) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        hash_package: bool = True,
+        fsync: bool = True,
+        buffer_size: int = BUFFER_SIZE,
+    ) -> None:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        if buffer_size <= 0 or buffer_size % BLOCK:
+            raise ValueError(f"buffer size must be a positive multiple of {BLOCK}")
         self.path = path
         self._fd = os.open(path, flags, 0o644)
         self._hash = hashlib.sha256() if hash_package else None
+        self._fsync = fsync
+        self._buffer = memoryview(bytearray(buffer_size))
+        self._fill = 0
         self.size = 0
         self.members = 0
         self.sha256 = ""
@@ -69,19 +100,33 @@ class TarPackageWriter:
         try:
             if exc_type is None:
                 self.write(END_OF_ARCHIVE)
-                os.fsync(self._fd)
+                self._flush()
+                if self._fsync:
+                    os.fsync(self._fd)
                 self.sha256 = self._hash.hexdigest() if self._hash is not None else ""
         finally:
             os.close(self._fd)
+            self._buffer.release()
+
+    def _flush(self) -> None:
+        view = self._buffer[: self._fill]
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self._fill = 0
 
     def write(self, data: bytes | memoryview) -> None:
         """Append raw bytes (a header, member data or padding) and hash them."""
         if self._hash is not None:
             self._hash.update(data)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self.size += len(data)
+        src = memoryview(data)
+        self.size += len(src)
+        while src:
+            take = min(len(src), len(self._buffer) - self._fill)
+            self._buffer[self._fill : self._fill + take] = src[:take]
+            self._fill += take
+            src = src[take:]
+            if self._fill == len(self._buffer):
+                self._flush()
 
     def begin_member(self, name: str, size: int) -> None:
         """Write a member's header; its data follows through :meth:`write`."""
@@ -93,3 +138,38 @@ class TarPackageWriter:
         padding = -size % BLOCK
         if padding:
             self.write(bytes(padding))
+
+    def add_member(
+        self, name: str, size: int, source: ReadInto, progress: Callable[[int], None] | None = None
+    ) -> str:
+        """Copy exactly *size* bytes of *source* in as member *name*; return their SHA-256.
+
+        The bytes are read into the buffer where they will be written from, and hashed
+        there: one read, one hash per file (plus the package hash if enabled).
+
+        Raises
+        ------
+        EOFError
+            *source* ended before *size* bytes (the file shrank after it was listed).
+        """
+        self.begin_member(name, size)
+        hasher = hashlib.sha256()
+        left = size
+        while left:
+            room = self._buffer[self._fill : self._fill + min(left, len(self._buffer) - self._fill)]
+            count = source.readinto(room)
+            if not count:
+                raise EOFError(f"{name}: ended after {size - left} of {size} bytes")
+            chunk = room[:count]
+            hasher.update(chunk)
+            if self._hash is not None:
+                self._hash.update(chunk)
+            self._fill += count
+            self.size += count
+            left -= count
+            if self._fill == len(self._buffer):
+                self._flush()
+            if progress is not None:
+                progress(count)
+        self.end_member(size)
+        return hasher.hexdigest()

@@ -1,0 +1,191 @@
+"""nuScenes validate/inspect against hashing the same bytes; SDK load against ``NuScenes``.
+
+Writes one published dataroot with ``--scenes x --samples x --cameras`` key-frame images
+(default 42 x 40 x 6 = 10,080 sample_data, 320x240 JPEGs) through the test fixture writer and
+the real publisher, then times in the same run:
+
+* the limit: ``integrity.build_manifest`` over the dataroot (every byte hashed once, both
+  cores) and a bare single-thread ``read + sha256`` loop over the same files;
+* the decode floor: read and draft-decode every JPEG once on two threads, no checks;
+* ``validate_dataroot`` (content manifest, tables, chains, extensions, every JPEG decoded)
+  and ``inspect_dataroot`` (validate, then summarize);
+* ``Dataset(...)`` (our SDK: strict load, structural checks, indexes) against
+  ``nuscenes.nuscenes.NuScenes(...)`` (nuscenes-devkit 1.2.0) on the same dataroot,
+  import time excluded, min of ``--repeat`` runs.
+
+Usage (from the repository root)::
+
+    PYTHONPATH=src python benchmarks/nuscenes_validate_sdk.py [--scenes 42] [--samples 40]
+        [--cameras 6] [--width 320] [--height 240] [--repeat 3] [--workdir /tmp/ddk-bench-nusc]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixture writer
+
+from tests.nuscenes.dataroot_fixture import publish_fixture
+
+from dataset_devkit.integrity import build_manifest
+from dataset_devkit.nuscenes.sdk import Dataset
+from dataset_devkit.nuscenes.validation import validate_dataroot
+from dataset_devkit.nuscenes.validation_images import decode_jpeg_size
+from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+
+CAMERAS = (
+    "CAM_FRONT",
+    "CAM_FRONT_LEFT",
+    "CAM_FRONT_RIGHT",
+    "CAM_BACK",
+    "CAM_BACK_LEFT",
+    "CAM_BACK_RIGHT",
+    "CAM_LEFT",
+    "CAM_RIGHT",
+)
+
+
+def best(repeat: int, fn: Callable[[], object]) -> float:
+    """Minimum wall time of *fn*; its result is freed after the clock stops (a loader's
+    teardown is not its load time, and NuScenes' reference cycles defer its own anyway)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+        del result
+    return min(times)
+
+
+def bare_hash(root: Path) -> None:
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            h = hashlib.sha256()
+            with open(os.path.join(dirpath, name), "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+
+
+def decode_floor(final: Path) -> None:
+    """Read and draft-decode every JPEG once on two threads (batches of 64): no checks."""
+    paths = [
+        os.path.join(d, n)
+        for top in ("samples", "sweeps")
+        for d, _s, fs in os.walk(final / top)
+        for n in fs
+    ]
+
+    def batch(chunk: list[str]) -> None:
+        for path in chunk:
+            with open(path, "rb") as f:
+                decode_jpeg_size(f.read())
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        list(pool.map(batch, [paths[i : i + 64] for i in range(0, len(paths), 64)]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenes", type=int, default=42)
+    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--cameras", type=int, default=6)
+    parser.add_argument("--width", type=int, default=320)
+    parser.add_argument("--height", type=int, default=240)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-nusc"))
+    args = parser.parse_args()
+
+    from nuscenes.nuscenes import NuScenes  # import time is not load time
+
+    if args.workdir.exists():
+        for dirpath, _dirs, _files in os.walk(args.workdir):
+            os.chmod(dirpath, 0o755)
+        shutil.rmtree(args.workdir)
+    start = time.perf_counter()
+    final, _ = publish_fixture(
+        args.workdir,
+        scenes=args.scenes,
+        samples=args.samples,
+        cameras=CAMERAS[: args.cameras],
+        width=args.width,
+        height=args.height,
+    )
+    built = time.perf_counter() - start
+    files = sum(len(f) for _d, _s, f in os.walk(final))
+    size = sum(os.path.getsize(os.path.join(d, n)) for d, _s, fs in os.walk(final) for n in fs)
+    n_sd = args.scenes * args.samples * args.cameras
+    print(
+        f"dataroot: {n_sd} sample_data, {files} files, {size / 2**20:.1f} MiB "
+        f"({args.width}x{args.height} JPEGs); written and published in {built:.1f} s"
+    )
+
+    t_manifest = best(args.repeat, lambda: build_manifest(final))
+    t_bare = best(args.repeat, lambda: bare_hash(final))
+    t_decode = best(args.repeat, lambda: decode_floor(final))
+    t_validate = best(args.repeat, lambda: validate_dataroot(final).raise_for_issues())
+    t_inspect = best(args.repeat, lambda: inspect_dataroot(final))
+    t_sdk = best(args.repeat, lambda: Dataset(final))
+
+    def official() -> object:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return NuScenes(version="v1.0-trainval", dataroot=str(final), verbose=False)
+
+    t_official = best(args.repeat, official)
+
+    ds = Dataset(final)
+    nusc: Any = official()
+    lookups = [(s["token"], c) for s in ds.table("sample") for c in ds.channels]
+
+    def ours_lookup() -> None:
+        for sample, channel in lookups:
+            ds.camera(sample, channel)
+
+    def official_lookup() -> None:
+        for sample, channel in lookups:
+            nusc.get("sample_data", nusc.get("sample", sample)["data"][channel])
+
+    t_cam = best(args.repeat, ours_lookup) / len(lookups)
+    t_cam_official = best(args.repeat, official_lookup) / len(lookups)
+    rows = [
+        ("hash once: build_manifest (limit)", t_manifest, 1.0),
+        ("hash once: bare read+sha256 loop", t_bare, t_bare / t_manifest),
+        ("read + draft-decode every JPEG", t_decode, t_decode / t_manifest),
+        ("validate_dataroot (published)", t_validate, t_validate / t_manifest),
+        ("inspect_dataroot", t_inspect, t_inspect / t_manifest),
+    ]
+    floor = t_manifest + t_decode
+    print(f"\n{'task':<36} {'seconds':>8} {'x limit':>8}")
+    for name, seconds, ratio in rows:
+        print(f"{name:<36} {seconds:>8.3f} {ratio:>8.2f}")
+    print(
+        f"validate / (hash once + decode floor) = {t_validate / floor:.2f}; "
+        f"inspect / floor = {t_inspect / floor:.2f}"
+    )
+    print(f"\n{'loader':<36} {'seconds':>8} {'x official':>10}")
+    print(f"{'NuScenes(...) nuscenes-devkit 1.2.0':<36} {t_official:>8.3f} {1.0:>10.2f}")
+    print(f"{'Dataset(...) (ours)':<36} {t_sdk:>8.3f} {t_sdk / t_official:>10.2f}")
+    print(
+        f"camera(sample, channel): {t_cam * 1e6:.2f} us per lookup (a validated index and a "
+        f"defensive copy); official sample['data'] + get: {t_cam_official * 1e6:.2f} us "
+        "(no copy)"
+    )
+    print(
+        f"\nSDK load is {t_official / t_sdk:.2f}x faster than the official loader"
+        if t_sdk < t_official
+        else f"\nSDK load is {t_sdk / t_official:.2f}x slower than the official loader"
+    )
+
+
+if __name__ == "__main__":
+    main()

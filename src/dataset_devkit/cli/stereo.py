@@ -1,0 +1,127 @@
+"""``stereo build`` and ``stereo validate``: the GenVR-duo stereo layout on the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import typer
+from rich.table import Table
+
+from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
+from dataset_devkit.errors import DestinationExistsError
+
+__all__ = ["register"]
+
+_TABLE_ROWS = 16  # a --full check of thousands of pairs is summarised, not printed row by row
+
+stereo_app = typer.Typer(
+    help="Stereo video datasets (GenVR-duo layout): build, validate.", no_args_is_help=True
+)
+
+
+@stereo_app.command("build")
+def build(
+    source: Annotated[Path, typer.Argument(help="Rendered export directory with export.json.")],
+    out: Annotated[Path, typer.Option("--out", help="Dataset root to publish (must not exist).")],
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+) -> None:
+    """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
+
+    err = stderr_console()
+    say = lambda message: err.print(f"[dim]{message}[/dim]")  # noqa: E731
+    if workers:
+        context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            result = build_stereo_dataset(source, out, executor=pool, progress=say)
+    else:
+        result = build_stereo_dataset(source, out, progress=say)
+    summary = {
+        "root": str(result.root),
+        "root_sha256": result.root_sha256,
+        "pairs": result.pairs,
+        "frames_per_eye": result.frames_per_eye,
+        "has_depth": result.has_depth,
+        "files": result.files,
+        "bytes": result.bytes,
+    }
+    if as_json:
+        print_json(summary)
+        return
+    console = stdout_console()
+    console.print(
+        f"built {result.root}: {result.pairs} pairs, {result.frames_per_eye} frames per eye, "
+        f"depth {'yes' if result.has_depth else 'no'}, {result.files} files, {result.bytes} bytes"
+    )
+    console.print(f"root_sha256 {result.root_sha256}")
+
+
+@stereo_app.command("validate")
+def validate(
+    root: Annotated[Path, typer.Argument(help="A stereo dataset root.")],
+    with_depth: Annotated[
+        bool, typer.Option("--with-depth", help="Also check and read the depth family.")
+    ] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Reader check on every pair, not only samples.")
+    ] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write the reader_validation.json record to this file."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+) -> None:
+    """Check every pair, both indexes, requirements and depth; read frames 0/middle/last."""
+    from dataset_devkit.stereo import validate_stereo
+
+    result = validate_stereo(root, with_depth=with_depth, full=full)
+    reader = result.reader
+    if report is not None and reader is not None:
+        try:
+            with report.open("xb") as handle:  # never replace an existing report
+                handle.write(msgspec.json.format(msgspec.json.encode(reader), indent=2) + b"\n")
+        except FileExistsError as exc:
+            raise DestinationExistsError(f"{report}: exists; a report is never replaced") from exc
+    if as_json:
+        print_json(
+            {
+                "root": str(root),
+                "ok": result.ok,
+                "pairs": result.pairs,
+                "with_depth": with_depth,
+                "issues": result.issues,
+                "reader_validation": msgspec.to_builtins(reader),
+            }
+        )
+        if not result.ok:
+            raise typer.Exit(1)
+        return
+    if reader is not None:
+        table = Table("pair", "read", "frames", "shape", "ok", title="reader validation")
+        shown = [r for r in reader.reads if not r.ok] or reader.reads[:_TABLE_ROWS]
+        for row in shown[:_TABLE_ROWS]:
+            table.add_row(row.id, row.what, str(row.frames), str(row.shape), str(row.ok))
+        stdout_console().print(table)
+        if len(reader.reads) > len(shown[:_TABLE_ROWS]):
+            stdout_console().print(
+                f"{len(reader.reads)} reads of {len(reader.pairs_read)} pairs in all "
+                f"({sum(not r.ok for r in reader.reads)} failed); --report FILE keeps every one"
+            )
+    result.raise_for_issues()
+    stdout_console().print(
+        f"OK {root}: {result.pairs} pairs"
+        + (", depth checked" if with_depth else ", depth not checked")
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``stereo`` command group to the root app."""
+    app.add_typer(stereo_app, name="stereo")

@@ -1,0 +1,190 @@
+"""The build configuration: a documented TOML file, parsed strictly with ``tomllib``.
+
+::
+
+    namespace = "fleet-a-2026"            # dataset namespace: seeds every token and the split
+
+    [sources]
+    type = "mcap_hf"                      # or "decoded_hf"; one source type per dataset
+    paths = ["drives/a.mcap", "drives/b.mcap"]   # relative to this file
+    labels = "labels.json"                # optional human label file
+
+    [ingest]                              # spec.IngestConfig
+    vehicle_frame = "base_link"           # MCAP transform-tree vehicle frame
+
+    [scenario]                            # spec.ScenarioConfig
+    scene_duration_s = 20.0
+    rules = [{ kind = "require_valid" }, { kind = "max_scenes", value = 50 }]
+
+    [split]                               # spec.SplitConfig
+    test_fraction = 0.2
+
+    [image]
+    jpeg_quality = 95                     # must be 95 (v1 contract)
+
+    [export]
+    include_sweeps = false
+
+    [publication]
+    version = "v1.0-trainval"             # must be v1.0-trainval
+    refuse_overwrite = true               # must be true
+
+    [paths]
+    output_dir = "out"                    # the dataroot is published at out/v1.0-trainval
+    evidence_dir = "out/evidence"         # optional; default <output_dir>/evidence
+
+Any unknown key, wrong type or value outside the v1 contract is a ``ConfigError`` whose
+``key`` is the dotted TOML key.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.nuscenes import spec
+
+__all__ = ["BuildConfig", "SourcesConfig", "load_build_config", "parse_build_config"]
+
+_TOP_KEYS = (
+    "namespace",
+    "sources",
+    "ingest",
+    "scenario",
+    "split",
+    "image",
+    "export",
+    "publication",
+    "paths",
+)
+_PATH_RE = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
+
+
+class _Sources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    type: Literal["mcap_hf", "decoded_hf"]
+    paths: tuple[str, ...]
+    labels: str | None = None
+
+
+class _Publication(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    version: str
+    refuse_overwrite: bool
+
+
+class _Paths(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    output_dir: str
+    evidence_dir: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourcesConfig:
+    """Where the recordings are, resolved against the config file's directory."""
+
+    type: str
+    paths: tuple[Path, ...]
+    labels: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class BuildConfig:
+    """A resolved build configuration.
+
+    Attributes
+    ----------
+    pipeline
+        The global config recorded in the evidence (namespace, scenario, split, image, export).
+    sources
+        The recordings to ingest.
+    output_dir
+        Where the final dataroot ``output_dir/v1.0-trainval`` is published.
+    evidence_dir
+        Where the immutable evidence directory is written.
+    """
+
+    pipeline: spec.PipelineConfig
+    sources: SourcesConfig
+    output_dir: Path
+    evidence_dir: Path
+
+    @property
+    def final_dataroot(self) -> Path:
+        """``output_dir/v1.0-trainval``."""
+        return self.output_dir / spec.VERSION
+
+
+def _convert(value: Any, kind: type[Any], key: str) -> Any:
+    try:
+        return msgspec.convert(value, kind, strict=True)
+    except msgspec.ValidationError as exc:
+        m = _PATH_RE.search(str(exc))
+        sub = m.group("path") if m else ""
+        sub = sub.replace("[", ".").replace("]", "") if sub else ""
+        dotted = ".".join(part for part in (key, sub) if part)
+        raise ConfigError(f"config key {dotted}: {exc}", key=dotted) from None
+
+
+def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
+    """Resolve a decoded TOML document; relative paths are taken from *base*."""
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"unknown config key {key!r}; expected one of {_TOP_KEYS}", key=key)
+    for key in ("namespace", "sources", "publication", "paths"):
+        if key not in data:
+            raise ConfigError(f"missing required config key {key!r}", key=key)
+    namespace = data["namespace"]
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise ConfigError("namespace must be a non-empty string", key="namespace")
+    sections = {k: data.get(k, {}) for k in ("ingest", "scenario", "split", "image", "export")}
+    pipeline = _convert({"namespace": namespace, **sections}, spec.PipelineConfig, "")
+    if pipeline.image.jpeg_quality != spec.JPEG_QUALITY:
+        raise ConfigError(
+            f"image.jpeg_quality must be {spec.JPEG_QUALITY} in the v1 contract, "
+            f"found {pipeline.image.jpeg_quality}",
+            key="image.jpeg_quality",
+        )
+    publication = _convert(data["publication"], _Publication, "publication")
+    if publication.version != spec.VERSION:
+        raise ConfigError(
+            f"publication.version must be {spec.VERSION!r}, found {publication.version!r}",
+            key="publication.version",
+        )
+    if publication.refuse_overwrite is not True:
+        raise ConfigError(
+            "publication.refuse_overwrite must be true: a published dataroot is never "
+            "replaced (build into an absent destination)",
+            key="publication.refuse_overwrite",
+        )
+    sources = _convert(data["sources"], _Sources, "sources")
+    if not sources.paths:
+        raise ConfigError("sources.paths lists no recording", key="sources.paths")
+    paths = _convert(data["paths"], _Paths, "paths")
+    output_dir = (base / paths.output_dir).absolute()
+    evidence = base / paths.evidence_dir if paths.evidence_dir else output_dir / "evidence"
+    return BuildConfig(
+        pipeline=pipeline,
+        sources=SourcesConfig(
+            type=sources.type,
+            paths=tuple((base / p).absolute() for p in sources.paths),
+            labels=None if sources.labels is None else (base / sources.labels).absolute(),
+        ),
+        output_dir=output_dir,
+        evidence_dir=evidence.absolute(),
+    )
+
+
+def load_build_config(path: str | Path) -> BuildConfig:
+    """Read and resolve the TOML build config at *path*."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file does not exist", key="config") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})", key="config") from None
+    return parse_build_config(data, base=path.parent.absolute())

@@ -1,0 +1,289 @@
+"""``StereoDataset``: map-style access to a built (or restored) GenVR-duo root.
+
+The loader requirements file that names the chosen index decides what must be installed:
+the default index never needs depth, so a base-only install opens cleanly; the with-depth
+index needs the depth family and says which packages to fetch when it is absent. Handles
+(video containers) are opened lazily in the process that reads, so the same object works
+in the main process and in fork or spawn DataLoader workers.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.stereo.cameras import per_frame
+from dataset_devkit.stereo.depth import DepthReader
+from dataset_devkit.stereo.errors import DepthNotInstalledError
+from dataset_devkit.stereo.spec import (
+    DEPTH_INSTALL_HINT,
+    EYES,
+    FORMAT_VERSION,
+    INDEX_DEFAULT,
+    INDEX_WITH_DEPTH,
+    REQUIREMENTS,
+    REQUIREMENTS_WITH_DEPTH,
+    CameraFile,
+    IndexRow,
+    LoaderRequirements,
+)
+from dataset_devkit.stereo.video import VideoReader
+
+FrameSelector = Callable[[int, int], Sequence[int]]
+_MAX_OPEN_VIDEOS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class StereoSample:
+    """Frames, cameras, prompt and (optionally) depth of one pair for a set of frames.
+
+    Attributes
+    ----------
+    frames
+        The frame numbers read, in the requested order.
+    left, right
+        ``uint8 [T, H, W, 3]`` RGB frames.
+    K, camera_to_world
+        Per eye: ``float64 [T, 3, 3]`` intrinsics and ``[T, 4, 4]`` OpenCV poses.
+    depth
+        Per eye ``float32 [T, H, W]`` camera-Z metres (0 = invalid), or ``None``.
+    """
+
+    id: str
+    frames: tuple[int, ...]
+    left: npt.NDArray[np.uint8]
+    right: npt.NDArray[np.uint8]
+    K: dict[str, npt.NDArray[np.float64]]
+    camera_to_world: dict[str, npt.NDArray[np.float64]]
+    prompt: str
+    fps: float
+    depth: dict[str, npt.NDArray[np.float32]] | None
+
+
+def _decode_json(path: Path, kind: type[Any]) -> Any:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=kind)
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: missing") from exc
+    except OSError as exc:
+        raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
+    except msgspec.MsgspecError as exc:
+        raise FormatError(str(exc), path=path) from exc
+
+
+def load_requirements(root: Path, index: str) -> LoaderRequirements:
+    """The requirements document whose ``indexes`` lists ``index``."""
+    for name in (REQUIREMENTS, REQUIREMENTS_WITH_DEPTH):
+        path = root / name
+        if not path.is_file():
+            continue
+        found: LoaderRequirements = _decode_json(path, LoaderRequirements)
+        if found.version != FORMAT_VERSION:
+            raise FormatError(
+                f"version {found.version}, expected {FORMAT_VERSION}", path=path, field="$.version"
+            )
+        if index in found.indexes:
+            return found
+    if index == INDEX_WITH_DEPTH:
+        raise NotFoundError(f"{root}: this dataset has no depth index ({INDEX_WITH_DEPTH})")
+    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}")
+
+
+def load_index(path: Path) -> list[IndexRow]:
+    """Strictly decode a ``genvr_i2s*.jsonl`` index, naming the line of any bad row."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError as exc:
+        raise NotFoundError(f"{path}: index missing") from exc
+    decoder = msgspec.json.Decoder(IndexRow)
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            rows.append(decoder.decode(line))
+        except msgspec.MsgspecError as exc:
+            raise FormatError(str(exc), path=path, field=f"line {number}") from exc
+    return rows
+
+
+def _row_path(row: IndexRow, dotted: str) -> str:
+    value: Any = row
+    for part in dotted.split("."):
+        value = getattr(value, part, None)
+    if not isinstance(value, str):
+        raise FormatError(f"row {row.id} has no {dotted!r} path")
+    return value
+
+
+class StereoDataset:
+    """Read stereo pairs of a GenVR-duo root by sample number.
+
+    Parameters
+    ----------
+    root
+        The dataset root (``GenVR-duo-YYYYMMDD/``).
+    index
+        Index file name; defaults to the with-depth index when ``use_depth`` else the default.
+    use_depth
+        Return depth; must agree with the index's loader requirements.
+    frames
+        Which frames ``dataset[i]`` reads: ``None`` for all, an int for the first N, or a
+        callable ``(sample_index, num_frames) -> frame numbers``.
+    decoder_threads
+        FFmpeg threads per video; keep 1 (the default) when DataLoader workers fork.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        index: str | None = None,
+        use_depth: bool = False,
+        frames: int | FrameSelector | None = None,
+        decoder_threads: int = 1,
+    ) -> None:
+        self.root = Path(root)
+        self.decoder_threads = decoder_threads
+        self.index = index or (INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT)
+        self.requirements = load_requirements(self.root, self.index)
+        if self.requirements.use_depth != use_depth:
+            raise ConfigError(
+                f"{self.index} is read with use_depth={str(self.requirements.use_depth).lower()}"
+                f" (its requirements say so); got use_depth={str(use_depth).lower()}",
+                key="use_depth",
+            )
+        self.use_depth = use_depth
+        self.rows = load_index(self.root / self.index)
+        if len(self.rows) != self.requirements.num_samples:
+            raise FormatError(
+                f"lists {len(self.rows)} samples, requirements say {self.requirements.num_samples}",
+                path=self.root / self.index,
+            )
+        self._check_installed()
+        self._frames = frames
+        self._videos: OrderedDict[tuple[int, str], VideoReader] = OrderedDict()
+
+    def _check_installed(self) -> None:
+        missing: list[str] = []
+        missing_depth: list[str] = []
+        for row in self.rows:
+            for dotted in self.requirements.required_row_paths:
+                rel = _row_path(row, dotted)
+                if not (self.root / rel).exists():
+                    (missing_depth if dotted.startswith("depth.") else missing).append(rel)
+        if missing:
+            raise NotFoundError(
+                f"{self.root}: {len(missing)} file(s) required by {self.index} are missing, "
+                f"first {missing[0]}"
+            )
+        if missing_depth:
+            raise DepthNotInstalledError(
+                f"{self.root}: depth is not installed ({len(missing_depth)} depth path(s) "
+                f"missing, first {missing_depth[0]}); {DEPTH_INSTALL_HINT}, or read the "
+                f"default index {INDEX_DEFAULT} with use_depth=False"
+            )
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_videos"] = OrderedDict()  # containers never cross a process boundary
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def ids(self) -> list[str]:
+        """Sample ids in index order."""
+        return [row.id for row in self.rows]
+
+    def _video(self, sample: int, eye: str) -> VideoReader:
+        key = (sample, eye)
+        reader = self._videos.pop(key, None)
+        if reader is None:
+            row = self.rows[sample]
+            path = self.root / (row.left_video if eye == "left" else row.right_video)
+            reader = VideoReader(path, self.decoder_threads)
+        self._videos[key] = reader
+        while len(self._videos) > _MAX_OPEN_VIDEOS:
+            _, old = self._videos.popitem(last=False)
+            old.close()
+        return reader
+
+    def _row(self, sample: int) -> IndexRow:
+        if not -len(self.rows) <= sample < len(self.rows):
+            raise IndexError(f"sample {sample} outside 0..{len(self.rows) - 1}")
+        return self.rows[sample]
+
+    def default_frames(self, sample: int) -> list[int]:
+        """The frames ``dataset[sample]`` reads, from the ``frames`` option."""
+        total = self._row(sample).num_frames
+        if self._frames is None:
+            return list(range(total))
+        if isinstance(self._frames, int):
+            return list(range(min(self._frames, total)))
+        return list(self._frames(sample, total))
+
+    def __getitem__(self, sample: int) -> StereoSample:
+        return self.read(sample, self.default_frames(sample))
+
+    def read_clip(self, sample: int, start: int, length: int) -> StereoSample:
+        """Read ``length`` consecutive frames from ``start``."""
+        return self.read(sample, list(range(start, start + length)))
+
+    def read(self, sample: int, frames: Sequence[int]) -> StereoSample:
+        """Read exactly the given frames of both eyes, their cameras, prompt and depth."""
+        row = self._row(sample)
+        sample %= len(self.rows)
+        frames = [int(f) for f in frames]
+        bad = [f for f in frames if not 0 <= f < row.num_frames]
+        if bad:
+            raise IndexError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
+        picked = np.asarray(frames, dtype=np.intp)
+        ks: dict[str, npt.NDArray[np.float64]] = {}
+        poses: dict[str, npt.NDArray[np.float64]] = {}
+        for eye in EYES:
+            path = self.root / (row.left_camera if eye == "left" else row.right_camera)
+            camera: CameraFile = _decode_json(path, CameraFile)
+            try:
+                ks[eye] = per_frame(camera.K, row.num_frames, 3, "K")[picked]
+                poses[eye] = per_frame(
+                    camera.camera_to_world, row.num_frames, 4, "camera_to_world"
+                )[picked]
+            except ValueError as exc:
+                raise FormatError(str(exc), path=path) from exc
+        depth = None
+        if self.use_depth and row.depth is not None:
+            reader = DepthReader(
+                self.root / row.depth.zarr,
+                row.num_frames,
+                row.resolution.height,
+                row.resolution.width,
+            )
+            depth = {eye: reader.read(row.depth.arrays[eye], frames) for eye in EYES}
+        return StereoSample(
+            id=row.id,
+            frames=tuple(frames),
+            left=self._video(sample, "left").read(frames),
+            right=self._video(sample, "right").read(frames),
+            K=ks,
+            camera_to_world=poses,
+            prompt=row.cap,
+            fps=row.fps,
+            depth=depth,
+        )
+
+    def close(self) -> None:
+        """Close every open video of this process."""
+        while self._videos:
+            _, reader = self._videos.popitem()
+            reader.close()

@@ -1,0 +1,296 @@
+"""Validate a stereo root: structure, videos, cameras, depth, indexes, and a reader check.
+
+Every problem is collected (never only the first) and reported sorted. The reader check
+reads frames 0, middle and last of both eyes through :class:`StereoDataset` for sample pairs
+(all pairs with ``full``) and records exactly what was read and what was not; it is a reader
+check, not a training run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from dataset_devkit.errors import DevkitError, VerificationFailed
+from dataset_devkit.stereo.cameras import camera_problems
+from dataset_devkit.stereo.depth import depth_problems
+from dataset_devkit.stereo.reader import StereoDataset, load_index, load_requirements
+from dataset_devkit.stereo.spec import (
+    DEPTH_CHUNK_FRAMES,
+    DEPTH_COMPRESSOR,
+    DEPTH_DTYPE,
+    DEPTH_INVALID,
+    DEPTH_SCALE,
+    EYES,
+    FORMAT_VERSION,
+    INDEX_DEFAULT,
+    INDEX_NODEPTH,
+    INDEX_WITH_DEPTH,
+    RELEASE_MANIFEST,
+    CameraFile,
+    DepthMeta,
+    DepthRef,
+    FrameRead,
+    IndexRow,
+    PairMeta,
+    ReaderValidation,
+    ReleaseManifest,
+)
+from dataset_devkit.stereo.video import probe_video
+
+NOT_CHECKED = [
+    "no training run was performed",
+    "no visual review of frame content was performed",
+    "frames other than 0, middle and last were not decoded",
+]
+
+
+def sample_pairs(count: int, full: bool) -> list[int]:
+    """Pairs the reader check reads: all with ``full``, else first, middle and last."""
+    return list(range(count)) if full else sorted({0, (count - 1) // 2, count - 1})
+
+
+def reader_validation(root: Path, *, use_depth: bool, full: bool) -> ReaderValidation:
+    """Read frames 0, middle, last of both eyes (and depth) of sample pairs; record it all."""
+    index = INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT
+    dataset = StereoDataset(root, index=index, use_depth=use_depth)
+    picked = sample_pairs(len(dataset), full) if len(dataset) else []
+    reads: list[FrameRead] = []
+    for sample in picked:
+        row = dataset.rows[sample]
+        frames = sorted({0, (row.num_frames - 1) // 2, row.num_frames - 1})
+        try:
+            item = dataset.read(sample, frames)
+        except (DevkitError, IndexError) as exc:
+            reads.append(
+                FrameRead(
+                    id=row.id,
+                    what="pair",
+                    frames=frames,
+                    shape=[],
+                    dtype="",
+                    ok=False,
+                    error=str(exc),
+                )
+            )
+            continue
+        arrays: dict[str, np.ndarray[Any, Any]] = {
+            "left video": item.left,
+            "right video": item.right,
+        }
+        if item.depth is not None:
+            arrays |= {f"{eye} depth": item.depth[eye] for eye in EYES}
+        expected = {"uint8": 4, "float32": 3}
+        for what, array in arrays.items():
+            ok = array.ndim == expected.get(str(array.dtype), -1) and array.shape[:3] == (
+                len(frames),
+                row.resolution.height,
+                row.resolution.width,
+            )
+            reads.append(
+                FrameRead(
+                    id=row.id,
+                    what=what,
+                    frames=frames,
+                    shape=list(array.shape),
+                    dtype=str(array.dtype),
+                    ok=ok,
+                    error=None if ok else "unexpected shape or dtype",
+                )
+            )
+    dataset.close()
+    not_checked = list(NOT_CHECKED)
+    if not use_depth:
+        not_checked.append("depth was not read (use_depth=false)")
+    return ReaderValidation(
+        format="genvr-reader-validation",
+        version=FORMAT_VERSION,
+        scope="full" if full else "sample",
+        index=index,
+        use_depth=use_depth,
+        pairs_total=len(dataset),
+        pairs_read=[dataset.rows[s].id for s in picked],
+        pairs_not_read=len(dataset) - len(picked),
+        reads=reads,
+        passed=bool(reads) and all(r.ok for r in reads),
+        not_checked=not_checked,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StereoValidationReport:
+    """Outcome of :func:`validate_stereo`: every issue, sorted, and the reader check."""
+
+    root: Path
+    pairs: int
+    with_depth: bool
+    issues: list[str]
+    reader: ReaderValidation | None
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.issues
+
+    def raise_for_issues(self) -> None:
+        """Raise :class:`VerificationFailed` listing every issue."""
+        if self.issues:
+            raise VerificationFailed(f"{self.root}: stereo validation failed", self.issues)
+
+
+def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) -> None:
+    try:
+        meta = msgspec.json.decode((root / row.meta_path).read_bytes(), type=PairMeta)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{row.meta_path}: {exc}")
+        return
+    size = (meta.resolution.width, meta.resolution.height)
+    if (meta.id, meta.num_frames, meta.fps, size) != (
+        row.id,
+        row.num_frames,
+        row.fps,
+        (row.resolution.width, row.resolution.height),
+    ):
+        issues.append(f"{row.meta_path}: id, frames, fps or resolution differ from the index")
+    for eye in EYES:
+        video = meta.videos.get(eye, "")
+        try:
+            info = probe_video(root / video)
+        except DevkitError as exc:
+            issues.append(f"{video}: {exc}")
+        else:
+            found = (info.num_frames, info.width, info.height)
+            if found != (meta.num_frames, *size):
+                issues.append(
+                    f"{video}: {info.num_frames} frames at {info.width}x{info.height}, meta "
+                    f"says {meta.num_frames} at {size[0]}x{size[1]}"
+                )
+            if abs(info.fps - meta.fps) > 1e-6 * meta.fps:
+                issues.append(f"{video}: {info.fps} fps, meta says {meta.fps}")
+        camera_path = meta.cameras.get(eye, "")
+        try:
+            camera = msgspec.json.decode((root / camera_path).read_bytes(), type=CameraFile)
+        except (OSError, msgspec.MsgspecError) as exc:
+            issues.append(f"{camera_path}: {exc}")
+            continue
+        issues.extend(
+            f"{camera_path}: {p}" for p in camera_problems(camera, meta.num_frames, *size)
+        )
+    try:
+        prompt = (root / row.prompt_path).read_text(encoding="utf-8")
+    except OSError as exc:
+        issues.append(f"{row.prompt_path}: {exc.strerror}")
+    else:
+        if prompt.rstrip("\n") != row.cap:
+            issues.append(f"{row.prompt_path}: differs from the index caption")
+    if with_depth and meta.depth is not None:
+        _check_depth(root, meta, meta.depth, issues)
+
+
+def _check_depth(root: Path, meta: PairMeta, ref: DepthRef, issues: list[str]) -> None:
+    width, height = meta.resolution.width, meta.resolution.height
+    try:
+        depth = msgspec.json.decode((root / ref.meta).read_bytes(), type=DepthMeta)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{ref.meta}: {exc}")
+    else:
+        expected = {
+            "kind": "camera_z_depth",
+            "units": "millimetre",
+            "dtype": DEPTH_DTYPE,
+            "scale": DEPTH_SCALE,
+            "invalid_value": DEPTH_INVALID,
+            "zarr_format": 2,
+            "shape": [meta.num_frames, height, width],
+            "chunks": [DEPTH_CHUNK_FRAMES, height, width],
+            "compressor": DEPTH_COMPRESSOR,
+            "not_disparity": True,
+        }
+        for key, value in expected.items():
+            if getattr(depth, key) != value:
+                issues.append(f"{ref.meta} at $.{key}: {getattr(depth, key)!r}, expected {value!r}")
+    issues.extend(depth_problems(root / ref.zarr, meta.num_frames, height, width))
+
+
+def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[IndexRow]:
+    rows = load_index(root / INDEX_DEFAULT)
+    if (root / INDEX_DEFAULT).read_bytes() != (root / INDEX_NODEPTH).read_bytes():
+        issues.append(f"{INDEX_NODEPTH}: differs from {INDEX_DEFAULT}")
+    plain = load_requirements(root, INDEX_DEFAULT)
+    for name, req, use_depth in [("default", plain, False)] + (
+        [("with-depth", load_requirements(root, INDEX_WITH_DEPTH), True)]
+        if (root / INDEX_WITH_DEPTH).is_file()
+        else []
+    ):
+        flags = (
+            req.use_depth,
+            req.use_camera,
+            req.online_vae_encoding,
+            req.online_text_encoding,
+            req.is_v2v,
+            req.num_samples,
+        )
+        if flags != (use_depth, True, True, True, False, len(rows)):
+            issues.append(
+                f"{name} loader requirements: (use_depth, use_camera, online_vae_encoding, "
+                f"online_text_encoding, is_v2v, num_samples) = {flags}, expected "
+                f"{(use_depth, True, True, True, False, len(rows))}"
+            )
+    if any(row.depth is not None for row in rows):
+        issues.append(f"{INDEX_DEFAULT}: rows must not require depth")
+    if (root / INDEX_WITH_DEPTH).is_file():
+        deep = load_index(root / INDEX_WITH_DEPTH)
+        if [r.id for r in deep] != [r.id for r in rows]:
+            issues.append(f"{INDEX_WITH_DEPTH}: does not list the same samples as {INDEX_DEFAULT}")
+        for a, b in zip(rows, deep, strict=False):
+            if b.depth is None or msgspec.structs.replace(b, depth=None) != a:
+                issues.append(f"{INDEX_WITH_DEPTH}: row {b.id} differs beyond its depth field")
+    elif with_depth:
+        issues.append(f"{INDEX_WITH_DEPTH}: missing (this dataset has no depth)")
+    return rows
+
+
+def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
+    try:
+        manifest = msgspec.json.decode((root / RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{RELEASE_MANIFEST}: {exc}")
+        return
+    for entry in manifest.files:
+        if entry.family == "depth" and not with_depth:
+            continue
+        path = root / entry.path
+        if not path.is_file():
+            issues.append(f"{entry.path}: listed in {RELEASE_MANIFEST} but missing")
+        elif path.stat().st_size != entry.size:
+            issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
+
+
+def validate_stereo(
+    root: Path, *, with_depth: bool = False, full: bool = False
+) -> StereoValidationReport:
+    """Check everything about a stereo root and run the reader check; never raises on issues."""
+    root = Path(root)
+    issues: list[str] = []
+    rows: list[IndexRow] = []
+    try:
+        rows = _check_indexes(root, with_depth, issues)
+    except DevkitError as exc:
+        issues.append(str(exc))
+    for row in rows:
+        _check_pair(root, row, with_depth, issues)
+    _check_manifest(root, with_depth, issues)
+    reader = None
+    try:
+        reader = reader_validation(root, use_depth=with_depth, full=full)
+    except DevkitError as exc:
+        issues.append(f"reader: {exc}")
+    else:
+        issues.extend(f"reader: {r.id} {r.what}: {r.error}" for r in reader.reads if not r.ok)
+    return StereoValidationReport(
+        root=root, pairs=len(rows), with_depth=with_depth, issues=sorted(issues), reader=reader
+    )

@@ -1,0 +1,293 @@
+"""Build a GenVR-duo stereo dataset from a rendered export, published atomically.
+
+Everything is written into a fresh staging directory next to the destination: videos are
+copied byte for byte (hashed while copying), cameras converted, depth encoded through zarr,
+indexes and requirements derived from the same records, then the reader reads frames back
+(``reader_validation.json``) and ``release_manifest.json`` is written last before the
+integrity core seals and renames the tree. A failure anywhere leaves no destination.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
+from pathlib import Path
+
+from dataset_devkit.errors import DestinationExistsError, VerificationFailed
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    SafeDir,
+    hash_file,
+    read_manifest,
+    staged_publication,
+)
+from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
+from dataset_devkit.stereo.records import (
+    index_row,
+    pair_dir,
+    pair_meta,
+    procedural_prompt,
+    requirements,
+    source_files,
+)
+from dataset_devkit.stereo.source import SOURCE_FILE, LoadedPair, LoadedSource, load_source
+from dataset_devkit.stereo.spec import (
+    CAMERA_FILES,
+    DEPTH_CHUNK_FRAMES,
+    DEPTH_COMPRESSOR,
+    DEPTH_DIR,
+    DEPTH_DTYPE,
+    DEPTH_GROUP,
+    DEPTH_INVALID,
+    DEPTH_META,
+    DEPTH_SCALE,
+    EYES,
+    FORMAT_VERSION,
+    INDEX_DEFAULT,
+    INDEX_NODEPTH,
+    INDEX_WITH_DEPTH,
+    PAIR_META,
+    PROMPT,
+    READER_VALIDATION,
+    RELEASE_MANIFEST,
+    REQUIREMENTS,
+    REQUIREMENTS_WITH_DEPTH,
+    SOURCE_MAPPING,
+    SOURCE_RELEASE_MANIFEST,
+    VIDEO_FILES,
+    DepthMeta,
+    ManifestFile,
+    ReleaseManifest,
+    SourceMappingRow,
+    encode_json,
+    encode_jsonl,
+    family_of,
+)
+from dataset_devkit.stereo.validate import reader_validation
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    """What a build published."""
+
+    root: Path
+    root_sha256: str
+    pairs: int
+    frames_per_eye: int
+    has_depth: bool
+    files: int
+    bytes: int
+
+
+def _depth_meta(shape: list[int], invalid: dict[str, int], far: float | None) -> DepthMeta:
+    return DepthMeta(
+        format="genvr-duo-depth",
+        version=FORMAT_VERSION,
+        kind="camera_z_depth",
+        not_disparity=True,
+        units="millimetre",
+        dtype=DEPTH_DTYPE,
+        scale=DEPTH_SCALE,
+        invalid_value=DEPTH_INVALID,
+        decode="metres = array.astype(float32) / 1000; 0 means invalid",
+        invalid_sources=["NaN", "inf", "<= 0", "beyond far_limit_m", "< 0.5 mm"],
+        far_limit_m=far,
+        zarr_format=2,
+        group="group.zarr",
+        arrays=list(EYES),
+        shape=shape,
+        chunks=[DEPTH_CHUNK_FRAMES, *shape[1:]],
+        compressor=dict(DEPTH_COMPRESSOR),
+        invalid_pixels=invalid,
+    )
+
+
+def _write_pairs(
+    source: LoadedSource,
+    root: SafeDir,
+    hashes: dict[str, tuple[int, str]],
+    executor: Executor | None,
+) -> None:
+    jobs: list[tuple[LoadedPair, Future[dict[str, int]]]] = []
+    order = {pair.pair_id: i for i, pair in enumerate(source.export.pairs)}
+    for item in source.pairs:
+        base, pair = pair_dir(item), item.pair
+        index = order[pair.pair_id]
+        with root.makedirs(base) as folder:
+            for eye in EYES:
+                files = getattr(pair, eye)
+                folder.makedirs(VIDEO_FILES[eye].rsplit("/", 1)[0]).close()
+                hashes[f"{base}/{VIDEO_FILES[eye]}"] = folder.copy_from(
+                    source.root / files.video, VIDEO_FILES[eye]
+                )
+                folder.makedirs(CAMERA_FILES[eye].rsplit("/", 1)[0]).close()
+                folder.write_bytes(CAMERA_FILES[eye], encode_json(item.cameras[eye]))
+            prompt = procedural_prompt(pair.scene_metadata)
+            folder.write_bytes(PROMPT, prompt.encode() + b"\n")
+            folder.write_bytes(PAIR_META, encode_json(pair_meta(item, index)))
+            if item.has_depth:
+                folder.mkdir(DEPTH_DIR).close()
+                npy = {eye: str(source.root / getattr(pair, eye).depth) for eye in EYES}
+                args = (str(root.path / base / DEPTH_GROUP), npy, pair.depth_far_m)
+                if executor is None:
+                    done: Future[dict[str, int]] = Future()
+                    done.set_result(write_pair_depth(*args))
+                    jobs.append((item, done))
+                else:
+                    jobs.append((item, executor.submit(write_pair_depth, *args)))
+    for item, job in jobs:  # results in pair order, so the bytes never depend on scheduling
+        pair, group = item.pair, root.path / pair_dir(item) / DEPTH_GROUP
+        invalid = job.result()
+        shape = [pair.num_frames, pair.height, pair.width]
+        root.write_bytes(
+            f"{pair_dir(item)}/{DEPTH_META}",
+            encode_json(_depth_meta(shape, invalid, pair.depth_far_m)),
+        )
+        for eye in EYES:
+            written = {p.name for p in (group / eye).iterdir()}
+            missing = set(chunk_names(pair.num_frames)) - written
+            if missing:  # zarr must have written empty chunks too
+                raise VerificationFailed(f"{group / eye}: chunks not written", sorted(missing))
+
+
+def _root_files(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int, str]]) -> None:
+    dataset = f"{source.export.dataset}-{source.export.snapshot}"
+    prompts = {
+        item.pair.pair_id: procedural_prompt(item.pair.scene_metadata) for item in source.pairs
+    }
+    plain = [index_row(i, prompts[i.pair.pair_id], with_depth=False) for i in source.pairs]
+    root.write_bytes(INDEX_DEFAULT, encode_jsonl(plain))
+    root.write_bytes(INDEX_NODEPTH, encode_jsonl(plain))
+    root.write_bytes(REQUIREMENTS, encode_json(requirements(dataset, len(plain), use_depth=False)))
+    if source.has_depth:
+        deep = [index_row(i, prompts[i.pair.pair_id], with_depth=True) for i in source.pairs]
+        root.write_bytes(INDEX_WITH_DEPTH, encode_jsonl(deep))
+        root.write_bytes(
+            REQUIREMENTS_WITH_DEPTH, encode_json(requirements(dataset, len(deep), use_depth=True))
+        )
+    order = {pair.pair_id: i for i, pair in enumerate(source.export.pairs)}
+    mapping = [
+        SourceMappingRow(id=pair_dir(i), files=source_files(i, order[i.pair.pair_id]))
+        for i in source.pairs
+    ]
+    root.write_bytes(SOURCE_MAPPING, encode_jsonl(mapping))
+    referenced = {SOURCE_FILE}
+    for item in source.pairs:
+        for eye in EYES:
+            files = getattr(item.pair, eye)
+            referenced |= {files.video, files.camera} | ({files.depth} if files.depth else set())
+    # a copied video's hash is its source's hash: no second read of the largest files
+    known = {
+        getattr(item.pair, eye).video: hashes[f"{pair_dir(item)}/{VIDEO_FILES[eye]}"]
+        for item in source.pairs
+        for eye in EYES
+    }
+    entries = []
+    for rel in sorted(referenced):
+        size, digest = known[rel] if rel in known else hash_file(source.root / rel)
+        entries.append(ManifestFile(path=rel, size=size, sha256=digest))
+    root.write_bytes(
+        SOURCE_RELEASE_MANIFEST,
+        encode_json(
+            _manifest(source, entries, [], "the rendered export files this dataset was built from")
+        ),
+    )
+
+
+def _manifest(
+    source: LoadedSource, files: list[ManifestFile], excluded: list[str], note: str
+) -> ReleaseManifest:
+    families: dict[str, dict[str, int]] = {}
+    for entry in files:
+        if entry.family is not None:
+            totals = families.setdefault(entry.family, {"files": 0, "bytes": 0})
+            totals["files"] += 1
+            totals["bytes"] += entry.size
+    return ReleaseManifest(
+        format="genvr-release-manifest",
+        version=FORMAT_VERSION,
+        dataset=source.export.dataset,
+        snapshot=source.export.snapshot,
+        files=files,
+        families=families,
+        excluded=excluded,
+        note=note,
+    )
+
+
+def _release_manifest(
+    source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int, str]]
+) -> None:
+    entries = []
+    for rel in sorted(root.iter_files()):
+        if rel in (RELEASE_MANIFEST, CONTENT_MANIFEST_NAME):
+            continue
+        size, digest = hashes[rel] if rel in hashes else hash_file(root.path / rel)
+        entries.append(ManifestFile(path=rel, size=size, sha256=digest, family=family_of(rel)))
+    note = (
+        "every file of the dataset with its release family; depth-* files ship in the depth "
+        "family and may be absent from a base-only install"
+    )
+    root.write_bytes(
+        RELEASE_MANIFEST,
+        encode_json(_manifest(source, entries, [RELEASE_MANIFEST, CONTENT_MANIFEST_NAME], note)),
+    )
+
+
+def build_stereo_dataset(
+    source: Path,
+    out: Path,
+    *,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Check ``source`` fully, then build and publish the dataset at ``out`` (never replaced).
+
+    ``executor`` (a process pool or a Dask ``distributed`` client's executor whose workers
+    see the same filesystem) encodes the pairs' depth in parallel, the costly part of a
+    build; the output bytes are the same with or without it. Use a ``spawn`` or
+    ``forkserver`` process pool: zarr keeps an event loop thread that a fork does not copy.
+
+    Raises
+    ------
+    SourceIssues, SourceError
+        The export is not as documented; every problem found is listed.
+    DestinationExistsError
+        ``out`` exists.
+    VerificationFailed
+        Reader validation of the staged tree failed.
+    """
+    say = progress or (lambda _message: None)
+    if os.path.lexists(out):  # fail before the source check, which reads every video
+        raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
+    say("checking source")
+    loaded = load_source(Path(source))
+    hashes: dict[str, tuple[int, str]] = {}
+    with staged_publication(Path(out)) as staging, SafeDir.open(staging) as root:
+        say(f"writing {len(loaded.pairs)} pairs")
+        _write_pairs(loaded, root, hashes, executor)
+        _root_files(loaded, root, hashes)
+        say("reading frames back")
+        report = reader_validation(staging, use_depth=loaded.has_depth, full=False)
+        root.write_bytes(READER_VALIDATION, encode_json(report))
+        if not report.passed:
+            raise VerificationFailed(
+                f"{out}: reader validation failed",
+                sorted(f"{r.id} {r.what}: {r.error}" for r in report.reads if not r.ok),
+            )
+        _release_manifest(loaded, root, hashes)
+        say("publishing")
+    manifest = read_manifest(Path(out))
+    return BuildResult(
+        root=Path(out),
+        root_sha256=manifest.root_sha256,
+        pairs=len(loaded.pairs),
+        frames_per_eye=sum(item.pair.num_frames for item in loaded.pairs),
+        has_depth=loaded.has_depth,
+        files=len(manifest.files),
+        bytes=sum(entry.size for entry in manifest.files),
+    )

@@ -1,0 +1,100 @@
+"""``build``, ``validate`` and ``inspect`` as a user runs them: exit codes, output, JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
+from tests.cli_run import run_devkit as run
+from tests.nuscenes.dataroot_fixture import Fixture, publish_fixture, writable_copy
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Fixture]:
+    return publish_fixture(tmp_path_factory.mktemp("cli"))
+
+
+def test_validate_accepts_a_published_dataroot(
+    published: tuple[Path, Fixture], package_env: dict[str, str]
+) -> None:
+    root = str(published[0])
+    done = run(package_env, "validate", "--dataroot", root, "--version", "v1.0-trainval")
+    assert done.returncode == 0, done.stderr
+    assert "root_sha256" in done.stdout
+
+
+def test_validate_exits_1_listing_every_issue(
+    published: tuple[Path, Fixture], tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    copy = writable_copy(published[0], tmp_path / "copy")
+    (copy / "maps" / "extra.png").write_bytes(b"x")
+    image = copy / published[1].tables["sample_data"][0]["filename"]
+    image.write_bytes(image.read_bytes()[:-4])
+    done = run(package_env, "validate", "--dataroot", str(copy), "--version", "v1.0-trainval")
+    assert done.returncode == 1
+    assert "maps/extra.png" in done.stderr
+    assert "JPEG does not decode" in done.stderr
+    assert published[1].tables["sample_data"][0]["filename"] in done.stderr
+
+
+def test_inspect_json_is_deterministic_and_complete(
+    published: tuple[Path, Fixture], package_env: dict[str, str]
+) -> None:
+    args = ("inspect", "--dataroot", str(published[0]), "--version", "v1.0-trainval", "--json")
+    first, second = run(package_env, *args), run(package_env, *args)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout
+    data = json.loads(first.stdout)
+    assert data["validation_state"] == "passed"
+    assert data["images"]["total"] == 12 and data["recordings"] == 1
+    assert len(data["root_sha256"]) == 64
+    table = run(package_env, *args[:-1])
+    assert table.returncode == 0 and f"root_sha256 {data['root_sha256']}" in table.stdout
+
+
+def test_an_unsupported_version_exits_1_naming_it(
+    published: tuple[Path, Fixture], package_env: dict[str, str]
+) -> None:
+    done = run(package_env, "inspect", "--dataroot", str(published[0]), "--version", "v1.0-mini")
+    assert done.returncode == 1
+    assert "v1.0-mini" in done.stderr and done.stdout == ""
+
+
+def test_a_missing_option_is_a_usage_error(package_env: dict[str, str]) -> None:
+    assert run(package_env, "validate", "--version", "v1.0-trainval").returncode == 2
+
+
+def test_build_publishes_and_refuses_a_second_run(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    write_sample_mcap(tmp_path / "drive.mcap", SampleDrive(duration_s=6.0))
+    config = tmp_path / "build.toml"
+    config.write_text(
+        'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["drive.mcap"]\n'
+        "[scenario]\nscene_duration_s = 5.0\n"
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    done = run(package_env, "build", str(config))
+    assert done.returncode == 0, done.stderr
+    assert f"published {tmp_path / 'out' / 'v1.0-trainval'}" in done.stdout
+    assert "root_sha256" in done.stdout
+    again = run(package_env, "build", str(config))
+    assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def test_build_rejects_a_config_outside_the_v1_contract(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    config = tmp_path / "build.toml"
+    config.write_text(
+        'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["a.mcap"]\n'
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = false\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    done = run(package_env, "build", str(config))
+    assert done.returncode == 1
+    assert "publication.refuse_overwrite" in done.stderr

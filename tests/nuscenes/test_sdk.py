@@ -1,0 +1,218 @@
+"""The read-only Dataset SDK: every method, defensive copies and typed lookup errors."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dataset_devkit.errors import ConfigError, NotFoundError, UnsafePathError
+from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.sdk import Dataset
+from dataset_devkit.nuscenes.sdk_load import MalformedDataset
+from tests.nuscenes.dataroot_fixture import (
+    Fixture,
+    publish_fixture,
+    read_table,
+    rewrite_table,
+    write_dataroot,
+)
+
+
+@pytest.fixture(scope="module")
+def pub(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Fixture]:
+    return publish_fixture(tmp_path_factory.mktemp("sdk"))
+
+
+@pytest.fixture(scope="module")
+def ds(pub: tuple[Path, Fixture]) -> Dataset:
+    return Dataset(pub[0])
+
+
+def test_dataset_accepts_str_and_path(pub: tuple[Path, Fixture]) -> None:
+    assert Dataset(str(pub[0])).table("scene") == Dataset(pub[0]).table("scene")
+    assert Dataset(pub[0]).version == "v1.0-trainval"
+
+
+def test_table_get_and_field2token_answer_like_the_official_loader(
+    ds: Dataset, pub: tuple[Path, Fixture]
+) -> None:
+    fx = pub[1]
+    assert ds.table("sample_data") == fx.tables["sample_data"]
+    row = fx.tables["ego_pose"][3]
+    assert ds.get("ego_pose", row["token"]) == row
+    assert ds.field2token("sensor", "channel", "CAM_BACK") == [
+        r["token"] for r in fx.tables["sensor"] if r["channel"] == "CAM_BACK"
+    ]
+    assert ds.field2token("sensor", "channel", "CAM_NONE") == []
+
+
+def test_scene_samples_walk_the_chain_in_order(ds: Dataset, pub: tuple[Path, Fixture]) -> None:
+    scene = pub[1].tables["scene"][1]
+    samples = ds.scene_samples(scene["token"])
+    assert samples[0]["token"] == scene["first_sample_token"]
+    assert samples[-1]["token"] == scene["last_sample_token"]
+    assert len(samples) == scene["nbr_samples"]
+    assert all(a["next"] == b["token"] for a, b in itertools.pairwise(samples))
+
+
+def test_camera_returns_exactly_the_key_frame_of_a_channel(ds: Dataset) -> None:
+    scene = ds.table("scene")[0]
+    sample = scene["first_sample_token"]
+    row = ds.camera(sample, "CAM_FRONT")
+    assert row["sample_token"] == sample and row["is_key_frame"]
+    assert row["filename"] == f"samples/CAM_FRONT/{row['token']}.jpg"
+    assert ds.ego_pose(row["token"])["token"] == row["ego_pose_token"]
+    assert ds.image_path(row["token"]).is_file()
+
+
+def test_bad_lookups_raise_typed_errors(ds: Dataset) -> None:
+    sample = ds.table("sample")[0]["token"]
+    with pytest.raises(NotFoundError, match="unknown table"):
+        ds.table("lidarseg")
+    with pytest.raises(NotFoundError, match="has no token"):
+        ds.get("scene", "0" * 32)
+    with pytest.raises(ConfigError):
+        ds.get("scene", 5)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError, match="has no field"):
+        ds.field2token("scene", "nope", 1)
+    with pytest.raises(ConfigError, match="malformed camera channel"):
+        ds.camera(sample, "front")
+    with pytest.raises(NotFoundError, match="has no CAM_LEFT image"):
+        ds.camera(sample, "CAM_LEFT")
+    with pytest.raises(NotFoundError):
+        ds.camera("0" * 32, "CAM_FRONT")
+    with pytest.raises(NotFoundError):
+        ds.ego_pose("0" * 32)
+    with pytest.raises(ConfigError, match="unknown split"):
+        ds.scenes_in_split("val")
+    with pytest.raises(NotFoundError):
+        ds.recording_validity("nope")
+    with pytest.raises(NotFoundError):
+        ds.annotation_record("nope")
+    with pytest.raises(NotFoundError):
+        ds.annotation_window("nope")
+    with pytest.raises(NotFoundError):
+        ds.annotation_match("nope")
+    for method in (ds.validity, ds.tags, ds.split, ds.annotations, ds.scene_annotation_evidence):
+        with pytest.raises(NotFoundError):
+            method("0" * 32)
+
+
+def test_every_returned_value_is_a_defensive_copy(ds: Dataset) -> None:
+    scene = ds.table("scene")[0]["token"]
+    mutated: list[Any] = [
+        ds.table("scene"),
+        ds.get("scene", scene),
+        ds.scene_samples(scene),
+        ds.validity(scene),
+        ds.tags(scene),
+        ds.annotations(scene),
+        ds.annotation_records(),
+        ds.annotation_windows(),
+        ds.annotation_matches(),
+        ds.annotation_scene_references(),
+        ds.scene_annotation_evidence(scene),
+        ds.recordings(),
+        ds.source_metadata(),
+        ds.validation_report(),
+        ds.pipeline_audit(),
+        ds.channel_mapping(),
+    ]
+    before = [repr(v) for v in mutated]
+    for value in mutated:
+        if isinstance(value, list):
+            if value and isinstance(value[0], dict):
+                value[0].clear()
+            value.append("junk")
+        else:
+            value.clear()
+    again = [
+        ds.table("scene"),
+        ds.get("scene", scene),
+        ds.scene_samples(scene),
+        ds.validity(scene),
+        ds.tags(scene),
+        ds.annotations(scene),
+        ds.annotation_records(),
+        ds.annotation_windows(),
+        ds.annotation_matches(),
+        ds.annotation_scene_references(),
+        ds.scene_annotation_evidence(scene),
+        ds.recordings(),
+        ds.source_metadata(),
+        ds.validation_report(),
+        ds.pipeline_audit(),
+        ds.channel_mapping(),
+    ]
+    assert [repr(v) for v in again] == before
+
+
+def test_extension_queries_resolve_scene_evidence(ds: Dataset) -> None:
+    first, second = (s["token"] for s in ds.table("scene"))
+    assert ds.split(first) == "train" and ds.split(second) == "test"
+    assert ds.scenes_in_split("train") == [first]
+    assert ds.scenes_in_split("test") == [second]
+    assert ds.validity(first)["sample_tokens"] == [s["token"] for s in ds.scene_samples(first)]
+    digest = ds.recordings()[0]["source_digest"]
+    assert ds.recording_validity(digest)["recording_id"] == "rec-0"
+    assert ds.tags(first)["scene_token"] == first
+    assert [a["annotation_id"] for a in ds.annotations(first)] == ["lbl-1"]
+    assert ds.annotations(second) == []
+    evidence = ds.scene_annotation_evidence(first)
+    assert evidence["records"][0]["label"] == "rain"
+    assert evidence["windows"][0]["window_token"] == evidence["matches"][0]["window_token"]
+    match = ds.annotation_matches()[0]
+    assert ds.annotation_match(match["match_token"]) == match
+    assert ds.annotation_window(match["window_token"])["annotation_id"] == "lbl-1"
+    assert ds.annotation_record("lbl-1")["attributes"] == {"intensity": "light"}
+    assert ds.annotation_scene_reference(second)["annotation_ids"] == []
+    assert len(ds.annotation_scene_references()) == 1
+    assert ds.source_metadata()["source_type"] == "decoded_hf"
+    assert ds.validation_report()["state"] == "passed"
+    assert ds.pipeline_audit()["chronology"][0]["entries"][0]["scene_token"] == first
+    assert ds.channel_mapping() == {"cam_back": "CAM_BACK", "cam_front": "CAM_FRONT"}
+    assert len(ds.gnss()["rows"]) == len(ds.table("ego_pose"))
+    assert ds.config()["config"]["namespace"] == "fixture"
+
+
+def test_an_unsafe_or_unsupported_version_is_refused(pub: tuple[Path, Fixture]) -> None:
+    with pytest.raises(ConfigError, match="unsafe"):
+        Dataset(pub[0], version="../../etc")
+    with pytest.raises(ConfigError, match="unsupported"):
+        Dataset(pub[0], version="v1.0-mini")
+
+
+def test_missing_and_duplicate_tokens_are_refused(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, "sample")
+    rewrite_table(fx.root, "sample", [*rows, rows[0]])
+    with pytest.raises(MalformedDataset, match="duplicate token") as info:
+        Dataset(fx.root)
+    assert info.value.issues
+    rewrite_table(fx.root, "sample", rows[1:])
+    with pytest.raises(MalformedDataset, match="not found in sample"):
+        Dataset(fx.root)
+
+
+def test_unsafe_filenames_are_refused(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, "sample_data")
+    rows[0]["filename"] = "../../etc/passwd"
+    rewrite_table(fx.root, "sample_data", rows)
+    with pytest.raises(MalformedDataset, match=r"\.filename: expected 'samples/"):
+        Dataset(fx.root)
+
+
+def test_a_symlinked_dataroot_is_refused(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    (tmp_path / "link").symlink_to(fx.root)
+    with pytest.raises(UnsafePathError):
+        Dataset(tmp_path / "link")
+
+
+def test_a_staging_dataroot_reads_with_validation_not_run(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    assert Dataset(fx.root).validation_report()["state"] == spec.VALIDATION_NOT_RUN

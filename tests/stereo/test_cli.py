@@ -1,0 +1,88 @@
+"""``dataset-devkit stereo build|validate`` through the real root app."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from dataset_devkit.cli import app
+
+
+def test_build_then_validate_with_json_output(source, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "GenVR-duo-20261023"
+    built = runner.invoke(
+        app, ["stereo", "build", str(source), "--out", str(out), "--json", "--workers", "1"]
+    )
+    assert built.exit_code == 0, built.output
+    summary = json.loads(built.stdout)
+    assert summary["pairs"] == 3 and summary["has_depth"] is True
+    report = tmp_path / "reader_validation.json"
+    checked = runner.invoke(
+        app,
+        [
+            "stereo",
+            "validate",
+            str(out),
+            "--with-depth",
+            "--full",
+            "--json",
+            "--report",
+            str(report),
+        ],
+    )
+    assert checked.exit_code == 0, checked.output
+    result = json.loads(checked.stdout)
+    assert result["ok"] is True and result["issues"] == []
+    assert json.loads(report.read_text())["scope"] == "full"
+
+
+def test_validate_of_a_missing_root_exits_1_with_one_line(tmp_path, package_env):
+    done = subprocess.run(
+        [sys.executable, "-m", "dataset_devkit", "stereo", "validate", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: ") and "stereo validation failed" in done.stderr
+
+
+def test_build_from_a_bad_source_exits_1_naming_the_problem(tmp_path, package_env):
+    (tmp_path / "export.json").write_text('{"format": "genvr-render-export"}')
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dataset_devkit",
+            "stereo",
+            "build",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "export.json" in done.stderr and "missing required field" in done.stderr
+
+
+def test_build_without_out_is_a_usage_error(source):
+    assert CliRunner().invoke(app, ["stereo", "build", str(source)]).exit_code == 2
+
+
+def test_validate_never_replaces_an_existing_report(built, tmp_path):
+    report = tmp_path / "report.json"
+    report.write_text("keep me")
+    result = CliRunner().invoke(
+        app, ["stereo", "validate", str(built.root), "--report", str(report)]
+    )
+    assert result.exit_code != 0
+    assert report.read_text() == "keep me"

@@ -1,0 +1,126 @@
+"""StereoDataset against the source: frames, cameras, depth; installs with and without depth."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+import pytest
+
+from dataset_devkit.errors import ConfigError, NotFoundError
+from dataset_devkit.stereo import DepthNotInstalledError, StereoDataset
+from dataset_devkit.stereo.cameras import ue_pose_to_opencv
+from dataset_devkit.stereo.depth import encode_depth_mm
+from tests.stereo.helpers import remove_depth, writable_copy
+
+
+def _decode(path: Path) -> np.ndarray[Any, Any]:
+    with av.open(str(path)) as container:
+        return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
+
+
+def test_frames_of_both_eyes_equal_a_plain_decode_of_the_source_videos(built, source):
+    dataset = StereoDataset(built.root)
+    frames = [12, 0, 6, 7, 3]
+    item = dataset.read(1, frames)
+    assert item.id == "ue5-pro/map0001/scene0002/cams00"
+    assert item.left.dtype == np.uint8 and item.left.shape == (5, 48, 64, 3)
+    assert np.array_equal(item.left, _decode(source / "renders/shot001/left.mp4")[frames])
+    assert np.array_equal(item.right, _decode(source / "renders/shot001/right.mp4")[frames])
+    # brightness of the red channel encodes the frame number of the synthetic renders
+    assert np.allclose(item.left[:, 30, :, 0].mean(axis=1), [16 + 9 * f for f in frames], atol=4)
+
+
+def test_depth_is_float32_metres_exactly_as_encoded_from_the_source(built, source):
+    dataset = StereoDataset(built.root, use_depth=True)
+    item = dataset.read(2, [12, 1])
+    assert item.depth is not None
+    for eye in ("left", "right"):
+        raw = np.load(source / f"renders/shot002/{eye}_depth.npy")
+        expected, _ = encode_depth_mm(raw, 1000.0, where="", first=0)
+        assert item.depth[eye].dtype == np.float32
+        assert np.array_equal(item.depth[eye], expected[[12, 1]].astype(np.float32) / 1000)
+    assert item.depth["left"][0, 0, :4].tolist() == [0.0, 0.0, 0.0, 0.0]
+
+
+def test_cameras_are_per_frame_opencv_poses_of_the_ue_track(built, source):
+    import json
+
+    track = json.loads((source / "renders/shot000/right_camera.json").read_text())
+    item = StereoDataset(built.root).read(0, [9])
+    ue = track["frames"][9]
+    rot = ue["rotation_deg"]
+    expected = ue_pose_to_opencv(ue["location_cm"], rot["pitch"], rot["yaw"], rot["roll"])
+    assert np.allclose(item.camera_to_world["right"][0], expected)
+    assert item.K["left"].shape == (1, 3, 3)
+    assert item.K["left"][0, 0, 2] == 31.5 and item.K["left"][0, 1, 2] == 23.5
+    baseline = (
+        item.camera_to_world["right"][0, :3, 3]
+        - StereoDataset(built.root).read(0, [9]).camera_to_world["left"][0, :3, 3]
+    )
+    assert np.isclose(np.linalg.norm(baseline), 0.065)
+
+
+def test_items_use_the_frames_option_and_carry_the_prompt(built):
+    dataset = StereoDataset(built.root, frames=4)
+    item = dataset[0]
+    assert item.frames == (0, 1, 2, 3) and item.depth is None
+    assert item.prompt.startswith("A rendered harbour street scene")
+    picked = StereoDataset(built.root, frames=lambda i, n: [n - 1, i])[2]
+    assert picked.frames == (12, 2)
+    assert len(dataset) == 3 and dataset.read_clip(0, 9, 4).frames == (9, 10, 11, 12)
+
+
+def test_a_base_only_install_reads_the_default_index_and_names_the_depth_download(built, tmp_path):
+    root = writable_copy(built.root, tmp_path / "GenVR-duo-20261023")
+    remove_depth(root)
+    dataset = StereoDataset(root)
+    assert dataset[0].left.shape == (13, 48, 64, 3)
+    with pytest.raises(DepthNotInstalledError, match=r"unpack.py --depth --output DIR"):
+        StereoDataset(root, use_depth=True)
+
+
+def test_use_depth_must_agree_with_the_index_requirements(built):
+    with pytest.raises(ConfigError, match=r"genvr_i2s\.jsonl is read with use_depth=false"):
+        StereoDataset(built.root, index="genvr_i2s.jsonl", use_depth=True)
+    with pytest.raises(ConfigError, match="use_depth=true"):
+        StereoDataset(built.root, index="genvr_i2s_with_depth.jsonl")
+    with pytest.raises(NotFoundError, match="no loader requirements file lists"):
+        StereoDataset(built.root, index="other.jsonl")
+
+
+def test_out_of_range_samples_and_frames_are_index_errors(built):
+    dataset = StereoDataset(built.root)
+    with pytest.raises(IndexError, match=r"sample 3 outside 0\.\.2"):
+        dataset.read(3, [0])
+    with pytest.raises(IndexError, match=r"frame 13 outside 0\.\.12"):
+        dataset.read(0, [13])
+
+
+def _read_in_child(dataset: StereoDataset, queue: Any) -> None:
+    queue.put(dataset.read(0, [5, 11]).left)
+
+
+def test_a_dataset_used_before_fork_reads_correctly_in_the_child(built):
+    dataset = StereoDataset(built.root)
+    expected = dataset.read(0, [5, 11]).left  # opens containers in the parent
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_read_in_child, args=(dataset, queue))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert np.array_equal(got, expected)
+
+
+def test_pickling_drops_open_handles(built):
+    dataset = StereoDataset(built.root)
+    first = dataset.read(1, [2]).right
+    clone = pickle.loads(pickle.dumps(dataset))
+    assert clone._videos == {}
+    assert np.array_equal(clone.read(1, [2]).right, first)
