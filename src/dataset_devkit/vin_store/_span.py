@@ -103,8 +103,9 @@ class BlockSpan:
             raise OSError(ctypes.get_errno(), "cannot reserve address space for a block span")
         self._base: int = base
         raw = (ctypes.c_char * total).from_address(base)
-        # The mapping lives as long as the ctypes buffer, which every numpy view keeps alive.
-        weakref.finalize(raw, unmap_fn, base, total)
+        # The mapping lives as long as the ctypes buffer, which every numpy view keeps alive;
+        # at exit the process unmaps it (never while a daemon thread might still read).
+        weakref.finalize(raw, unmap_fn, base, total).atexit = False
         flat = np.frombuffer(memoryview(raw), dtype=dtype)
         self.rows: npt.NDArray[Any] = flat.reshape(num_shards * slot_rows, *row_shape)
         self.rows.flags.writeable = False
