@@ -216,3 +216,27 @@ def test_a_symlinked_dataroot_is_refused(tmp_path: Path) -> None:
 def test_a_staging_dataroot_reads_with_validation_not_run(tmp_path: Path) -> None:
     fx = write_dataroot(tmp_path / "root")
     assert Dataset(fx.root).validation_report()["state"] == spec.VALIDATION_NOT_RUN
+
+
+@pytest.mark.parametrize(
+    ("table", "field", "value"),
+    [
+        ("sample", "next", "NOT-A-TOKEN"),
+        ("sample_data", "ego_pose_token", "A" * 32),
+        ("map", "log_tokens", ["../../etc"]),
+    ],
+)
+def test_a_malformed_reference_is_refused_naming_table_row_and_field(
+    tmp_path: Path, table: str, field: str, value: Any
+) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, table)
+    rows[0][field] = value
+    rewrite_table(fx.root, table, rows)
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    bad = value[0] if isinstance(value, list) else value
+    assert any(
+        f"{spec.VERSION}/{table}.json row {rows[0]['token']}.{field}" in issue and bad in issue
+        for issue in info.value.issues
+    ), info.value.issues
