@@ -240,3 +240,18 @@ def test_a_malformed_reference_is_refused_naming_table_row_and_field(
         f"{spec.VERSION}/{table}.json row {rows[0]['token']}.{field}" in issue and bad in issue
         for issue in info.value.issues
     ), info.value.issues
+
+
+def test_split_scene_names_have_the_official_create_splits_scenes_shape(ds: Dataset) -> None:
+    from nuscenes.utils.splits import create_splits_scenes
+
+    splits = ds.split_scene_names()
+    assert list(splits) == ["train", "test"]
+    names = {s["token"]: s["name"] for s in ds.table("scene")}
+    for split, scene_names in splits.items():
+        assert scene_names == [names[t] for t in ds.scenes_in_split(split)]
+    assert sorted(splits["train"] + splits["test"]) == sorted(names.values())
+    official = set().union(*create_splits_scenes().values())
+    assert not official & set(names.values())  # our names never match an official split list
+    splits["train"].clear()
+    assert ds.split_scene_names()["train"] == [names[t] for t in ds.scenes_in_split("train")]

@@ -273,6 +273,18 @@ class Dataset:
         assignment = self._ix.by_key["split"]
         return [s["token"] for s in self._ix.tables["scene"] if assignment[s["token"]] == split]
 
+    def split_scene_names(self) -> dict[str, list[str]]:
+        """``{"train": [...], "test": [...]}`` scene names: ``create_splits_scenes()``'s shape.
+
+        nuscenes-devkit users filter scenes by name through
+        ``nuscenes.utils.splits.create_splits_scenes()``; this is our split in that shape
+        (the official lists never name our scenes, which cannot collide with them).
+        """
+        names = {s["token"]: s["name"] for s in self._ix.tables["scene"]}
+        return {
+            split: [names[t] for t in self.scenes_in_split(split)] for split in ("train", "test")
+        }
+
     def recordings(self) -> list[Record]:
         """Every source recording with its fingerprint, cameras and scenes."""
         return _copy(self._part(spec.RECORDINGS_FILE, "recordings"))
