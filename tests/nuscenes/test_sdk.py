@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dataset_devkit.errors import ConfigError, NotFoundError, UnsafePathError
+from dataset_devkit.errors import ConfigError, FormatError, NotFoundError, UnsafePathError
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.sdk import Dataset
 from dataset_devkit.nuscenes.sdk_load import MalformedDataset
@@ -255,3 +255,51 @@ def test_split_scene_names_have_the_official_create_splits_scenes_shape(ds: Data
     assert not official & set(names.values())  # our names never match an official split list
     splits["train"].clear()
     assert ds.split_scene_names()["train"] == [names[t] for t in ds.scenes_in_split("train")]
+
+
+def _scene_chain(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return read_table(root, "scene"), read_table(root, "sample")
+
+
+@pytest.mark.parametrize("fault", ["cycle", "endpoint", "count", "other_scene"])
+def test_a_broken_scene_chain_refuses_the_load_naming_the_table(tmp_path: Path, fault: str) -> None:
+    fx = write_dataroot(tmp_path / "root", scenes=2, samples=3)
+    scenes, samples = _scene_chain(fx.root)
+    first = scenes[0]
+    chain = [s for s in samples if s["scene_token"] == first["token"]]
+    if fault == "cycle":
+        chain[-1]["next"] = chain[0]["token"]
+        rewrite_table(fx.root, "sample", samples)
+        expected = f"sample chain has a cycle at {chain[0]['token']}"
+    elif fault == "endpoint":
+        first["last_sample_token"] = chain[1]["token"]
+        rewrite_table(fx.root, "scene", scenes)
+        expected = f"{first['token']}.last_sample_token: chain ends at {chain[-1]['token']}"
+    elif fault == "count":
+        first["nbr_samples"] = 7
+        rewrite_table(fx.root, "scene", scenes)
+        expected = f"{first['token']}.nbr_samples: is 7, the chain has 3 samples"
+    else:
+        chain[1]["scene_token"] = scenes[1]["token"]
+        rewrite_table(fx.root, "sample", samples)
+        expected = f"sample.json row {chain[1]['token']}.scene_token"
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    assert any(expected in issue for issue in info.value.issues), info.value.issues
+
+
+def test_scene_samples_rechecks_the_cached_chain(tmp_path: Path) -> None:
+    # Defence in depth: the public API cannot corrupt the cache (every value is a copy),
+    # so corrupt the private index directly and expect a FormatError naming the file.
+    fx = write_dataroot(tmp_path / "root", scenes=1, samples=3)
+    ds = Dataset(fx.root)
+    scene = ds.table("scene")[0]
+    rows = ds._ix.tokens["sample"]
+    order = [s["token"] for s in ds.scene_samples(scene["token"])]
+    rows[order[-1]]["next"] = order[0]
+    with pytest.raises(FormatError, match=r"sample\.json at row .*: .* has a cycle at"):
+        ds.scene_samples(scene["token"])
+    rows[order[-1]]["next"] = ""
+    rows[order[1]]["next"] = ""
+    with pytest.raises(FormatError, match=r"scene\.json at row .*: chain of 2 samples"):
+        ds.scene_samples(scene["token"])
