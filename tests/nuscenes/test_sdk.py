@@ -303,3 +303,22 @@ def test_scene_samples_rechecks_the_cached_chain(tmp_path: Path) -> None:
     rows[order[1]]["next"] = ""
     with pytest.raises(FormatError, match=r"scene\.json at row .*: chain of 2 samples"):
         ds.scene_samples(scene["token"])
+
+
+def test_an_ambiguous_or_missing_camera_key_frame_refuses_the_load(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, "sample_data")
+    twin = {**rows[0], "token": "e" * 32, "filename": rows[0]["filename"].rsplit("/", 1)[0]}
+    twin["filename"] += f"/{'e' * 32}.jpg"
+    rewrite_table(fx.root, "sample_data", [*rows, twin])
+    channel = twin["filename"].split("/")[1]
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    assert any(
+        f"sample.json row {twin['sample_token']}: expected exactly one {channel} key frame, "
+        "found 2" in issue
+        for issue in info.value.issues
+    ), info.value.issues
+    rewrite_table(fx.root, "sample_data", [r for r in rows if r["token"] != rows[0]["token"]])
+    with pytest.raises(MalformedDataset, match=f"one {channel} key frame, found 0"):
+        Dataset(fx.root)
