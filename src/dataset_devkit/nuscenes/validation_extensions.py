@@ -111,12 +111,13 @@ def _gnss_references_resolve(
     rows = doc.rows
     poses = list(map(operator.attrgetter("ego_pose_token"), rows))
     frames = list(map(operator.attrgetter("sample_data_token"), rows))
-    pose_index, frame_index = t.index["ego_pose"], t.index["sample_data"]
-    if len(set(poses)) != len(poses) or not set(poses) <= pose_index.keys():
+    frame_index = t.index["sample_data"]
+    if len(set(poses)) != len(poses) or not frame_index.keys() >= set(frames):
         return False
-    if not set(frames) <= frame_index.keys():
-        return False
-    if [frame_index[f]["ego_pose_token"] for f in frames] != poses:
+    # Each row's pose must be its frame's pose; frames' poses resolve (a sample_data foreign
+    # key the table checks prove), so the poses need no lookup of their own.
+    frame_poses = map(operator.itemgetter("ego_pose_token"), map(frame_index.__getitem__, frames))
+    if list(frame_poses) != poses:
         return False
     if recordings is not None:
         digests = {r.source_digest for r in recordings.recordings}
