@@ -322,3 +322,27 @@ def test_an_ambiguous_or_missing_camera_key_frame_refuses_the_load(tmp_path: Pat
     rewrite_table(fx.root, "sample_data", [r for r in rows if r["token"] != rows[0]["token"]])
     with pytest.raises(MalformedDataset, match=f"one {channel} key frame, found 0"):
         Dataset(fx.root)
+
+
+def test_gnss_rows_must_name_their_own_frame_and_a_recording(tmp_path: Path) -> None:
+    from tests.nuscenes.dataroot_fixture import read_extension, rewrite_extension
+
+    fx = write_dataroot(tmp_path / "root")
+    doc = read_extension(fx.root, spec.GNSS_FILE)
+    rows = doc["rows"]
+    assert len(rows) >= 2
+    rows[0]["sample_data_token"], rows[1]["sample_data_token"] = (
+        rows[1]["sample_data_token"],
+        rows[0]["sample_data_token"],
+    )  # both frames exist: only the pose pairing can tell
+    rewrite_extension(fx.root, spec.GNSS_FILE, doc)
+    with pytest.raises(MalformedDataset, match=r"rows\[0\]\.sample_data_token: .* is not the"):
+        Dataset(fx.root)
+    rows[0]["sample_data_token"], rows[1]["sample_data_token"] = (
+        rows[1]["sample_data_token"],
+        rows[0]["sample_data_token"],
+    )
+    rows[1]["source_digest"] = "mcap:sha256:" + "0" * 64
+    rewrite_extension(fx.root, spec.GNSS_FILE, doc)
+    with pytest.raises(MalformedDataset, match=r"rows\[1\]\.source_digest: .* is not a recording"):
+        Dataset(fx.root)

@@ -111,19 +111,33 @@ def _gnss_references_resolve(
     rows = doc.rows
     poses = list(map(operator.attrgetter("ego_pose_token"), rows))
     frames = list(map(operator.attrgetter("sample_data_token"), rows))
+    if len(set(poses)) != len(poses):
+        return False
+    # The exporter writes one GNSS row per sample_data row, in table order: then two list
+    # comparisons (C loops over identical strings) prove every frame and its pose.
+    sd_rows = t.tables["sample_data"]
+    if frames == list(map(operator.itemgetter("token"), sd_rows)) and poses == list(
+        map(operator.itemgetter("ego_pose_token"), sd_rows)
+    ):
+        return _gnss_digests_resolve(doc, recordings)
     frame_index = t.index["sample_data"]
-    if len(set(poses)) != len(poses) or not frame_index.keys() >= set(frames):
+    if not frame_index.keys() >= set(frames):
         return False
     # Each row's pose must be its frame's pose; frames' poses resolve (a sample_data foreign
     # key the table checks prove), so the poses need no lookup of their own.
     frame_poses = map(operator.itemgetter("ego_pose_token"), map(frame_index.__getitem__, frames))
     if list(frame_poses) != poses:
         return False
-    if recordings is not None:
-        digests = {r.source_digest for r in recordings.recordings}
-        if not set(map(operator.attrgetter("source_digest"), rows)) <= digests:
-            return False
-    return True
+    return _gnss_digests_resolve(doc, recordings)
+
+
+def _gnss_digests_resolve(
+    doc: spec.GnssDocument, recordings: spec.RecordingsDocument | None
+) -> bool:
+    if recordings is None:
+        return True
+    digests = {r.source_digest for r in recordings.recordings}
+    return set(map(operator.attrgetter("source_digest"), doc.rows)) <= digests
 
 
 def _check_source(t: LoadedTables, source: spec.SourceDocument, issues: list[str]) -> None:
