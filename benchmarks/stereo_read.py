@@ -4,7 +4,10 @@
    the nearest keyframe with plain PyAV (seek, decode to the pts, convert): goal <= 1.2x, and
    the reader must decode exactly ``f - keyframe + 1`` frames (no wasted decode).
 2. Sequential whole-clip read in frames/s against a plain PyAV decode loop: goal >= 0.9x.
-3. Depth frame read (``DepthReader``) against a direct numcodecs decode of its chunk file
+3. Reopened handle (a dataset cycling through more videos than it keeps open): one random
+   frame through a fresh ``VideoReader`` that demuxes the file to index it, against one given
+   the frame index its dataset kept, against plain PyAV open + seek + decode (the floor).
+4. Depth frame read (``DepthReader``) against a direct numcodecs decode of its chunk file
    plus the same float32 conversion: goal >= 0.8x.
 
 Usage::
@@ -137,6 +140,40 @@ def bench_random(path: Path, reads: int, threads: int, repeats: int) -> None:
     )
 
 
+def bench_reopen(path: Path, reads: int, repeats: int) -> None:
+    info = probe_video(path)
+    targets = random.Random(8).sample(range(info.num_frames), min(reads, info.num_frames))
+
+    def run(known: bool) -> float:
+        start = time.perf_counter()
+        for t in targets:
+            reader = VideoReader(path, 1, info if known else None)
+            reader.read([t])
+            reader.close()
+        return time.perf_counter() - start
+
+    def run_plain() -> float:
+        start = time.perf_counter()
+        for t in targets:
+            with av.open(str(path)) as container:
+                container.streams.video[0].codec_context.thread_count = 1
+                plain_keyframe_decode(container, info.pts, info.keyframe_for(t), t)
+        return time.perf_counter() - start
+
+    rounds: dict[str, list[float]] = {"demux": [], "kept": [], "plain": []}
+    for round_number in range(repeats):
+        order = ["demux", "kept", "plain"]
+        for name in order[round_number % 3 :] + order[: round_number % 3]:
+            rounds[name].append(run_plain() if name == "plain" else run(name == "kept"))
+    best = {name: min(times) / len(targets) for name, times in rounds.items()}
+    print(
+        f"reopened handle, one random frame ({len(targets)} reads): demux-indexed "
+        f"{best['demux'] * 1e3:.1f} ms, kept index {best['kept'] * 1e3:.1f} ms, plain PyAV "
+        f"open+seek+decode {best['plain'] * 1e3:.1f} ms -> {best['demux'] / best['plain']:.2f}x "
+        f"vs {best['kept'] / best['plain']:.2f}x"
+    )
+
+
 def bench_sequential(path: Path, threads: int, repeats: int) -> None:
     info = probe_video(path)
     ours_times, plain_times = [], []
@@ -238,6 +275,7 @@ def main() -> None:
             f"{time.perf_counter() - start:.1f} s"
         )
         bench_random(clip, args.reads, threads=1, repeats=args.repeats)
+        bench_reopen(clip, args.reads, repeats=args.repeats)
         bench_sequential(clip, threads=1, repeats=args.repeats)
         bench_sequential(clip, threads=0, repeats=args.repeats)
         bench_depth(group, args.frames, args.height, args.width, args.reads, args.repeats)

@@ -1,12 +1,18 @@
 """Adapter that plugs the VIN offline store into the peer harness (``/work/shared/bench/peers``).
 
-Run side by side with the harness's own backends (a reduced size keeps it short)::
+The harness runs in its own venv (its README, section 1: ``/tmp/peerbench-venv``, numpy 2);
+this adapter also needs ``msgspec`` there (``/tmp/peerbench-venv/bin/pip install msgspec``).
+Side by side with every default peer plus TensorStore, at the issue's size (20,000 samples,
+5,000 reads; ``--cold no`` keeps the harness from dropping the whole page cache)::
 
     cd /work/shared/bench/peers
-    PYTHONPATH=/work/wt-vin-store/src:/work/wt-vin-store/benchmarks /work/venv/bin/python \\
-        -m peerbench.run --data-dir /tmp/peerbench-vin --n 5000 --reads 2000 \\
-        --loader-samples 2000 --backends numpy-memmap,zarr3-c64 \\
-        --adapter vin-store=vin_store_peer_adapter:VinStore --md /tmp/peerbench-vin/table.md
+    PYTHONPATH=/work/wt-vin-store/src:/work/wt-vin-store/benchmarks \\
+        /tmp/peerbench-venv/bin/python -m peerbench.run --data-dir /tmp/vin-peerbench-data \\
+        --cold no \\
+        --backends numpy-memmap,mds,litdata,hf-datasets,lance,zarr3-c1,zarr3-c64,ts-zarr3-c64 \\
+        --adapter vin-store=vin_store_peer_adapter:VinStore --md /tmp/vin-peerbench-data/table.md
+
+The reader is fork safe, so the harness's DataLoader columns use ``fork`` workers for it.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ FIELDS = ("points", "pose", "label")
 
 class VinStore(Adapter):  # type: ignore[misc]
     name = "vin-store"
+    fork_safe = True  # mmaps only: no threads, locks or descriptors to inherit
     imports = ("dataset_devkit.vin_store",)
 
     def _store(self) -> Path:

@@ -11,6 +11,8 @@ records blob + offsets: the practical limit. Measured (medians of --repeats):
 (b)  torch DataLoader, --workers fork workers, per-item ``__getitem__``
 (b2) same, with ``__getitems__`` (one call per batch)
 (c)  open + first read in a fresh process (imports excluded), warm page cache
+(c') with --cold: the same right after evicting that tree's files from the page cache with
+     ``posix_fadvise(POSIX_FADV_DONTNEED)`` (other users' cache is left alone)
 (d)  bytes on disk (allocated)
 
 Usage::
@@ -21,6 +23,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -323,6 +326,27 @@ def open_ms(kind: str, root: Path) -> float:
     return float(json.loads(out.stdout))
 
 
+def evict(root: Path) -> None:
+    """Drop one tree's pages from the page cache (POSIX_FADV_DONTNEED), not the whole cache.
+
+    Other users' cached files stay put. Pages still mapped by a live process are kept by
+    the kernel, so this runs only when no reader of *root* is open.
+    """
+    for path in root.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def cold_open_ms(kind: str, root: Path) -> float:
+    """Open + first read in a fresh process right after evicting *root* from the page cache."""
+    evict(root)
+    return open_ms(kind, root)
+
+
 def disk_bytes(root: Path) -> int:
     return sum(p.lstat().st_blocks * 512 for p in root.rglob("*") if p.is_file())
 
@@ -339,6 +363,11 @@ def main() -> None:
     ap.add_argument("--rows-per-shard", type=int, default=1024)
     ap.add_argument("--data-dir", type=Path, default=Path("/tmp/vin-store-bench"))
     ap.add_argument("--skip-loader", action="store_true")
+    ap.add_argument(
+        "--cold",
+        action="store_true",
+        help="also time open + first read after evicting each tree with posix_fadvise",
+    )
     ap.add_argument("--zarr-reads", type=int, default=300, help="reads for zarr-python (slow)")
     ap.add_argument(
         "--open-scale",
@@ -395,7 +424,15 @@ def main() -> None:
                         loader(ds, args.loader_samples, args.workers, args.batch_size, flag),
                     )
             record(name, "(c) open+first ms", open_ms(name, src if name == "memmap" else store))
-    for name in backends:
+    names = list(backends)
+    if args.cold:  # last, once no reader in this process maps either tree any more
+        del backends, ref, ds
+        gc.collect()
+        for _ in range(args.repeats):
+            for name in names:
+                root = src if name == "memmap" else store
+                record(name, "(c') cold open+first ms", cold_open_ms(name, root))
+    for name in names:
         rows[name] = {label: statistics.median(v) for label, v in samples_of[name].items()}
         rows[name]["(d) disk MB"] = disk_bytes(src if name == "memmap" else store) / 1e6
     print(

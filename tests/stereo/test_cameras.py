@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -92,3 +93,57 @@ def test_camera_problems_reports_a_broken_inverse_a_bad_principal_point_and_a_si
     assert any("size is 64x48, expected 32x48" in p for p in problems)
     assert any("frame 1: world_to_camera is not the inverse" in p for p in problems)
     assert sum("principal point" in p for p in problems) == 2
+
+
+def test_a_yawed_ue_pose_gives_the_hand_derived_opencv_camera_to_world():
+    # yaw 90: UE forward is +Y (world +x), UE right is -X (world -z), UE up stays +Z (world -y)
+    pose = ue_pose_to_opencv((100.0, 200.0, 300.0), 0.0, 90.0, 0.0)
+    expected = [[0, 0, 1, 2], [0, 1, 0, -3], [-1, 0, 0, 1], [0, 0, 0, 1]]
+    assert np.allclose(pose, expected, atol=1e-12)
+
+
+def test_a_positive_ue_roll_turns_the_image_x_axis_toward_world_down():
+    # roll 90 (right wing down): UE right becomes -Z, i.e. world +y (down)
+    pose = ue_pose_to_opencv((0.0, 0.0, 0.0), 0.0, 0.0, 90.0)
+    expected = [[0, -1, 0, 0], [1, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]
+    assert np.allclose(pose, expected, atol=1e-12)
+
+
+def test_a_pitched_and_yawed_pose_matches_the_closed_form_axes():
+    # pitch -30 (looking down), yaw 45: columns are right, down, forward in world axes
+    pose = ue_pose_to_opencv((0.0, 0.0, 0.0), -30.0, 45.0, 0.0)
+    s2, s3 = np.sqrt(0.5), np.sqrt(3.0) / 2
+    right = [s2, 0.0, -s2]
+    down = [-0.5 * s2, s3, -0.5 * s2]
+    forward = [s3 * s2, 0.5, s3 * s2]
+    assert np.allclose(pose[:3, :3], np.array([right, down, forward]).T, atol=1e-12)
+
+
+def test_points_ahead_right_and_above_project_where_a_pinhole_camera_sees_them():
+    k = intrinsics_from_fov(90.0, 1280, 639.5, 359.5)
+    location = np.array([500.0, -120.0, 250.0])  # UE centimetres
+    pitch, yaw, roll = 10.0, -35.0, 0.0
+    c2w = ue_pose_to_opencv(tuple(location), pitch, yaw, roll)
+    w2c = rigid_inverse(c2w)
+    axes = ue_rotator_matrix(pitch, yaw, roll)  # UE forward, right, up (columns)
+
+    def project(offset_cm: npt.NDArray[np.float64]) -> list[float]:
+        world = UE_TO_WORLD @ (location + offset_cm) / 100.0
+        camera = w2c[:3, :3] @ world + w2c[:3, 3]
+        assert camera[2] > 0  # in front of the camera
+        pixel = k @ camera
+        return [float(pixel[0] / pixel[2]), float(pixel[1] / pixel[2])]
+
+    ahead = 1000.0 * axes[:, 0]
+    assert np.allclose(project(ahead), [639.5, 359.5])
+    # 45 degrees to the right at 90 degrees HFOV lands on the right edge: cx + fx
+    assert np.allclose(project(ahead + 1000.0 * axes[:, 1]), [639.5 + 640.0, 359.5])
+    above = project(ahead + 100.0 * axes[:, 2])
+    assert np.isclose(above[0], 639.5) and above[1] < 359.5
+
+
+def test_intrinsics_at_1280x720_for_a_60_degree_fov():
+    k = intrinsics_from_fov(60.0, 1280, 639.5, 359.5)
+    focal = 640.0 / np.tan(np.radians(30.0))
+    assert np.allclose(k, [[focal, 0.0, 639.5], [0.0, focal, 359.5], [0.0, 0.0, 1.0]])
+    assert np.isclose(focal, 1108.5125168440814)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numcodecs import Blosc
 
+from dataset_devkit.errors import FormatError
 from dataset_devkit.stereo.depth import (
     DepthReader,
     chunk_names,
@@ -67,23 +68,43 @@ def test_depth_beyond_uint32_millimetres_is_an_error_not_a_wrap():
         encode_depth_mm(depth, None, where="left.npy", first=7)
 
 
-def test_a_frame_without_any_valid_pixel_is_a_broken_render():
+def test_a_frame_without_any_valid_pixel_is_stored_as_zeros():
     depth = np.full((2, 2, 2), 3.0, dtype=np.float32)
-    depth[1] = np.nan
-    with pytest.raises(SourceError, match=r"frame 1 has no valid depth pixel \(4 NaN"):
-        encode_depth_mm(depth, None, where="left.npy", first=0)
+    depth[1] = np.nan  # e.g. a camera facing the sky
+    encoded, invalid = encode_depth_mm(depth, None, where="left.npy", first=0)
+    assert invalid == 4 and not encoded[1].any() and (encoded[0] == 3000).all()
+
+
+def test_an_eye_without_any_valid_pixel_is_a_broken_render(tmp_path):
+    depth = np.full((5, 2, 2), np.nan, dtype=np.float32)
+    depth[:, 0, 0] = 2000.0  # beyond the far limit: invalid too
+    good = np.ones((5, 2, 2), dtype=np.float32)
+    with pytest.raises(SourceError, match=r"r\.npy: no valid depth pixel in any of its 5 frames"):
+        write_depth_group(
+            tmp_path / "g.zarr",
+            {"left": good, "right": depth},
+            1000.0,
+            {},
+            {"left": "l.npy", "right": "r.npy"},
+        )
 
 
 def test_241_frames_give_61_chunk_files_per_eye_including_empty_ones(tmp_path):
     assert len(chunk_names(241)) == 61 and chunk_names(241)[-1] == "60.0.0"
     path = tmp_path / "g.zarr"
-    depth = np.zeros((241, 2, 3), dtype=np.float32)
-    depth[:, 0, 0] = 1.0  # one valid pixel per frame, everything else fill value 0
+    depth = np.zeros((241, 2, 3), dtype=np.float32)  # all invalid (fill value 0) ...
+    depth[:8, 0, 0] = 1.0  # ... except frames 0-7: chunks 2..60 hold nothing but fill
     write_depth_group(path, {"left": depth, "right": depth}, None, {}, {"left": "", "right": ""})
+    empty = np.zeros((4, 2, 3), dtype="<u4")
     for eye in ("left", "right"):
         names = sorted(p.name for p in (path / eye).iterdir() if not p.name.startswith("."))
         assert len(names) == 61
+        chunk = Blosc().decode((path / eye / "37.0.0").read_bytes())
+        assert np.array_equal(np.frombuffer(chunk, dtype="<u4").reshape(4, 2, 3), empty)
     assert depth_problems(path, 241, 2, 3) == []
+    stored = zarr.open_group(str(path), mode="r", zarr_format=2)["left"]
+    assert isinstance(stored, zarr.Array)
+    assert int(np.asarray(stored[:]).sum()) == 8 * 1000
 
 
 def test_plain_zarr_reads_the_exact_v2_metadata_and_values(tmp_path):
@@ -132,3 +153,34 @@ def test_depth_problems_reports_every_missing_chunk_and_metadata_difference(tmp_
     assert any("right/.zarray at $.compressor" in p for p in problems)
     with pytest.raises(ValueError, match=r"\.zarray"):
         DepthReader(path, 10, 3, 5).read("left", [0])
+
+
+def test_a_corrupt_chunk_is_a_format_error_naming_the_file_and_frames(tmp_path):
+    path, _ = _write(tmp_path, 10)
+    (path / "left" / "1.0.0").write_bytes(b"not blosc" * 4)
+    reader = DepthReader(path, 10, 3, 5)
+    with pytest.raises(FormatError, match=r"left/1\.0\.0: depth chunk of frames 4\.\.7 is not"):
+        reader.read("left", [5])
+    assert reader.read("left", [0]).shape == (1, 3, 5)
+
+
+def test_a_zarray_that_is_not_an_object_is_a_problem_not_a_crash(tmp_path):
+    path, _ = _write(tmp_path, 10)
+    (path / "left" / ".zarray").write_text("[1, 2]")
+    problems = depth_problems(path, 10, 3, 5)
+    assert any("left/.zarray: is a JSON list, expected an object" in p for p in problems)
+
+
+def test_each_needed_chunk_file_is_read_once_per_call(tmp_path, monkeypatch):
+    path, _ = _write(tmp_path, 10)
+    reader = DepthReader(path, 10, 3, 5)
+    calls: list[int] = []
+    read_chunk = reader.read_chunk
+
+    def counting(eye: str, chunk: int) -> Any:
+        calls.append(chunk)
+        return read_chunk(eye, chunk)
+
+    monkeypatch.setattr(reader, "read_chunk", counting)
+    reader.read("left", [9, 1, 0, 8, 3, 2])
+    assert calls == [0, 2]  # frames 0-3 share chunk 0, 8-9 are chunk 2; chunk 1 not needed

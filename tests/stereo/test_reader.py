@@ -124,3 +124,77 @@ def test_pickling_drops_open_handles(built):
     clone = pickle.loads(pickle.dumps(dataset))
     assert clone._videos == {}
     assert np.array_equal(clone.read(1, [2]).right, first)
+
+
+def test_a_reopened_video_reuses_its_frame_index_instead_of_demuxing_again(built, monkeypatch):
+    import dataset_devkit.stereo.reader as reader_module
+    import dataset_devkit.stereo.video as video_module
+
+    calls: list[Path] = []
+    index = video_module._index
+
+    def counting(container: Any, path: Path) -> Any:
+        calls.append(path)
+        return index(container, path)
+
+    monkeypatch.setattr(video_module, "_index", counting)
+    monkeypatch.setattr(reader_module, "_MAX_OPEN_VIDEOS", 1)  # every other read evicts
+    dataset = StereoDataset(built.root)
+    first = [dataset.read(sample, [7]).right for sample in range(3)]
+    again = [dataset.read(sample, [7]).right for sample in range(3)]
+    assert len(calls) == 6 and len(set(calls)) == 6  # each of the 6 videos demuxed once
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    clone = pickle.loads(pickle.dumps(dataset))  # spawn workers inherit the indexes too
+    clone.read(0, [1])
+    assert len(calls) == 6
+
+
+_WITHOUT_EXTRAS = """
+import sys
+sys.modules["av"] = None  # the video extra is not installed
+sys.modules["torch"] = None  # nor the torch extra
+from dataset_devkit.errors import MissingDependencyError
+from dataset_devkit.stereo import StereoDataset
+dataset = StereoDataset(sys.argv[1])  # opening needs neither
+for attempt in (lambda: dataset.read(0, [0]), lambda: __import__(
+        "dataset_devkit.stereo.torch_dataset")):
+    try:
+        attempt()
+    except MissingDependencyError as exc:
+        print(exc)
+"""
+
+
+def test_without_the_video_and_torch_extras_reads_fail_naming_the_extra(built, package_env):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_EXTRAS, str(built.root)],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2
+    assert "'av'" in lines[0] and "pip install 'dataset-devkit[video]'" in lines[0]
+    assert "'torch'" in lines[1] and "pip install 'dataset-devkit[torch]'" in lines[1]
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../outside/left.mp4", "a\\b.mp4", "C:/x.mp4", ""])
+def test_an_index_path_leaving_the_root_is_a_format_error_naming_line_and_field(
+    built, tmp_path, bad
+):
+    import json
+
+    from dataset_devkit.errors import FormatError
+
+    root = writable_copy(built.root, tmp_path / "escaped")
+    for name in ("genvr_i2s.jsonl", "genvr_i2s_nodepth.jsonl"):
+        rows = [json.loads(line) for line in (root / name).read_text().splitlines()]
+        rows[1]["right_video"] = bad
+        (root / name).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(FormatError, match=r"genvr_i2s\.jsonl at line 2 \$\.right_video: .*inside"):
+        StereoDataset(root)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dataset_devkit.errors import DevkitError
+from dataset_devkit.integrity import hash_file
 from dataset_devkit.stereo import SourceError, SourceIssues, build_stereo_dataset
 from dataset_devkit.stereo.sample import write_clip
 from dataset_devkit.stereo.source import load_source
@@ -74,17 +75,19 @@ def test_an_improper_camera_rotation_is_rejected_with_its_frame(source, tmp_path
     assert "not a proper rotation: det = -1" in issue
 
 
-def test_an_all_nan_depth_frame_stops_the_build_and_names_file_and_frame(source, tmp_path):
+def test_an_all_nan_depth_render_stops_the_build_and_names_the_file(source, tmp_path):
     def edit(root: Path, export: dict[str, Any]) -> None:
         path = root / export["pairs"][1]["right"]["depth"]
         depth = np.load(path)
-        depth[6] = np.nan
+        depth[:] = np.nan
         path.unlink()
         np.save(path, depth)
 
     broken = _broken(source, tmp_path, edit)
     out = tmp_path / "out"
-    with pytest.raises(SourceError, match=r"right_depth.npy: frame 6 has no valid depth pixel"):
+    with pytest.raises(
+        SourceError, match=r"right_depth.npy: no valid depth pixel in any of its 13"
+    ):
         build_stereo_dataset(broken, out)
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
@@ -134,14 +137,42 @@ def test_a_missing_export_file_is_a_devkit_error(tmp_path):
         load_source(tmp_path)
 
 
-def test_linked_videos_are_refused_before_anything_is_written(source, tmp_path):
+def test_symlinked_videos_are_refused_before_anything_is_written(source, tmp_path):
     def edit(root: Path, export: dict[str, Any]) -> None:
         left = root / export["pairs"][0]["left"]["video"]
         (root / "linked.mp4").symlink_to(left)
         export["pairs"][0]["right"]["video"] = "linked.mp4"
-        (root / "hard.mp4").hardlink_to(root / export["pairs"][1]["left"]["video"])
-        export["pairs"][1]["right"]["video"] = "hard.mp4"
 
     issues = _issues(source, tmp_path, edit)
     assert any("right video linked.mp4 is a symbolic link" in issue for issue in issues)
-    assert any("right video hard.mp4 has 2 hard links" in issue for issue in issues)
+
+
+def test_hard_linked_export_files_are_copied_as_plain_bytes(source, tmp_path):
+    def edit(root: Path, export: dict[str, Any]) -> None:
+        for eye in ("left", "right"):  # an NTFS export's hard-linked duplicates
+            for kind in ("video", "camera", "depth"):
+                name = export["pairs"][1][eye][kind]
+                (root / f"{eye}_{kind}.link").hardlink_to(root / name)
+                export["pairs"][1][eye][kind] = f"{eye}_{kind}.link"
+
+    broken = _broken(source, tmp_path, edit)
+    assert (broken / "left_video.link").stat().st_nlink == 2
+    result = build_stereo_dataset(broken, tmp_path / "out")
+    video = result.root / "ue5-pro/map0001/scene0002/cams00/videos/right.mp4"
+    assert video.stat().st_nlink == 1
+    assert video.read_bytes() == (source / "renders/shot001/right.mp4").read_bytes()
+    manifest = json.loads((result.root / "source_dataset_release_manifest.json").read_text())
+    by_path = {entry["path"]: entry for entry in manifest["files"]}
+    assert (
+        by_path["left_depth.link"]["sha256"]
+        == hash_file(source / "renders/shot001/left_depth.npy")[1]
+    )
+
+
+def test_fortran_ordered_depth_is_reported_before_the_build(source, tmp_path):
+    def edit(root: Path, export: dict[str, Any]) -> None:
+        np.save(root / "f.npy", np.asfortranarray(np.ones((13, 48, 64), dtype=np.float32)))
+        export["pairs"][2]["right"]["depth"] = "f.npy"
+
+    (issue,) = _issues(source, tmp_path, edit)
+    assert issue.endswith("f.npy: depth is stored in Fortran order; save it C-ordered")

@@ -10,6 +10,7 @@ from typing import Any
 import av
 import numpy as np
 import pytest
+from av.video.frame import PictureType
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.stereo.sample import write_clip
@@ -67,3 +68,34 @@ def test_a_file_that_is_not_a_video_is_a_format_error(tmp_path):
     bad.write_bytes(b"not a video at all")
     with pytest.raises(FormatError, match="cannot be opened as a video"):
         probe_video(bad)
+
+
+def test_a_corrupt_packet_is_a_format_error_naming_the_file_and_frame(clip, tmp_path):
+    with av.open(str(clip)) as container:
+        packets = [(int(p.pos or 0), p.size) for p in container.demux(video=0) if p.pts is not None]
+    pos, size = packets[6]  # the second keyframe, in decode order
+    data = bytearray(clip.read_bytes())
+    data[pos + 4 : pos + size] = b"\xff" * (size - 4)
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(bytes(data))
+    reader = VideoReader(broken)
+    with pytest.raises(FormatError, match=r"broken\.mp4: decoding failed on the way to frame \d+"):
+        reader.read(list(range(25)))
+    assert np.array_equal(reader.read([0]), _decode_all(clip)[:1])  # the handle still works
+
+
+def test_the_test_clip_really_has_b_frames_so_decode_order_differs(clip):
+    with av.open(str(clip)) as container:
+        types = [PictureType(f.pict_type) for f in container.decode(video=0)]
+    assert types.count(PictureType.B) >= 5 and types[0] == PictureType.I
+
+
+def test_every_frame_through_a_fresh_handle_equals_the_sequential_decode(clip):
+    reference = _decode_all(clip)
+    assert len(reference) == 25
+    for frame in range(25):  # a cold handle must seek to the keyframe and stop at the pts
+        assert np.array_equal(VideoReader(clip).read([frame])[0], reference[frame]), frame
+    backwards = VideoReader(clip)
+    for frame in reversed(range(25)):  # every read seeks backwards from the last position
+        assert np.array_equal(backwards.read([frame])[0], reference[frame]), frame
+    assert np.array_equal(VideoReader(clip).read(list(range(25))), reference)

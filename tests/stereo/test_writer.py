@@ -239,3 +239,26 @@ def test_index_rows_round_trip_through_their_jsonl_bytes(name, cap, fps, frames,
     assert data.count(b"\n") == 1
     assert msgspec.json.decode(data, type=IndexRow) == row
     assert encode_jsonl([msgspec.json.decode(data, type=IndexRow)]) == data
+
+
+def test_pair_meta_holds_ids_timing_source_mapping_and_depth_as_an_attachment(built):
+    meta = json.loads((built.root / PAIR / "meta.json").read_text())
+    assert (meta["id"], meta["map"], meta["scene"], meta["cams"]) == (
+        PAIR,
+        "map0001",
+        "scene0001",
+        "cams00",
+    )
+    assert (meta["num_frames"], meta["fps"], meta["duration"]) == (13, 24.0, 13 / 24)
+    assert meta["resolution"] == {"width": 64, "height": 48}
+    assert meta["videos"] == {
+        "left": f"{PAIR}/videos/left.mp4",
+        "right": f"{PAIR}/videos/right.mp4",
+    }
+    assert meta["source"][f"{PAIR}/videos/left.mp4"] == "renders/shot000/left.mp4"
+    assert meta["depth"]["zarr"] == f"{PAIR}/depth-zstd-5-mm/group.zarr"
+    assert meta["depth"]["family"] == "depth" and "optional attachment" in meta["depth_note"]
+    assert (meta["camera_axes"], meta["world_frame"]) == (
+        "opencv: x right, y down, z forward",
+        "metres, (UE_Y, -UE_Z, UE_X) / 100 from Unreal Engine centimetres",
+    )

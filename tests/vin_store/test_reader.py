@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import pickle
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from dataset_devkit.vin_store import (
     VinOfflineSample,
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
+    build_vin_offline_store,
 )
 from dataset_devkit.vin_store import reader as reader_module
 
@@ -170,12 +172,13 @@ def test_batched_reads_fill_caller_given_arrays_after_checking_them(store: Path)
         reader.read_positions([4], ["vin.points_world"], out={"vin.points_world": target})
 
 
-@pytest.mark.parametrize("small_block_bytes", [0, 16 * 2**20])
-@pytest.mark.parametrize("positions", [[10, 0, 5, 5, 3], [1, 3, 0], []])
+@pytest.mark.parametrize("one_span", [True, False])
+@pytest.mark.parametrize("positions", [[10, 0, 5, 5, 3], [1, 3, 0], [9], []])
 def test_every_batched_gather_path_equals_single_reads(
-    store: Path, monkeypatch: pytest.MonkeyPatch, small_block_bytes: int, positions: list[int]
+    store: Path, monkeypatch: pytest.MonkeyPatch, one_span: bool, positions: list[int]
 ) -> None:
-    monkeypatch.setattr(reader_module, "SMALL_BLOCK_BYTES", small_block_bytes)
+    if not one_span:  # as where mmap(2) is not reachable: one copy per row
+        monkeypatch.setattr(reader_module, "block_span", lambda *args: None)
     reader = VinOfflineStoreReader(store)
     batch = reader.read_positions(positions)
     for name in ("vin.points_world", "vin.t_world_rig", "vin.lengths"):
@@ -183,6 +186,67 @@ def test_every_batched_gather_path_equals_single_reads(
         assert batch[name].shape[0] == len(positions)
         for k, value in enumerate(expected):
             np.testing.assert_array_equal(batch[name][k], value)
+    spans = reader._open().spans
+    assert all((spans[name] is not None) == one_span for name in spans)
+    assert sorted(spans) == [
+        "vin.lengths",
+        "vin.points_world",
+        "vin.t_world_rig",
+        "vin.trajectory.time_ns",
+    ]
+
+
+def test_a_span_maps_only_the_shards_a_batch_touches_and_survives_its_reader(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    batch = reader.read_positions([9, 10], ["vin.points_world"])  # both in the last shard
+    span = reader._open().spans["vin.points_world"]
+    assert span is not None
+    assert span.mapped == {2}
+    assert span.slot_rows * 192 % 4096 == 0  # 4 rows of 192 B per shard: padded slots
+    rows = span.rows[2 * span.slot_rows : 2 * span.slot_rows + 3]
+    del reader, span
+    gc.collect()
+    np.testing.assert_array_equal(rows[1:], batch["vin.points_world"])  # mapping still alive
+
+
+def test_page_multiple_shards_are_gathered_at_their_global_rows(tmp_path: Path) -> None:
+    rows = np.arange(10 * 256, dtype=np.float32).reshape(10, 256)  # 4 rows x 1 KiB = a page
+    samples = [
+        VinOfflineSample(
+            sample_key=str(i), scene_id="s", snippet_id=str(i), arrays={"vin.rows": rows[i]}
+        )
+        for i in range(10)
+    ]
+    with ThreadPoolExecutor(2) as pool:
+        build_vin_offline_store(samples, tmp_path / "store", rows_per_shard=4, executor=pool)
+    reader = VinOfflineStoreReader(tmp_path / "store")
+    batch = reader.read_positions([9, 0, 4, 9, 7])["vin.rows"]
+    np.testing.assert_array_equal(batch, rows[[9, 0, 4, 9, 7]])
+    span = reader._open().spans["vin.rows"]
+    assert span is not None and span.slot_rows == 4 and span.mapped == {0, 1, 2}
+    assert span.complete
+
+
+def test_single_and_batched_reads_share_one_mapping_per_block(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    single = reader.read_position(5)["vin.points_world"]  # opens shard 1: maps it in the span
+    span = reader._open().spans["vin.points_world"]
+    assert span is not None and span.mapped == {1}
+    handle = reader._numeric_handle(reader._open(), 1, "vin.points_world")
+    assert np.shares_memory(handle.rows, span.rows)
+    np.testing.assert_array_equal(reader.read_positions([5])["vin.points_world"][0], single)
+
+
+def test_a_span_refuses_a_chunk_file_that_changed_size_after_it_was_checked(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    state = reader._open()
+    span = reader._span(state, "vin.points_world", state.blocks["vin.points_world"])
+    assert span is not None
+    chunk = store / "shards" / "shard-000000" / "vin" / "points_world" / "c" / "0" / "0" / "0"
+    size = chunk.stat().st_size
+    with pytest.raises(VinOfflineFormatError, match="changed since opened"):
+        span.map_shard(0, chunk, size - 1, 4 * 192)
+    assert span.mapped == set()
 
 
 def test_numpy_alone_reads_a_chunk_file_as_documented(

@@ -12,13 +12,10 @@ from dataset_devkit.stereo.errors import (
     SourceIssues,
 )
 from dataset_devkit.stereo.reader import StereoDataset, StereoSample
+from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.sample import make_sample_source
 from dataset_devkit.stereo.spec import FORMAT_VERSION
-from dataset_devkit.stereo.validate import (
-    StereoValidationReport,
-    reader_validation,
-    validate_stereo,
-)
+from dataset_devkit.stereo.validate import StereoValidationReport, validate_stereo
 from dataset_devkit.stereo.writer import BuildResult, build_stereo_dataset
 
 __all__ = [

@@ -62,7 +62,8 @@ def encode_depth_mm(
 
     NaN, infinities, values <= 0, values beyond ``far_limit_m`` and values below half a
     millimetre become 0 (invalid). A finite value that does not fit ``uint32`` is an error,
-    never a wrap-around. A frame with no valid pixel at all is a broken render and an error.
+    never a wrap-around. A frame may be entirely invalid (a camera facing the sky): it is
+    stored as zeros, and four such frames make an all-fill chunk that is still written.
     """
     depth = np.asarray(metres, dtype=np.float64)
     valid = np.isfinite(depth) & (depth > 0)
@@ -80,16 +81,6 @@ def encode_depth_mm(
             path=where,
         )
     encoded = millimetres.astype(np.uint32)
-    empty = ~encoded.reshape(encoded.shape[0], -1).any(axis=1)
-    if empty.any():
-        frame = int(np.flatnonzero(empty)[0])
-        values = depth[frame]
-        raise SourceError(
-            f"frame {first + frame} has no valid depth pixel "
-            f"({int(np.isnan(values).sum())} NaN, {int(np.isinf(values).sum())} inf, "
-            f"{int((values <= 0).sum())} <= 0, of {values.size})",
-            path=where,
-        )
     return encoded, int(encoded.size - np.count_nonzero(encoded))
 
 
@@ -100,7 +91,10 @@ def write_depth_group(
     attributes: dict[str, Any],
     where: dict[str, str],
 ) -> dict[str, int]:
-    """Write ``left``/``right`` arrays chunk by chunk; return invalid pixel counts per eye."""
+    """Write ``left``/``right`` arrays chunk by chunk; return invalid pixel counts per eye.
+
+    An eye whose every pixel of every frame is invalid is a broken render and an error.
+    """
     import zarr
     from numcodecs import Blosc
 
@@ -130,19 +124,31 @@ def write_depth_group(
             )
             array[start:stop] = encoded
             invalid[eye] += count
+        if invalid[eye] == frames * height * width:
+            raise SourceError(
+                f"no valid depth pixel in any of its {frames} frames (all NaN, inf, <= 0 or "
+                "beyond depth_far_m): a broken depth render",
+                path=where[eye],
+            )
     return invalid
 
 
 def write_pair_depth(
     group_path: str, npy: dict[str, str], far_limit_m: float | None
-) -> dict[str, int]:
+) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
     """Encode one pair's ``.npy`` depth files into its group; a picklable executor task.
 
-    Paths are plain strings so the task ships to process pools and Dask workers alike.
+    Each ``.npy`` is read once, front to back, for both the encoding and its SHA-256 (the
+    source manifest needs it). Returns the invalid pixel counts and ``(size, sha256)`` per
+    eye. Paths are plain strings so the task ships to process pools and Dask workers alike.
     """
-    sources = {eye: np.load(path, mmap_mode="r", allow_pickle=False) for eye, path in npy.items()}
+    from dataset_devkit.stereo.source_files import StreamedNpy
+
     attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": DEPTH_SCALE}
-    return write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
+    with StreamedNpy(Path(npy["left"])) as left, StreamedNpy(Path(npy["right"])) as right:
+        sources: dict[str, Any] = {"left": left, "right": right}
+        invalid = write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
+        return invalid, {"left": left.finish(), "right": right.finish()}
 
 
 def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -> list[str]:
@@ -164,6 +170,11 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
             found = json.loads((array_dir / ".zarray").read_bytes())
         except (OSError, ValueError) as exc:
             problems.append(f"{array_dir / '.zarray'}: cannot be read ({exc})")
+            continue
+        if not isinstance(found, dict):
+            problems.append(
+                f"{array_dir / '.zarray'}: is a JSON {type(found).__name__}, expected an object"
+            )
             continue
         for key in sorted(set(expected) | set(found)):
             if found.get(key, "<missing>") != expected.get(key, "<absent>"):
@@ -226,9 +237,21 @@ class DepthReader:
         except OSError as exc:
             raise FormatError(f"depth chunk cannot be read ({exc})", path=path) from exc
         _, height, width = self.shape
-        decoded = np.frombuffer(Blosc().decode(raw), dtype=DEPTH_DTYPE)
-        if decoded.size != DEPTH_CHUNK_FRAMES * height * width:
-            raise FormatError(f"decodes to {decoded.size} values", path=path)
+        first = chunk * DEPTH_CHUNK_FRAMES
+        frames = f"frames {first}..{min(first + DEPTH_CHUNK_FRAMES, self.shape[0]) - 1}"
+        try:
+            decoded = np.frombuffer(Blosc().decode(raw), dtype=DEPTH_DTYPE)
+        except (RuntimeError, ValueError) as exc:  # numcodecs reports corrupt input so
+            raise FormatError(
+                f"depth chunk of {frames} is not a valid Blosc block ({exc})", path=path
+            ) from exc
+        expected = DEPTH_CHUNK_FRAMES * height * width
+        if decoded.size != expected:
+            raise FormatError(
+                f"depth chunk of {frames} decodes to {decoded.size} values, "
+                f"expected {expected} (4 x {height} x {width})",
+                path=path,
+            )
         return decoded.reshape(DEPTH_CHUNK_FRAMES, height, width)
 
     def read(self, eye: str, frames: Sequence[int]) -> F32:

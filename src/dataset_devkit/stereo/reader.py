@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -23,19 +22,16 @@ from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 from dataset_devkit.stereo.cameras import per_frame
 from dataset_devkit.stereo.depth import DepthReader
 from dataset_devkit.stereo.errors import DepthNotInstalledError
+from dataset_devkit.stereo.index import decode_json, load_index, load_requirements, row_path
 from dataset_devkit.stereo.spec import (
     DEPTH_INSTALL_HINT,
     EYES,
-    FORMAT_VERSION,
     INDEX_DEFAULT,
     INDEX_WITH_DEPTH,
-    REQUIREMENTS,
-    REQUIREMENTS_WITH_DEPTH,
     CameraFile,
     IndexRow,
-    LoaderRequirements,
 )
-from dataset_devkit.stereo.video import VideoReader
+from dataset_devkit.stereo.video import VideoInfo, VideoReader
 
 FrameSelector = Callable[[int, int], Sequence[int]]
 _MAX_OPEN_VIDEOS = 16
@@ -66,60 +62,6 @@ class StereoSample:
     prompt: str
     fps: float
     depth: dict[str, npt.NDArray[np.float32]] | None
-
-
-def _decode_json(path: Path, kind: type[Any]) -> Any:
-    try:
-        return msgspec.json.decode(path.read_bytes(), type=kind)
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"{path}: missing") from exc
-    except OSError as exc:
-        raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
-    except msgspec.MsgspecError as exc:
-        raise FormatError(str(exc), path=path) from exc
-
-
-def load_requirements(root: Path, index: str) -> LoaderRequirements:
-    """The requirements document whose ``indexes`` lists ``index``."""
-    for name in (REQUIREMENTS, REQUIREMENTS_WITH_DEPTH):
-        path = root / name
-        if not path.is_file():
-            continue
-        found: LoaderRequirements = _decode_json(path, LoaderRequirements)
-        if found.version != FORMAT_VERSION:
-            raise FormatError(
-                f"version {found.version}, expected {FORMAT_VERSION}", path=path, field="$.version"
-            )
-        if index in found.indexes:
-            return found
-    if index == INDEX_WITH_DEPTH:
-        raise NotFoundError(f"{root}: this dataset has no depth index ({INDEX_WITH_DEPTH})")
-    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}")
-
-
-def load_index(path: Path) -> list[IndexRow]:
-    """Strictly decode a ``genvr_i2s*.jsonl`` index, naming the line of any bad row."""
-    try:
-        lines = path.read_bytes().splitlines()
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"{path}: index missing") from exc
-    decoder = msgspec.json.Decoder(IndexRow)
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            rows.append(decoder.decode(line))
-        except msgspec.MsgspecError as exc:
-            raise FormatError(str(exc), path=path, field=f"line {number}") from exc
-    return rows
-
-
-def _row_path(row: IndexRow, dotted: str) -> str:
-    value: Any = row
-    for part in dotted.split("."):
-        value = getattr(value, part, None)
-    if not isinstance(value, str):
-        raise FormatError(f"row {row.id} has no {dotted!r} path")
-    return value
 
 
 class StereoDataset:
@@ -169,13 +111,15 @@ class StereoDataset:
         self._check_installed()
         self._frames = frames
         self._videos: OrderedDict[tuple[int, str], VideoReader] = OrderedDict()
+        # frame indexes outlive the handles: a reopened video is not demuxed again
+        self._video_infos: dict[tuple[int, str], VideoInfo] = {}
 
     def _check_installed(self) -> None:
         missing: list[str] = []
         missing_depth: list[str] = []
         for row in self.rows:
             for dotted in self.requirements.required_row_paths:
-                rel = _row_path(row, dotted)
+                rel = row_path(row, dotted)
                 if not (self.root / rel).exists():
                     (missing_depth if dotted.startswith("depth.") else missing).append(rel)
         if missing:
@@ -212,10 +156,12 @@ class StereoDataset:
         if reader is None:
             row = self.rows[sample]
             path = self.root / (row.left_video if eye == "left" else row.right_video)
-            reader = VideoReader(path, self.decoder_threads)
+            reader = VideoReader(path, self.decoder_threads, self._video_infos.get(key))
         self._videos[key] = reader
         while len(self._videos) > _MAX_OPEN_VIDEOS:
-            _, old = self._videos.popitem(last=False)
+            old_key, old = self._videos.popitem(last=False)
+            if old.indexed is not None:
+                self._video_infos[old_key] = old.indexed
             old.close()
         return reader
 
@@ -253,7 +199,7 @@ class StereoDataset:
         poses: dict[str, npt.NDArray[np.float64]] = {}
         for eye in EYES:
             path = self.root / (row.left_camera if eye == "left" else row.right_camera)
-            camera: CameraFile = _decode_json(path, CameraFile)
+            camera: CameraFile = decode_json(path, CameraFile)
             try:
                 ks[eye] = per_frame(camera.K, row.num_frames, 3, "K")[picked]
                 poses[eye] = per_frame(
@@ -285,5 +231,7 @@ class StereoDataset:
     def close(self) -> None:
         """Close every open video of this process."""
         while self._videos:
-            _, reader = self._videos.popitem()
+            key, reader = self._videos.popitem()
+            if reader.indexed is not None:
+                self._video_infos[key] = reader.indexed
             reader.close()

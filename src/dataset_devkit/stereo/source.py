@@ -156,10 +156,10 @@ def source_path(root: Path, relative: str, field: str) -> Path:
 
 
 def _not_copyable(path: Path) -> str | None:
-    """Why a video cannot be copied byte for byte by the integrity core, or ``None``.
+    """Why a video cannot be copied byte for byte, or ``None``.
 
-    The copy refuses links and multiply linked files (it could not prove what it copied), so
-    the build says so up front instead of failing halfway through.
+    The copy refuses symbolic links and special files, so the build says so up front instead
+    of failing halfway through. Hard links (an NTFS export's duplicates) are copied as bytes.
     """
     try:
         info = path.lstat()
@@ -171,9 +171,7 @@ def _not_copyable(path: Path) -> str | None:
         return "is a symbolic link; export the file itself"
     if not stat.S_ISREG(info.st_mode):
         return "is not a regular file"
-    if info.st_nlink > 1:
-        return f"has {info.st_nlink} hard links; materialise a single-link copy first"
-    return None
+    return None  # hard links are fine: the dataset stores a plain copy of the bytes
 
 
 def _camera(
@@ -285,6 +283,8 @@ def _check_depth(
             f"{path}: depth is {array.dtype} {list(array.shape)}, expected float "
             f"{list(expected)} (frames, height, width)"
         )
+    elif array.ndim > 1 and not array.flags.c_contiguous:  # streamed frame by frame
+        issues.append(f"{path}: depth is stored in Fortran order; save it C-ordered")
 
 
 def load_source(root: Path) -> LoadedSource:

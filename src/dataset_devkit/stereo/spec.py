@@ -220,7 +220,11 @@ class SourceMappingRow(msgspec.Struct, **_STRICT):
 
 
 class FrameRead(msgspec.Struct, **_STRICT):
-    """One read done by reader validation."""
+    """One read done by reader validation: which frames of which stream, and what came back.
+
+    ``sha256`` hashes the returned bytes where they are deterministic (cameras, prompt, depth)
+    so a later check can prove it read the same values; it is ``None`` for video pixels.
+    """
 
     id: str
     what: str
@@ -229,6 +233,7 @@ class FrameRead(msgspec.Struct, **_STRICT):
     dtype: str
     ok: bool
     error: str | None = None
+    sha256: str | None = None
 
 
 class ReaderValidation(msgspec.Struct, **_STRICT):
@@ -241,7 +246,7 @@ class ReaderValidation(msgspec.Struct, **_STRICT):
     use_depth: bool
     pairs_total: int
     pairs_read: list[str]
-    pairs_not_read: int
+    pairs_not_read: list[str]
     reads: list[FrameRead]
     passed: bool
     not_checked: list[str]

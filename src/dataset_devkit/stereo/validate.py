@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
-import numpy as np
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
-from dataset_devkit.stereo.reader import StereoDataset, load_index, load_requirements
+from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
+from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
     DEPTH_COMPRESSOR,
@@ -26,99 +25,23 @@ from dataset_devkit.stereo.spec import (
     DEPTH_INVALID,
     DEPTH_SCALE,
     EYES,
-    FORMAT_VERSION,
     INDEX_DEFAULT,
     INDEX_NODEPTH,
     INDEX_WITH_DEPTH,
+    READER_VALIDATION,
     RELEASE_MANIFEST,
+    SOURCE_MAPPING,
+    SOURCE_RELEASE_MANIFEST,
     CameraFile,
     DepthMeta,
     DepthRef,
-    FrameRead,
     IndexRow,
     PairMeta,
     ReaderValidation,
     ReleaseManifest,
+    SourceMappingRow,
 )
 from dataset_devkit.stereo.video import probe_video
-
-NOT_CHECKED = [
-    "no training run was performed",
-    "no visual review of frame content was performed",
-    "frames other than 0, middle and last were not decoded",
-]
-
-
-def sample_pairs(count: int, full: bool) -> list[int]:
-    """Pairs the reader check reads: all with ``full``, else first, middle and last."""
-    return list(range(count)) if full else sorted({0, (count - 1) // 2, count - 1})
-
-
-def reader_validation(root: Path, *, use_depth: bool, full: bool) -> ReaderValidation:
-    """Read frames 0, middle, last of both eyes (and depth) of sample pairs; record it all."""
-    index = INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT
-    dataset = StereoDataset(root, index=index, use_depth=use_depth)
-    picked = sample_pairs(len(dataset), full) if len(dataset) else []
-    reads: list[FrameRead] = []
-    for sample in picked:
-        row = dataset.rows[sample]
-        frames = sorted({0, (row.num_frames - 1) // 2, row.num_frames - 1})
-        try:
-            item = dataset.read(sample, frames)
-        except (DevkitError, IndexError) as exc:
-            reads.append(
-                FrameRead(
-                    id=row.id,
-                    what="pair",
-                    frames=frames,
-                    shape=[],
-                    dtype="",
-                    ok=False,
-                    error=str(exc),
-                )
-            )
-            continue
-        arrays: dict[str, np.ndarray[Any, Any]] = {
-            "left video": item.left,
-            "right video": item.right,
-        }
-        if item.depth is not None:
-            arrays |= {f"{eye} depth": item.depth[eye] for eye in EYES}
-        expected = {"uint8": 4, "float32": 3}
-        for what, array in arrays.items():
-            ok = array.ndim == expected.get(str(array.dtype), -1) and array.shape[:3] == (
-                len(frames),
-                row.resolution.height,
-                row.resolution.width,
-            )
-            reads.append(
-                FrameRead(
-                    id=row.id,
-                    what=what,
-                    frames=frames,
-                    shape=list(array.shape),
-                    dtype=str(array.dtype),
-                    ok=ok,
-                    error=None if ok else "unexpected shape or dtype",
-                )
-            )
-    dataset.close()
-    not_checked = list(NOT_CHECKED)
-    if not use_depth:
-        not_checked.append("depth was not read (use_depth=false)")
-    return ReaderValidation(
-        format="genvr-reader-validation",
-        version=FORMAT_VERSION,
-        scope="full" if full else "sample",
-        index=index,
-        use_depth=use_depth,
-        pairs_total=len(dataset),
-        pairs_read=[dataset.rows[s].id for s in picked],
-        pairs_not_read=len(dataset) - len(picked),
-        reads=reads,
-        passed=bool(reads) and all(r.ok for r in reads),
-        not_checked=not_checked,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +184,9 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
         issues.append(f"{RELEASE_MANIFEST}: {exc}")
         return
     for entry in manifest.files:
+        if not is_inside(entry.path):
+            issues.append(f"{RELEASE_MANIFEST}: {entry.path!r} is not a path inside the root")
+            continue
         if entry.family == "depth" and not with_depth:
             continue
         path = root / entry.path
@@ -268,6 +194,42 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: listed in {RELEASE_MANIFEST} but missing")
         elif path.stat().st_size != entry.size:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
+
+
+def _check_source_records(root: Path, rows: list[IndexRow], issues: list[str]) -> None:
+    """``source_mapping.jsonl`` maps every sample; the source manifest decodes strictly."""
+    try:
+        lines = (root / SOURCE_MAPPING).read_bytes().splitlines()
+        mapped = [msgspec.json.decode(line, type=SourceMappingRow).id for line in lines]
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{SOURCE_MAPPING}: {exc}")
+    else:
+        if mapped != [row.id for row in rows]:
+            issues.append(f"{SOURCE_MAPPING}: does not map the samples of {INDEX_DEFAULT}")
+    try:
+        msgspec.json.decode((root / SOURCE_RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{SOURCE_RELEASE_MANIFEST}: {exc}")
+
+
+def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]) -> None:
+    """The build's ``reader_validation.json`` passed, and what it hashed reads the same now."""
+    path = root / READER_VALIDATION
+    try:
+        recorded = msgspec.json.decode(path.read_bytes(), type=ReaderValidation)
+    except (OSError, msgspec.MsgspecError) as exc:
+        issues.append(f"{READER_VALIDATION}: {exc}")
+        return
+    if not recorded.passed:
+        issues.append(f"{READER_VALIDATION}: the build's reader check did not pass")
+    now = {(r.id, r.what, tuple(r.frames)): r.sha256 for r in fresh.reads}
+    for read in recorded.reads:
+        digest = now.get((read.id, read.what, tuple(read.frames)))
+        if read.sha256 is not None and digest is not None and digest != read.sha256:
+            issues.append(
+                f"{READER_VALIDATION}: {read.id} {read.what} frames {read.frames} now read as "
+                f"sha256 {digest}, the build recorded {read.sha256}"
+            )
 
 
 def validate_stereo(
@@ -284,6 +246,7 @@ def validate_stereo(
     for row in rows:
         _check_pair(root, row, with_depth, issues)
     _check_manifest(root, with_depth, issues)
+    _check_source_records(root, rows, issues)
     reader = None
     try:
         reader = reader_validation(root, use_depth=with_depth, full=full)
@@ -291,6 +254,7 @@ def validate_stereo(
         issues.append(f"reader: {exc}")
     else:
         issues.extend(f"reader: {r.id} {r.what}: {r.error}" for r in reader.reads if not r.ok)
+        _check_recorded_reads(root, reader, issues)
     return StereoValidationReport(
         root=root, pairs=len(rows), with_depth=with_depth, issues=sorted(issues), reader=reader
     )

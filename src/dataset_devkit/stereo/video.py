@@ -125,6 +125,9 @@ class VideoReader:
     ----------
     path
         The MP4 file.
+    info
+        The frame index of this file from an earlier handle, if known: a reopened handle then
+        skips demuxing the whole file again (the files of a published dataset never change).
     threads
         FFmpeg decoder threads. The default 1 is what makes ``fork`` safe: a forked child that
         frees a threaded decoder inherited from its parent (even one awaiting garbage
@@ -132,12 +135,12 @@ class VideoReader:
         when no process forks after reading, e.g. for whole-clip reads in one process.
     """
 
-    def __init__(self, path: Path, threads: int = 1) -> None:
+    def __init__(self, path: Path, threads: int = 1, info: VideoInfo | None = None) -> None:
         self.path = path
         self.threads = threads
         self._container: Any = None
         self._pid = -1
-        self._info: VideoInfo | None = None
+        self._info: VideoInfo | None = info
         self._frames: Iterator[Any] | None = None
         self._position = -1  # last frame decoded by the current iterator
         self._frame_of_pts: dict[int, int] = {}
@@ -148,6 +151,11 @@ class VideoReader:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["path"], state["threads"])  # type: ignore[misc]
         self._info = state["info"]
+
+    @property
+    def indexed(self) -> VideoInfo | None:
+        """The frame index if it was already built (or given), without building it."""
+        return self._info
 
     @property
     def info(self) -> VideoInfo:
@@ -214,23 +222,35 @@ class VideoReader:
             slots.setdefault(frame_number, []).append(slot)
         # decoded frames go straight into their slots: no second copy of the clip in memory
         out = np.empty((len(frames), info.height, info.width, 3), dtype=np.uint8)
+        av = import_av()
         for target in sorted(slots):
-            if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
-                self._seek(info.keyframe_for(target))
-            restarted = False
-            while True:
-                index, frame = self._next_frame()
-                if index > target:  # a seek that overshot: restart once from the stream start
-                    if restarted:
-                        raise FormatError(f"cannot decode frame {target}", path=self.path)
-                    self._seek(0)
-                    restarted = True
-                    continue
-                self._position = index
-                if index == target:
-                    first, *rest = slots[target]
-                    out[first] = frame.to_ndarray(format="rgb24")
-                    for slot in rest:
-                        out[slot] = out[first]
-                    break
+            try:
+                self._decode_into(out, target, slots[target])
+            except av.FFmpegError as exc:  # corrupt packets surface while decoding
+                self._frames, self._position = None, -1  # the decoder state is unknown now
+                raise FormatError(
+                    f"decoding failed on the way to frame {target} ({exc})", path=self.path
+                ) from exc
         return out
+
+    def _decode_into(self, out: U8, target: int, targets: list[int]) -> None:
+        """Decode forward (seeking when needed) to ``target`` and store it in its slots."""
+        info = self.info
+        if self._frames is None or not (info.keyframe_for(target) <= self._position < target):
+            self._seek(info.keyframe_for(target))
+        restarted = False
+        while True:
+            index, frame = self._next_frame()
+            if index > target:  # a seek that overshot: restart once from the stream start
+                if restarted:
+                    raise FormatError(f"cannot decode frame {target}", path=self.path)
+                self._seek(0)
+                restarted = True
+                continue
+            self._position = index
+            if index == target:
+                first, *rest = targets
+                out[first] = frame.to_ndarray(format="rgb24")
+                for slot in rest:
+                    out[slot] = out[first]
+                break

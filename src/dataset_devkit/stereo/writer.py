@@ -24,6 +24,7 @@ from dataset_devkit.integrity import (
     staged_publication,
 )
 from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
+from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
     index_row,
     pair_dir,
@@ -33,6 +34,7 @@ from dataset_devkit.stereo.records import (
     source_files,
 )
 from dataset_devkit.stereo.source import SOURCE_FILE, LoadedPair, LoadedSource, load_source
+from dataset_devkit.stereo.source_files import copy_and_hash
 from dataset_devkit.stereo.spec import (
     CAMERA_FILES,
     DEPTH_CHUNK_FRAMES,
@@ -65,7 +67,6 @@ from dataset_devkit.stereo.spec import (
     encode_jsonl,
     family_of,
 )
-from dataset_devkit.stereo.validate import reader_validation
 
 Progress = Callable[[str], None]
 
@@ -110,9 +111,11 @@ def _write_pairs(
     source: LoadedSource,
     root: SafeDir,
     hashes: dict[str, tuple[int, str]],
+    source_hashes: dict[str, tuple[int, str]],
     executor: Executor | None,
 ) -> None:
-    jobs: list[tuple[LoadedPair, Future[dict[str, int]]]] = []
+    """Write every pair; record built-file hashes and the hashes of source files read."""
+    jobs: list[tuple[LoadedPair, Future[tuple[dict[str, int], dict[str, tuple[int, str]]]]]] = []
     order = {pair.pair_id: i for i, pair in enumerate(source.export.pairs)}
     for item in source.pairs:
         base, pair = pair_dir(item), item.pair
@@ -121,9 +124,8 @@ def _write_pairs(
             for eye in EYES:
                 files = getattr(pair, eye)
                 folder.makedirs(VIDEO_FILES[eye].rsplit("/", 1)[0]).close()
-                hashes[f"{base}/{VIDEO_FILES[eye]}"] = folder.copy_from(
-                    source.root / files.video, VIDEO_FILES[eye]
-                )
+                copied = copy_and_hash(source.root / files.video, folder, VIDEO_FILES[eye])
+                hashes[f"{base}/{VIDEO_FILES[eye]}"] = source_hashes[files.video] = copied
                 folder.makedirs(CAMERA_FILES[eye].rsplit("/", 1)[0]).close()
                 folder.write_bytes(CAMERA_FILES[eye], encode_json(item.cameras[eye]))
             prompt = procedural_prompt(pair.scene_metadata)
@@ -134,14 +136,16 @@ def _write_pairs(
                 npy = {eye: str(source.root / getattr(pair, eye).depth) for eye in EYES}
                 args = (str(root.path / base / DEPTH_GROUP), npy, pair.depth_far_m)
                 if executor is None:
-                    done: Future[dict[str, int]] = Future()
+                    done: Future[tuple[dict[str, int], dict[str, tuple[int, str]]]] = Future()
                     done.set_result(write_pair_depth(*args))
                     jobs.append((item, done))
                 else:
                     jobs.append((item, executor.submit(write_pair_depth, *args)))
     for item, job in jobs:  # results in pair order, so the bytes never depend on scheduling
         pair, group = item.pair, root.path / pair_dir(item) / DEPTH_GROUP
-        invalid = job.result()
+        invalid, depth_hashes = job.result()
+        for eye in EYES:  # hashed while encoding: the source manifest does not read it again
+            source_hashes[str(getattr(pair, eye).depth)] = depth_hashes[eye]
         shape = [pair.num_frames, pair.height, pair.width]
         root.write_bytes(
             f"{pair_dir(item)}/{DEPTH_META}",
@@ -154,7 +158,9 @@ def _write_pairs(
                 raise VerificationFailed(f"{group / eye}: chunks not written", sorted(missing))
 
 
-def _root_files(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int, str]]) -> None:
+def _root_files(
+    source: LoadedSource, root: SafeDir, source_hashes: dict[str, tuple[int, str]]
+) -> None:
     dataset = f"{source.export.dataset}-{source.export.snapshot}"
     prompts = {
         item.pair.pair_id: procedural_prompt(item.pair.scene_metadata) for item in source.pairs
@@ -180,15 +186,14 @@ def _root_files(source: LoadedSource, root: SafeDir, hashes: dict[str, tuple[int
         for eye in EYES:
             files = getattr(item.pair, eye)
             referenced |= {files.video, files.camera} | ({files.depth} if files.depth else set())
-    # a copied video's hash is its source's hash: no second read of the largest files
-    known = {
-        getattr(item.pair, eye).video: hashes[f"{pair_dir(item)}/{VIDEO_FILES[eye]}"]
-        for item in source.pairs
-        for eye in EYES
-    }
+    # videos and depth were hashed while copied or encoded: no second read of the largest files
     entries = []
     for rel in sorted(referenced):
-        size, digest = known[rel] if rel in known else hash_file(source.root / rel)
+        size, digest = (
+            source_hashes[rel]
+            if rel in source_hashes
+            else copy_and_hash(source.root / rel, None, rel)
+        )
         entries.append(ManifestFile(path=rel, size=size, sha256=digest))
     root.write_bytes(
         SOURCE_RELEASE_MANIFEST,
@@ -267,10 +272,11 @@ def build_stereo_dataset(
     say("checking source")
     loaded = load_source(Path(source))
     hashes: dict[str, tuple[int, str]] = {}
+    source_hashes: dict[str, tuple[int, str]] = {}
     with staged_publication(Path(out)) as staging, SafeDir.open(staging) as root:
         say(f"writing {len(loaded.pairs)} pairs")
-        _write_pairs(loaded, root, hashes, executor)
-        _root_files(loaded, root, hashes)
+        _write_pairs(loaded, root, hashes, source_hashes, executor)
+        _root_files(loaded, root, source_hashes)
         say("reading frames back")
         report = reader_validation(staging, use_depth=loaded.has_depth, full=False)
         root.write_bytes(READER_VALIDATION, encode_json(report))

@@ -46,7 +46,7 @@ def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
 class NumericBlockHandle:
     """Rows of one numeric block of one shard, as a read-only view on its chunk file."""
 
-    __slots__ = ("buffer", "path", "row_nbytes", "rows")
+    __slots__ = ("buffer", "file_nbytes", "path", "row_nbytes", "rows")
 
     def __init__(self, shard_dir: Path, spec: VinOfflineBlockSpec) -> None:
         shape = tuple(spec.shape or ())
@@ -74,6 +74,7 @@ class NumericBlockHandle:
         flat = np.frombuffer(buffer, dtype, count=num_rows * (row_nbytes // dtype.itemsize))
         self.rows: npt.NDArray[Any] = flat.reshape(shape)
         self.row_nbytes = row_nbytes
+        self.file_nbytes = size
         # Byte view for batched gathers: slicing a memoryview costs less than a numpy view.
         self.buffer = flat.view(np.uint8).data
 

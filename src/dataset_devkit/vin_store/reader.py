@@ -1,11 +1,12 @@
 """Random-access reader of a published VIN offline store, safe in fork and spawn workers.
 
 Opening reads ``manifest.json``, the binary index sidecar and one split file: no JSON
-lines, no Zarr, no threads. Block files are mmapped lazily, once per process; pickling
-sends only the config (spawn workers reopen lazily). A forked child keeps the parent's
-read-only mappings: they are safe to share (no threads, no locks, every descriptor closed right
-after ``mmap``) and already hold populated page tables, which measured ~1.7x faster than
-re-mapping in each DataLoader worker.
+lines, no Zarr, no threads. Block files are mmapped lazily, once per process, each numeric
+block into one address range over all shards (``_span``), so a batch is one ``np.take``;
+pickling sends only the config (spawn workers reopen lazily). A forked child keeps the
+parent's read-only mappings: they are safe to share (no threads, no locks, every descriptor
+closed right after ``mmap``) and spare each DataLoader worker re-opening and re-checking
+every chunk file.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
+from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import (
     InventoryError,
@@ -35,10 +37,7 @@ from dataset_devkit.vin_store.spec import (
     block_family,
 )
 
-__all__ = ["SMALL_BLOCK_BYTES", "VinOfflineStoreReader"]
-
-#: Numeric blocks at most this large in total are gathered into memory for batched reads.
-SMALL_BLOCK_BYTES = 16 * 2**20
+__all__ = ["VinOfflineStoreReader"]
 
 
 def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
@@ -70,7 +69,30 @@ class _OpenState:
     handles: dict[tuple[int, str], NumericBlockHandle | RecordBlockHandle] = field(
         default_factory=dict
     )
-    small: dict[str, npt.NDArray[Any]] = field(default_factory=dict)
+    spans: dict[str, BlockSpan | None] = field(default_factory=dict)
+
+
+class _Located:
+    """Checked global rows of one batched read, with their shards and rows in the shard."""
+
+    __slots__ = ("positions", "row_list", "rows", "shard_list", "shards")
+
+    def __init__(
+        self, state: _OpenState, positions: Sequence[int] | npt.NDArray[np.integer[Any]]
+    ) -> None:
+        self.positions = np.asarray(positions, dtype=np.int64)
+        if self.positions.ndim != 1:
+            raise SampleIndexNotFoundError("positions must be a flat sequence of rows")
+        listed = self.positions.tolist()  # min/max of a short list beat two numpy reductions
+        if listed and (min(listed) < 0 or max(listed) >= state.sample_indices.shape[0]):
+            raise SampleIndexNotFoundError("a requested row is outside the store")
+        if state.rows_per_shard is not None:
+            self.shards, self.rows = np.divmod(self.positions, state.rows_per_shard)
+        else:
+            self.shards = np.searchsorted(state.row_starts, self.positions, side="right") - 1
+            self.rows = self.positions - state.row_starts[self.shards]
+        self.shard_list: list[int] = self.shards.tolist()
+        self.row_list: list[int] = self.rows.tolist()
 
 
 class VinOfflineStoreReader:
@@ -212,7 +234,16 @@ class VinOfflineStoreReader:
             if spec is None:
                 raise self._missing_block(state, name)
             shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
-            handle = state.handles[(shard, name)] = open_block(shard_dir, spec)
+            handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
+            span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
+            if span is not None and isinstance(handle, NumericBlockHandle):
+                # One mapping per block for both paths: single reads then warm the pages
+                # (and page tables) that batched reads use, and the other way round.
+                num_rows = handle.rows.shape[0]
+                span.map_shard(shard, handle.path, handle.file_nbytes, num_rows * handle.row_nbytes)
+                start = shard * span.slot_rows
+                handle.rows = span.rows[start : start + num_rows]
+            state.handles[(shard, name)] = handle
         return handle
 
     def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
@@ -232,49 +263,38 @@ class VinOfflineStoreReader:
         state: _OpenState,
         name: str,
         spec: VinOfflineBlockSpec,
-        rows_at: npt.NDArray[np.int64],
-        pairs: list[tuple[int, int]],
+        located: _Located,
         batch: npt.NDArray[Any],
     ) -> None:
-        """Copy the rows of one numeric block into *batch* (indices already checked)."""
-        small = self._small_block(state, name, spec)
-        if small is not None:  # one C-level gather for the whole batch
-            np.take(small, rows_at, axis=0, out=batch, mode="clip")  # "raise" would buffer
+        """Copy the rows of one numeric block into *batch* (positions already checked)."""
+        span = self._span(state, name, spec)
+        if span is not None:  # one C-level gather, whatever shards the batch touches
+            if not span.complete:
+                for k in set(located.shard_list) - span.mapped:
+                    self._numeric_handle(state, k, name)  # opening maps it into the span
+            if span.slot_rows == state.rows_per_shard:
+                virtual = located.positions  # slot k starts at global row k * rows_per_shard
+            else:
+                virtual = located.shards * span.slot_rows + located.rows
+            np.take(span.rows, virtual, axis=0, out=batch, mode="clip")  # "raise" would buffer
             return
-        shards = {s for s, _ in pairs}
-        if len(shards) == 1:  # a single shard: one C-level gather as well
-            view = self._numeric_handle(state, shards.pop(), name).rows
-            np.take(view, [r for _, r in pairs], axis=0, out=batch, mode="clip")
-            return
-        sources = {s: self._numeric_handle(state, s, name).buffer for s in shards}
+        handles = {k: self._numeric_handle(state, k, name) for k in set(located.shard_list)}
         size = int(batch.itemsize * batch[:1].size)
         target = batch.reshape(-1).view(np.uint8).data
-        for k, (shard, row) in enumerate(pairs):  # one memcpy per row, no numpy views
-            start = row * size
-            target[k * size : k * size + size] = sources[shard][start : start + size]
+        for k, (shard, row) in enumerate(zip(located.shard_list, located.row_list, strict=True)):
+            start = row * size  # one memcpy per row, no numpy views
+            target[k * size : k * size + size] = handles[shard].buffer[start : start + size]
 
-    def _small_block(
-        self, state: _OpenState, name: str, spec: VinOfflineBlockSpec
-    ) -> npt.NDArray[Any] | None:
-        """All rows of a small numeric block in one array (built once), else None.
-
-        Per-row copies of a few bytes cost more in Python overhead than in bytes; below
-        SMALL_BLOCK_BYTES in total, a block is gathered once per process into memory so a
-        batch is one ``np.take``.
-        """
-        cached = state.small.get(name)
-        if cached is not None:
-            return cached
-        row_shape = (spec.shape or ())[1:]
-        total = state.sample_indices.shape[0] * int(np.prod(row_shape, dtype=np.int64))
-        if total * np.dtype(spec.dtype).itemsize > SMALL_BLOCK_BYTES:
-            return None
-        parts = [self._numeric_handle(state, k, name).rows for k in range(len(state.row_starts))]
-        if not parts:
-            return None
-        cached = state.small[name] = np.concatenate(parts)
-        cached.flags.writeable = False
-        return cached
+    def _span(self, state: _OpenState, name: str, spec: VinOfflineBlockSpec) -> BlockSpan | None:
+        """The block's rows of every shard as one array (made once per process), else None."""
+        if name in state.spans:
+            return state.spans[name]
+        dtype = np.dtype(spec.dtype).newbyteorder("<")
+        row_shape = tuple((spec.shape or ())[1:])
+        row_nbytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
+        shard_rows = [shard.num_rows for shard in state.manifest.shards]
+        span = state.spans[name] = block_span(shard_rows, row_nbytes, dtype, row_shape)
+        return span
 
     def _missing_block(self, state: _OpenState, name: str) -> SampleIndexNotFoundError:
         family = block_family(name)
@@ -334,48 +354,40 @@ class VinOfflineStoreReader:
         one shared-memory buffer, so a DataLoader worker sends the batch without a copy).
         """
         state = self._open()
-        rows_at = np.asarray(positions, dtype=np.int64)
-        if rows_at.size and (
-            int(rows_at.min()) < 0 or int(rows_at.max()) >= state.sample_indices.shape[0]
-        ):
-            raise SampleIndexNotFoundError("a requested row is outside the store")
-        if state.rows_per_shard is not None:
-            shards, rows = np.divmod(rows_at, state.rows_per_shard)
-        else:
-            shards = np.searchsorted(state.row_starts, rows_at, side="right") - 1
-            rows = rows_at - state.row_starts[shards]
-        pairs = list(zip(shards.tolist(), rows.tolist(), strict=True))
+        located = _Located(state, positions)
         result: dict[str, Any] = {}
         for name in state.blocks if blocks is None else blocks:
             spec = state.blocks.get(name)
             if spec is None:
                 raise self._missing_block(state, name)
             if spec.kind == "zarr_array":
-                shape = (len(pairs), *(spec.shape or ())[1:])
-                if out is not None and name in out:
-                    batch = out[name]
-                    if (
-                        batch.shape != shape
-                        or batch.dtype != np.dtype(spec.dtype)
-                        or not batch.flags.c_contiguous
-                    ):
-                        raise ConfigError(
-                            f"out[{name!r}] must be a C-contiguous {spec.dtype} array of shape "
-                            f"{shape}, found {batch.dtype} {batch.shape}",
-                            key=name,
-                        )
-                else:
+                shape = (len(located.shard_list), *(spec.shape or ())[1:])
+                given = None if out is None else out.get(name)
+                if given is None:
                     batch = np.empty(shape, dtype=spec.dtype)
-                self._gather(state, name, spec, rows_at, pairs, batch)
-                if out is None or name not in out:
+                elif (
+                    given.shape != shape
+                    or given.dtype != np.dtype(spec.dtype)
+                    or not given.flags.c_contiguous
+                ):
+                    raise ConfigError(
+                        f"out[{name!r}] must be a C-contiguous {spec.dtype} array of shape "
+                        f"{shape}, found {given.dtype} {given.shape}",
+                        key=name,
+                    )
+                else:
+                    batch = given
+                self._gather(state, name, spec, located, batch)
+                if given is None:
                     batch.flags.writeable = writeable
                 result[name] = batch
             else:
-                records = {s: self._record_handle(state, s, name) for s, _ in pairs}
+                pairs = zip(located.shard_list, located.row_list, strict=True)
+                records = {k: self._record_handle(state, k, name) for k in set(located.shard_list)}
                 if decode_records:
-                    result[name] = [records[s].read(r) for s, r in pairs]
+                    result[name] = [records[k].read(r) for k, r in pairs]
                 else:
-                    result[name] = [records[s].raw(r) for s, r in pairs]
+                    result[name] = [records[k].raw(r) for k, r in pairs]
         return result
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:
