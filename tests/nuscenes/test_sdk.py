@@ -346,3 +346,11 @@ def test_gnss_rows_must_name_their_own_frame_and_a_recording(tmp_path: Path) -> 
     rewrite_extension(fx.root, spec.GNSS_FILE, doc)
     with pytest.raises(MalformedDataset, match=r"rows\[1\]\.source_digest: .* is not a recording"):
         Dataset(fx.root)
+
+
+@pytest.mark.parametrize("dataroot", [None, 123, "", b"/tmp"])
+def test_a_dataroot_that_is_not_a_non_empty_str_or_path_is_a_config_error(
+    dataroot: Any,
+) -> None:
+    with pytest.raises(ConfigError, match="dataroot must be a non-empty str or Path"):
+        Dataset(dataroot)

@@ -26,7 +26,7 @@ from dataset_devkit.nuscenes.validation import check_version
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
 from dataset_devkit.nuscenes.validation_graph import check_references
-from dataset_devkit.nuscenes.validation_io import DatarootReader
+from dataset_devkit.nuscenes.validation_io import DatarootReader, dataroot_path
 from dataset_devkit.nuscenes.validation_tables import (
     key_frame_channels,
     key_frame_tokens,
@@ -83,7 +83,7 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
 
 def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     check_version(version)
-    root = Path(dataroot)
+    root = dataroot_path(dataroot)
     issues: list[str] = []
     with DatarootReader(root) as reader:
         loaded = load_tables(reader, version, issues)
