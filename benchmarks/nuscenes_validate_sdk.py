@@ -11,7 +11,9 @@ the real publisher, then times in the same run:
   and ``inspect_dataroot`` (validate, then summarize);
 * ``Dataset(...)`` (our SDK: strict load, structural checks, indexes) against
   ``nuscenes.nuscenes.NuScenes(...)`` (nuscenes-devkit 1.2.0) on the same dataroot,
-  import time excluded, min of ``--repeat`` runs.
+  import time excluded: warm in one process (paired rounds alternating which loader runs
+  first; median per-round ratio) and as the first load of a fresh interpreter
+  (``--repeat`` paired rounds), which is what a user opening a dataroot once sees.
 
 Usage (from the repository root)::
 
@@ -27,6 +29,8 @@ import hashlib
 import io
 import os
 import shutil
+import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -95,6 +99,46 @@ def decode_floor(final: Path) -> None:
         list(pool.map(batch, [paths[i : i + 64] for i in range(0, len(paths), 64)]))
 
 
+_FRESH = """
+import contextlib, io, sys, time
+which, root = sys.argv[1], sys.argv[2]
+if which == "ours":
+    from dataset_devkit.nuscenes.sdk import Dataset
+    load = lambda: Dataset(root)
+else:
+    from nuscenes.nuscenes import NuScenes
+    def load():
+        with contextlib.redirect_stdout(io.StringIO()):
+            return NuScenes(version="v1.0-trainval", dataroot=root, verbose=False)
+start = time.perf_counter()
+load()
+print(time.perf_counter() - start)
+"""
+
+
+def fresh_process_rounds(final: Path, rounds: int) -> list[tuple[float, float]]:
+    """(ours, official) first-load seconds, each in a new interpreter (imports excluded):
+    what a user opening a dataroot once per process sees."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+
+    def run(which: str) -> float:
+        out = subprocess.run(
+            [sys.executable, "-c", _FRESH, which, str(final)],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        return float(out.stdout.split()[-1])
+
+    pairs = []
+    for i in range(rounds):
+        order = ["ours", "official"] if i % 2 == 0 else ["official", "ours"]
+        got = {which: run(which) for which in order}
+        pairs.append((got["ours"], got["official"]))
+    return pairs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scenes", type=int, default=42)
@@ -135,14 +179,24 @@ def main() -> None:
     t_decode = best(args.repeat, lambda: decode_floor(final))
     t_validate = best(args.repeat, lambda: validate_dataroot(final).raise_for_issues())
     t_inspect = best(args.repeat, lambda: inspect_dataroot(final))
-    t_sdk = best(args.repeat, lambda: Dataset(final))
 
     def official() -> object:
         with contextlib.redirect_stdout(io.StringIO()):
             return NuScenes(version="v1.0-trainval", dataroot=str(final), verbose=False)
 
-    t_official = best(args.repeat, official)
+    # The two loaders run in paired rounds, alternating which goes first, so a load spike
+    # on this shared machine hits both sides of a round; the ratio is the median of the
+    # per-round ratios, the seconds the minimum of each side.
+    ratios, sdk_times, official_times = [], [], []
+    for i in range(max(args.repeat, 3) * 3):
+        pair = [(sdk_times, lambda: Dataset(final)), (official_times, official)]
+        for times, fn in pair if i % 2 == 0 else pair[::-1]:
+            times.append(best(1, fn))
+        ratios.append(sdk_times[-1] / official_times[-1])
+    t_sdk, t_official = min(sdk_times), min(official_times)
+    paired = statistics.median(ratios)
 
+    fresh = fresh_process_rounds(final, args.repeat)
     ds = Dataset(final)
     nusc: Any = official()
     lookups = [(s["token"], c) for s in ds.table("sample") for c in ds.channels]
@@ -175,15 +229,26 @@ def main() -> None:
     print(f"\n{'loader':<36} {'seconds':>8} {'x official':>10}")
     print(f"{'NuScenes(...) nuscenes-devkit 1.2.0':<36} {t_official:>8.3f} {1.0:>10.2f}")
     print(f"{'Dataset(...) (ours)':<36} {t_sdk:>8.3f} {t_sdk / t_official:>10.2f}")
+    fresh_ours, fresh_official = min(p[0] for p in fresh), min(p[1] for p in fresh)
+    fresh_ratio = statistics.median(a / b for a, b in fresh)
+    print(
+        f"first load in a fresh process: ours {fresh_ours:.3f} s, official "
+        f"{fresh_official:.3f} s (min of {len(fresh)}); paired median ratio {fresh_ratio:.2f}"
+    )
+    print(
+        f"paired rounds: median Dataset/NuScenes = {paired:.2f} over {len(ratios)} rounds "
+        f"(range {min(ratios):.2f}-{max(ratios):.2f})"
+    )
     print(
         f"camera(sample, channel): {t_cam * 1e6:.2f} us per lookup (a validated index and a "
         f"defensive copy); official sample['data'] + get: {t_cam_official * 1e6:.2f} us "
         "(no copy)"
     )
     print(
-        f"\nSDK load is {t_official / t_sdk:.2f}x faster than the official loader"
-        if t_sdk < t_official
-        else f"\nSDK load is {t_sdk / t_official:.2f}x slower than the official loader"
+        f"\nSDK load vs NuScenes(...): first load in a fresh process {fresh_ratio:.2f}x its "
+        f"time; warm in-process minimum {t_sdk / t_official:.2f}x; warm paired median "
+        f"{paired:.2f}x (the official loader's reference cycles make its repeated loads "
+        "pay for garbage collection, so its median is far above its minimum)"
     )
 
 

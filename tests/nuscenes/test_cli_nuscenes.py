@@ -98,3 +98,15 @@ def test_build_rejects_a_config_outside_the_v1_contract(
     done = run(package_env, "build", str(config))
     assert done.returncode == 1
     assert "publication.refuse_overwrite" in done.stderr
+
+
+def test_an_empty_dataroot_exits_1_instead_of_reading_the_working_directory(
+    package_env: dict[str, str],
+) -> None:
+    for command in ("validate", "inspect"):
+        done = run(package_env, command, "--dataroot", "", "--version", "v1.0-trainval")
+        assert done.returncode == 1
+        assert done.stderr.strip() == (
+            "error: dataroot must be a non-empty str or Path, found ''"
+        ), done.stderr
+        assert done.stdout == ""

@@ -316,3 +316,25 @@ def test_a_source_type_outside_the_fixed_contract_is_refused(
     copy = _rewrite_evidence(mcap_evidence, tmp_path, relabel)
     with pytest.raises(FormatError, match="outside the fixed contract"):
         export_dataset(tmp_path / "staging", copy)
+
+
+def test_a_truncated_recording_is_published_with_its_loss_in_the_audit(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    # Issue 4: a recorder crash is read up to the last complete message and the loss is
+    # recorded in the audit, never hidden: follow it from ingest to the exported documents.
+    data = recordings["protobuf"].read_bytes()
+    cut = tmp_path / "crashed.mcap"
+    cut.write_bytes(data[: len(data) * 9 // 10])
+    evidence = build_evidence([cut], CONFIG, tmp_path / "evidence")
+    root = tmp_path / "staging"
+    export_dataset(root, evidence)
+    ext = root / EXTENSIONS_DIR
+    audit = json.loads((ext / "pipeline_audit.json").read_text())
+    reasons = [r["reason"] for r in audit["rejections"] if r["subject"] == "crashed.mcap"]
+    assert len(reasons) == 1
+    assert reasons[0].startswith("truncated: ") and "messages salvaged" in reasons[0]
+    validity = json.loads((ext / "validity.json").read_text())
+    (observed,) = [r["observations"] for r in validity["recordings"]]
+    assert observed["truncated"] is True
+    assert "messages salvaged" in observed["truncation_detail"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dataset_devkit.errors import ConfigError, NotFoundError, UnsafePathError
+from dataset_devkit.errors import ConfigError, FormatError, NotFoundError, UnsafePathError
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.sdk import Dataset
 from dataset_devkit.nuscenes.sdk_load import MalformedDataset
@@ -216,3 +216,141 @@ def test_a_symlinked_dataroot_is_refused(tmp_path: Path) -> None:
 def test_a_staging_dataroot_reads_with_validation_not_run(tmp_path: Path) -> None:
     fx = write_dataroot(tmp_path / "root")
     assert Dataset(fx.root).validation_report()["state"] == spec.VALIDATION_NOT_RUN
+
+
+@pytest.mark.parametrize(
+    ("table", "field", "value"),
+    [
+        ("sample", "next", "NOT-A-TOKEN"),
+        ("sample_data", "ego_pose_token", "A" * 32),
+        ("map", "log_tokens", ["../../etc"]),
+    ],
+)
+def test_a_malformed_reference_is_refused_naming_table_row_and_field(
+    tmp_path: Path, table: str, field: str, value: Any
+) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, table)
+    rows[0][field] = value
+    rewrite_table(fx.root, table, rows)
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    bad = value[0] if isinstance(value, list) else value
+    assert any(
+        f"{spec.VERSION}/{table}.json row {rows[0]['token']}.{field}" in issue and bad in issue
+        for issue in info.value.issues
+    ), info.value.issues
+
+
+def test_split_scene_names_have_the_official_create_splits_scenes_shape(ds: Dataset) -> None:
+    from nuscenes.utils.splits import create_splits_scenes
+
+    splits = ds.split_scene_names()
+    assert list(splits) == ["train", "test"]
+    names = {s["token"]: s["name"] for s in ds.table("scene")}
+    for split, scene_names in splits.items():
+        assert scene_names == [names[t] for t in ds.scenes_in_split(split)]
+    assert sorted(splits["train"] + splits["test"]) == sorted(names.values())
+    official = set().union(*create_splits_scenes().values())
+    assert not official & set(names.values())  # our names never match an official split list
+    splits["train"].clear()
+    assert ds.split_scene_names()["train"] == [names[t] for t in ds.scenes_in_split("train")]
+
+
+def _scene_chain(root: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return read_table(root, "scene"), read_table(root, "sample")
+
+
+@pytest.mark.parametrize("fault", ["cycle", "endpoint", "count", "other_scene"])
+def test_a_broken_scene_chain_refuses_the_load_naming_the_table(tmp_path: Path, fault: str) -> None:
+    fx = write_dataroot(tmp_path / "root", scenes=2, samples=3)
+    scenes, samples = _scene_chain(fx.root)
+    first = scenes[0]
+    chain = [s for s in samples if s["scene_token"] == first["token"]]
+    if fault == "cycle":
+        chain[-1]["next"] = chain[0]["token"]
+        rewrite_table(fx.root, "sample", samples)
+        expected = f"sample chain has a cycle at {chain[0]['token']}"
+    elif fault == "endpoint":
+        first["last_sample_token"] = chain[1]["token"]
+        rewrite_table(fx.root, "scene", scenes)
+        expected = f"{first['token']}.last_sample_token: chain ends at {chain[-1]['token']}"
+    elif fault == "count":
+        first["nbr_samples"] = 7
+        rewrite_table(fx.root, "scene", scenes)
+        expected = f"{first['token']}.nbr_samples: is 7, the chain has 3 samples"
+    else:
+        chain[1]["scene_token"] = scenes[1]["token"]
+        rewrite_table(fx.root, "sample", samples)
+        expected = f"sample.json row {chain[1]['token']}.scene_token"
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    assert any(expected in issue for issue in info.value.issues), info.value.issues
+
+
+def test_scene_samples_rechecks_the_cached_chain(tmp_path: Path) -> None:
+    # Defence in depth: the public API cannot corrupt the cache (every value is a copy),
+    # so corrupt the private index directly and expect a FormatError naming the file.
+    fx = write_dataroot(tmp_path / "root", scenes=1, samples=3)
+    ds = Dataset(fx.root)
+    scene = ds.table("scene")[0]
+    rows = ds._ix.tokens["sample"]
+    order = [s["token"] for s in ds.scene_samples(scene["token"])]
+    rows[order[-1]]["next"] = order[0]
+    with pytest.raises(FormatError, match=r"sample\.json at row .*: .* has a cycle at"):
+        ds.scene_samples(scene["token"])
+    rows[order[-1]]["next"] = ""
+    rows[order[1]]["next"] = ""
+    with pytest.raises(FormatError, match=r"scene\.json at row .*: chain of 2 samples"):
+        ds.scene_samples(scene["token"])
+
+
+def test_an_ambiguous_or_missing_camera_key_frame_refuses_the_load(tmp_path: Path) -> None:
+    fx = write_dataroot(tmp_path / "root")
+    rows = read_table(fx.root, "sample_data")
+    twin = {**rows[0], "token": "e" * 32, "filename": rows[0]["filename"].rsplit("/", 1)[0]}
+    twin["filename"] += f"/{'e' * 32}.jpg"
+    rewrite_table(fx.root, "sample_data", [*rows, twin])
+    channel = twin["filename"].split("/")[1]
+    with pytest.raises(MalformedDataset) as info:
+        Dataset(fx.root)
+    assert any(
+        f"sample.json row {twin['sample_token']}: expected exactly one {channel} key frame, "
+        "found 2" in issue
+        for issue in info.value.issues
+    ), info.value.issues
+    rewrite_table(fx.root, "sample_data", [r for r in rows if r["token"] != rows[0]["token"]])
+    with pytest.raises(MalformedDataset, match=f"one {channel} key frame, found 0"):
+        Dataset(fx.root)
+
+
+def test_gnss_rows_must_name_their_own_frame_and_a_recording(tmp_path: Path) -> None:
+    from tests.nuscenes.dataroot_fixture import read_extension, rewrite_extension
+
+    fx = write_dataroot(tmp_path / "root")
+    doc = read_extension(fx.root, spec.GNSS_FILE)
+    rows = doc["rows"]
+    assert len(rows) >= 2
+    rows[0]["sample_data_token"], rows[1]["sample_data_token"] = (
+        rows[1]["sample_data_token"],
+        rows[0]["sample_data_token"],
+    )  # both frames exist: only the pose pairing can tell
+    rewrite_extension(fx.root, spec.GNSS_FILE, doc)
+    with pytest.raises(MalformedDataset, match=r"rows\[0\]\.sample_data_token: .* is not the"):
+        Dataset(fx.root)
+    rows[0]["sample_data_token"], rows[1]["sample_data_token"] = (
+        rows[1]["sample_data_token"],
+        rows[0]["sample_data_token"],
+    )
+    rows[1]["source_digest"] = "mcap:sha256:" + "0" * 64
+    rewrite_extension(fx.root, spec.GNSS_FILE, doc)
+    with pytest.raises(MalformedDataset, match=r"rows\[1\]\.source_digest: .* is not a recording"):
+        Dataset(fx.root)
+
+
+@pytest.mark.parametrize("dataroot", [None, 123, "", b"/tmp"])
+def test_a_dataroot_that_is_not_a_non_empty_str_or_path_is_a_config_error(
+    dataroot: Any,
+) -> None:
+    with pytest.raises(ConfigError, match="dataroot must be a non-empty str or Path"):
+        Dataset(dataroot)

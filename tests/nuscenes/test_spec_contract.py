@@ -62,3 +62,17 @@ def test_jpeg_encode_then_header_and_decode_round_trip_the_size(
 ) -> None:
     data = encode_jpeg(Image.new("RGB", (width, height), color), quality)
     assert jpeg_dimensions(data) == decode_jpeg(data) == (width, height)
+
+
+def test_every_token_valued_field_but_the_primary_key_is_a_checked_foreign_key() -> None:
+    # The table loader checks only the primary token column's shape and relies on the
+    # foreign-key check for every other token-valued field; a new token field must be a key.
+    from dataset_devkit.nuscenes.validation_schema import FOREIGN_KEYS, TABLE_FIELDS
+
+    token_fields = {
+        (table, name)
+        for table, fields in TABLE_FIELDS.items()
+        for name, kind in fields.items()
+        if kind in ("token", "link", "tokens") and name != "token"
+    }
+    assert token_fields == set(FOREIGN_KEYS)

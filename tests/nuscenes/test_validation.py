@@ -277,3 +277,8 @@ def test_a_number_too_large_for_a_float_is_an_issue_not_a_crash(fx: Fixture) -> 
     path.unlink()
     path.write_text(text)
     assert_issue(fx.root, "ego_pose.json at $[0].", "finite numbers")
+
+
+def test_an_empty_dataroot_name_is_a_config_error_not_the_working_directory() -> None:
+    with pytest.raises(ConfigError, match="dataroot must be a non-empty str or Path"):
+        validate_dataroot("")

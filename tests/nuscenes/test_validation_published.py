@@ -214,3 +214,31 @@ def test_an_image_swapped_after_the_manifest_check_is_caught(
     monkeypatch.setattr(validation, "verify_tree", verify_then_swap)
     issues = list(validate_dataroot(copy).issues)
     assert any(f"image {rel} changed after the content manifest was verified" in i for i in issues)
+
+
+def test_a_dataroot_changed_right_after_the_rename_is_moved_out_of_the_final_name(
+    tmp_path: Path,
+) -> None:
+    # Seed: "If the post-rename check fails, the publisher moves the same identity-bound
+    # tree out of the final name." Tamper with an image between the rename and that check.
+    from dataset_devkit.errors import PublicationError
+
+    final = tmp_path / spec.VERSION
+    staging = new_staging_dir(final)
+    write_dataroot(staging)
+
+    def on_phase(name: str) -> None:
+        if name == "renamed":
+            image = next((final / spec.SAMPLES_DIR).rglob("*.jpg"))
+            image.chmod(0o600)
+            with image.open("ab") as f:
+                f.write(b"\0")
+
+    with pytest.raises(PublicationError, match="moved out to"):
+        publish_dataroot(staging, final, on_phase=on_phase)
+    assert not final.exists()
+    (rejected,) = tmp_path.glob(f".{spec.VERSION}.rejected-*")
+    # The same tree, moved whole: its tables, its extensions and the tampered image.
+    assert (rejected / spec.VERSION / "sample_data.json").is_file()
+    assert (rejected / spec.EXTENSIONS_DIR / spec.VALIDATION_FILE).is_file()
+    assert (rejected / spec.CONTENT_MANIFEST_FILE).is_file()

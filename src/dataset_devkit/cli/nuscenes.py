@@ -80,7 +80,9 @@ def build(
     console.print(f"root_sha256 {result.root_sha256}")
 
 
-_DATAROOT = Annotated[Path, typer.Option("--dataroot", help="The published dataroot.")]
+# A str, not a Path: typer would turn "" into Path("."), the working directory; the library
+# refuses an empty name with a ConfigError naming the key instead.
+_DATAROOT = Annotated[str, typer.Option("--dataroot", help="The published dataroot.")]
 _VERSION = Annotated[str, typer.Option("--version", help="The table version: v1.0-trainval.")]
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from dataset_devkit.errors import ConfigError, NotFoundError
+from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.sdk_load import DatasetIndex, load_index
 from dataset_devkit.nuscenes.validation_schema import TABLE_FIELDS
@@ -120,29 +120,36 @@ class Dataset:
         return [row["token"] for row in rows if row[field_name] == query]
 
     def scene_samples(self, scene_token: str) -> list[Record]:
-        """The samples of a scene in chain order, rechecking cycle, endpoints, scene and count."""
+        """The samples of a scene in chain order, rechecking cycle, endpoints, scene and count.
+
+        The load already walked every chain (a broken one refuses the dataroot); the walk
+        here re-proves the same rules on the cached index, as defence in depth, and a
+        failure is a ``FormatError`` naming the table file and row.
+        """
         scene = self._record("scene", scene_token)
+        rel = self._ix.root / self._ix.version
         order: list[str] = []
         seen: set[str] = set()
         token = scene["first_sample_token"]
         samples = self._ix.tokens["sample"]
         while token:
-            if token in seen:
-                raise NotFoundError(f"scene {scene_token}: sample chain has a cycle at {token}")
             row = samples.get(token)
-            if row is None or row["scene_token"] != scene_token:
-                raise NotFoundError(f"scene {scene_token}: chain leaves the scene at {token}")
+            if token in seen or row is None or row["scene_token"] != scene_token:
+                problem = "has a cycle" if token in seen else "leaves the scene"
+                raise FormatError(
+                    f"the sample chain of scene {scene_token} {problem} at {token}",
+                    path=rel / "sample.json",
+                    field=f"row {order[-1] if order else token}.next",
+                )
             seen.add(token)
             order.append(token)
             token = row["next"]
-        if (
-            not order
-            or order[-1] != scene["last_sample_token"]
-            or len(order) != scene["nbr_samples"]
-        ):
-            raise NotFoundError(
-                f"scene {scene_token}: chain of {len(order)} samples does not end at "
-                f"{scene['last_sample_token']} with {scene['nbr_samples']} samples"
+        if order[-1:] != [scene["last_sample_token"]] or len(order) != scene["nbr_samples"]:
+            raise FormatError(
+                f"chain of {len(order)} samples does not end at {scene['last_sample_token']} "
+                f"with {scene['nbr_samples']} samples",
+                path=rel / "scene.json",
+                field=f"row {scene_token}",
             )
         return [_copy(samples[t]) for t in order]
 
@@ -272,6 +279,18 @@ class Dataset:
             raise ConfigError(f"unknown split {split!r}; expected 'train' or 'test'", key="split")
         assignment = self._ix.by_key["split"]
         return [s["token"] for s in self._ix.tables["scene"] if assignment[s["token"]] == split]
+
+    def split_scene_names(self) -> dict[str, list[str]]:
+        """``{"train": [...], "test": [...]}`` scene names: ``create_splits_scenes()``'s shape.
+
+        nuscenes-devkit users filter scenes by name through
+        ``nuscenes.utils.splits.create_splits_scenes()``; this is our split in that shape
+        (the official lists never name our scenes, which cannot collide with them).
+        """
+        names = {s["token"]: s["name"] for s in self._ix.tables["scene"]}
+        return {
+            split: [names[t] for t in self.scenes_in_split(split)] for split in ("train", "test")
+        }
 
     def recordings(self) -> list[Record]:
         """Every source recording with its fingerprint, cameras and scenes."""

@@ -12,6 +12,7 @@ then dictionary lookups.
 from __future__ import annotations
 
 import gc
+import typing
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,12 @@ from dataset_devkit.nuscenes.validation import check_version
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
 from dataset_devkit.nuscenes.validation_graph import check_references
-from dataset_devkit.nuscenes.validation_io import DatarootReader
-from dataset_devkit.nuscenes.validation_tables import load_tables, sample_data_channels
+from dataset_devkit.nuscenes.validation_io import DatarootReader, dataroot_path
+from dataset_devkit.nuscenes.validation_tables import (
+    key_frame_channels,
+    key_frame_tokens,
+    load_tables,
+)
 
 __all__ = ["DatasetIndex", "MalformedDataset", "load_index"]
 
@@ -78,7 +83,7 @@ def load_index(dataroot: str | Path, version: str) -> DatasetIndex:
 
 def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     check_version(version)
-    root = Path(dataroot)
+    root = dataroot_path(dataroot)
     issues: list[str] = []
     with DatarootReader(root) as reader:
         loaded = load_tables(reader, version, issues)
@@ -89,14 +94,9 @@ def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     if issues:
         raise MalformedDataset(root, sorted(set(issues)))
     tables, tokens = loaded.tables, loaded.index
-    frames = [
-        (sd, channel)
-        for sd, channel in zip(tables["sample_data"], sample_data_channels(loaded), strict=True)
-        if sd["is_key_frame"]
-    ]
-    # Every channel resolved (check_references passed), so "" never occurs.
-    keys: list[tuple[str, str]] = [(sd["sample_token"], channel or "") for sd, channel in frames]
-    camera = dict(zip(keys, (sd["token"] for sd, _ in frames), strict=True))
+    # Every channel resolved (check_references passed), so None never occurs.
+    keys = typing.cast(list[tuple[str, str]], key_frame_channels(loaded))
+    camera = dict(zip(keys, key_frame_tokens(loaded), strict=True))
     if len(camera) != len(keys):
         counts = Counter(keys)
         raise MalformedDataset(

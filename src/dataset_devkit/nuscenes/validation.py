@@ -28,7 +28,7 @@ from dataset_devkit.nuscenes.validation_extensions import (
 )
 from dataset_devkit.nuscenes.validation_graph import check_graph
 from dataset_devkit.nuscenes.validation_images import check_images
-from dataset_devkit.nuscenes.validation_io import DatarootReader
+from dataset_devkit.nuscenes.validation_io import DatarootReader, dataroot_path
 from dataset_devkit.nuscenes.validation_result import expected_validation_document
 from dataset_devkit.nuscenes.validation_schema import VERSION_RE
 from dataset_devkit.nuscenes.validation_tables import LoadedTables, load_tables
@@ -191,7 +191,7 @@ def _validate(
     if state not in ("staging", "finalized", "published"):
         raise ConfigError(f"unknown dataroot state {state!r}", key="state")
     published = state == "published"
-    root = Path(dataroot)
+    root = dataroot_path(dataroot)
     issues: list[str] = []
     root_sha256 = None
     manifest: dict[str, str] | None = None

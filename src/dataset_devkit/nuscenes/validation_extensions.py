@@ -9,6 +9,7 @@ source/privacy/pose combinations) is enforced row by row.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,8 +85,9 @@ def check_source_contract(
 ) -> None:
     """Check source.json, recordings.json and gnss.json against each other and the tables.
 
-    ``gnss_rows=False`` skips the per-row GNSS contract (one row per ego pose), which
-    ``validate`` enforces and the SDK's load does not repeat.
+    ``gnss_rows=False`` (the SDK's load) checks only that every GNSS row resolves (its
+    pose, that pose's camera frame, its recording) and leaves the rest of the per-row
+    contract (values equal to the ego pose, every pose covered) to ``validate``.
     """
     source = ext.get(spec.SOURCE_FILE)
     if source is not None:
@@ -94,8 +96,48 @@ def check_source_contract(
     if recordings is not None:
         _check_recordings(t, recordings, source, issues)
     gnss = ext.get(spec.GNSS_FILE)
-    if gnss is not None and gnss_rows:
+    if gnss is not None and (gnss_rows or not _gnss_references_resolve(t, gnss, recordings)):
         _check_gnss(t, gnss, source, recordings, issues)
+
+
+def _gnss_references_resolve(
+    t: LoadedTables, doc: spec.GnssDocument, recordings: spec.RecordingsDocument | None
+) -> bool:
+    """Whether every GNSS row names a distinct ego pose, that pose's camera frame and a
+    recording: the SDK's load-time share of the GNSS contract, in C-level passes.
+
+    A False answer sends the caller to the full row-by-row check, which names each issue.
+    """
+    rows = doc.rows
+    poses = list(map(operator.attrgetter("ego_pose_token"), rows))
+    frames = list(map(operator.attrgetter("sample_data_token"), rows))
+    if len(set(poses)) != len(poses):
+        return False
+    # The exporter writes one GNSS row per sample_data row, in table order: then two list
+    # comparisons (C loops over identical strings) prove every frame and its pose.
+    sd_rows = t.tables["sample_data"]
+    if frames == list(map(operator.itemgetter("token"), sd_rows)) and poses == list(
+        map(operator.itemgetter("ego_pose_token"), sd_rows)
+    ):
+        return _gnss_digests_resolve(doc, recordings)
+    frame_index = t.index["sample_data"]
+    if not frame_index.keys() >= set(frames):
+        return False
+    # Each row's pose must be its frame's pose; frames' poses resolve (a sample_data foreign
+    # key the table checks prove), so the poses need no lookup of their own.
+    frame_poses = map(operator.itemgetter("ego_pose_token"), map(frame_index.__getitem__, frames))
+    if list(frame_poses) != poses:
+        return False
+    return _gnss_digests_resolve(doc, recordings)
+
+
+def _gnss_digests_resolve(
+    doc: spec.GnssDocument, recordings: spec.RecordingsDocument | None
+) -> bool:
+    if recordings is None:
+        return True
+    digests = {r.source_digest for r in recordings.recordings}
+    return set(map(operator.attrgetter("source_digest"), doc.rows)) <= digests
 
 
 def _check_source(t: LoadedTables, source: spec.SourceDocument, issues: list[str]) -> None:

@@ -11,6 +11,7 @@ import itertools
 import math
 import operator
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
@@ -23,9 +24,11 @@ from dataset_devkit.nuscenes.validation_schema import (
     CAMERA_CHANNEL_RE,
     FOREIGN_KEYS,
     SAMPLES_DIR,
+    TABLE_FIELDS,
 )
 from dataset_devkit.nuscenes.validation_tables import (
     LoadedTables,
+    key_frame_channels,
     sample_data_channels,
 )
 
@@ -41,10 +44,11 @@ def _check_foreign_keys(t: LoadedTables, issues: list[str]) -> None:
         if target in t.broken:
             continue
         index = t.index[target]
-        column = list(map(operator.itemgetter(name), t.tables[table]))
-        if column and isinstance(column[0], list | tuple):
-            column = list(itertools.chain.from_iterable(column))
-        referenced = set(column)
+        rows = t.tables[table]
+        column: Iterable[Any] = map(operator.itemgetter(name), rows)
+        if TABLE_FIELDS[table][name] == "tokens":
+            column = itertools.chain.from_iterable(column)
+        referenced = set(column)  # straight from the iterator: no intermediate list
         referenced.discard("")
         if referenced <= index.keys():
             continue  # the common case, decided by one set operation
@@ -140,11 +144,7 @@ def _check_filenames(t: LoadedTables, issues: list[str]) -> None:
 
 def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
     """Every sample has exactly one key frame of every channel (the camera index's rule)."""
-    counts = Counter(
-        (sd["sample_token"], channel)
-        for sd, channel in zip(t.tables["sample_data"], sample_data_channels(t), strict=True)
-        if sd["is_key_frame"]
-    )
+    counts = Counter(key_frame_channels(t))
     channels = sorted({row["channel"] for row in t.tables["sensor"]})
     samples = [row["token"] for row in t.tables["sample"]]
     if set(counts.values()) <= {1} and counts.keys() == set(itertools.product(samples, channels)):

@@ -14,9 +14,9 @@ import threading
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from dataset_devkit.errors import FormatError, UnsafePathError
+from dataset_devkit.errors import ConfigError, FormatError, UnsafePathError
 
-__all__ = ["DatarootReader", "check_relative_name"]
+__all__ = ["DatarootReader", "check_relative_name", "dataroot_path"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -30,6 +30,20 @@ def check_relative_name(name: str) -> str | None:
     if path.is_absolute() or any(part in ("", ".", "..") for part in name.split("/")):
         return f"unsafe file name {name!r}: must be a relative path without '.' or '..'"
     return None
+
+
+def dataroot_path(dataroot: object) -> Path:
+    """*dataroot* as a Path; a ConfigError unless it is a non-empty ``str`` or ``PathLike``.
+
+    ``Path("")`` is the working directory: an empty name must not silently open it.
+    """
+    if isinstance(dataroot, str | os.PathLike):
+        name = os.fspath(dataroot)
+        if isinstance(name, str) and name:
+            return Path(name)
+    raise ConfigError(
+        f"dataroot must be a non-empty str or Path, found {dataroot!r}", key="dataroot"
+    )
 
 
 class DatarootReader:

@@ -257,3 +257,57 @@ def test_gnss_messages_without_a_fix_are_dropped_and_recorded(tmp_path: Path) ->
     assert source.observations.gnss_fixes == len(drive.pose_times())  # observed, before filtering
     assert source.observations.rejected_messages == 3
     assert len(source.gnss) == len(drive.pose_times()) - 3
+
+
+def test_batched_frame_transforms_read_like_single_frame_transforms(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    # foxglove.FrameTransforms (plural) carries a batch: the static tree goes in one message
+    # and each ego pose in its own; the result must equal the single-transform recording.
+    import base64
+
+    from mcap.writer import Writer
+
+    from dataset_devkit.nuscenes.samples import sample_events
+
+    events = list(sample_events(DRIVE))
+    static = [p for _t, kind, p in events if kind == "tf"]
+    assert len(static) >= 2  # one per camera: a real batch
+    path = tmp_path / "batched.mcap"
+    with path.open("wb") as f:
+        writer = Writer(f)
+        writer.start()
+        ids: dict[tuple[str, str], int] = {}
+        batched = False
+        for t, kind, p in events:
+            if kind in ("tf", "ego"):
+                if kind == "tf" and batched:
+                    continue
+                schema, topic = "foxglove.FrameTransforms", "/tf" if kind == "ego" else "/tf_static"
+                p = {"transforms": static if kind == "tf" else [p]}
+                batched = batched or kind == "tf"
+            elif kind == "fix":
+                schema, topic = "foxglove.LocationFix", "/gnss"
+            elif kind == "calibration":
+                schema, topic = "foxglove.CameraCalibration", f"/{p['frame_id']}/calibration"
+            else:
+                schema, topic = "foxglove.CompressedImage", f"/{p['frame_id']}/image"
+                p = {**p, "data": base64.b64encode(p["data"]).decode()}
+            if (topic, schema) not in ids:
+                sid = writer.register_schema(name=schema, encoding="jsonschema", data=b"{}")
+                ids[(topic, schema)] = writer.register_channel(
+                    topic=topic, message_encoding="json", schema_id=sid
+                )
+            writer.add_message(
+                ids[(topic, schema)], log_time=t, publish_time=t, data=json.dumps(p).encode()
+            )
+        writer.finish()
+    source = read_mcap(path)
+    reference = read_mcap(recordings["json"])
+    for cam, ref in zip(source.cameras, reference.cameras, strict=True):
+        assert cam.source_name == ref.source_name
+        assert cam.translation == pytest.approx(ref.translation)
+        assert cam.rotation == pytest.approx(ref.rotation)
+    assert len(source.translations) == len(reference.translations) == len(DRIVE.pose_times())
+    assert source.translations[5].value == pytest.approx(reference.translations[5].value)
+    assert source.rotations[5].value == pytest.approx(reference.rotations[5].value)
