@@ -264,9 +264,11 @@ def collate_items(items: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def collate_batch(batch: dict[str, Any]) -> dict[str, Any]:
+def collate_batch(batch: Any) -> Any:
     import torch
 
+    if not isinstance(batch, dict):  # our batch in transit: it unpickles into tensors
+        return batch
     return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in batch.items()}
 
 

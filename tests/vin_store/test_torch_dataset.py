@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +16,12 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreReader,
     VinOfflineTorchDataset,
 )
+from dataset_devkit.vin_store._shm_batch import SHM_DIR, remove_batches
 from dataset_devkit.vin_store.torch_dataset import collate_samples, passthrough_collate
+
+
+def _batch_files(owner: int) -> list[str]:
+    return sorted(p.name for p in SHM_DIR.iterdir() if p.name.startswith(f"ddk-vin-{owner}-"))
 
 
 def test_a_sample_is_a_dict_of_writable_tensors_and_records(store: Path) -> None:
@@ -32,10 +40,13 @@ def test_the_dataset_serves_its_split(store: Path) -> None:
     assert got == expected
 
 
+@pytest.mark.parametrize("shm_transport", [True, False])
 @pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_dataloader_workers_read_under_fork_and_spawn(store: Path, method: str) -> None:
+def test_dataloader_workers_read_under_fork_and_spawn(
+    store: Path, method: str, shm_transport: bool
+) -> None:
     per_item = VinOfflineTorchDataset(store)
-    batched = VinOfflineBatchedTorchDataset(store)
+    batched = VinOfflineBatchedTorchDataset(store, shm_transport=shm_transport)
     expected = torch.stack([per_item[i]["vin.points_world"] for i in range(len(per_item))])
     per_item.reader.read_position(0)  # the parent's handles are open before workers start
     pairs: list[tuple[VinOfflineTorchDataset, Any]] = [
@@ -64,3 +75,41 @@ def test_a_dataset_can_share_an_open_reader_and_return_raw_records(store: Path) 
     batch = dataset.__getitems__([0, 2])
     assert batch["vin.points_world"].shape == (2, 16, 3)
     assert all(isinstance(r, bytes) for r in batch["oracle.candidate_pcs"])
+
+
+def test_shm_batches_leave_no_files_and_an_early_stop_is_cleaned_up(store: Path) -> None:
+    dataset = VinOfflineBatchedTorchDataset(store)
+    loader = DataLoader(
+        dataset,
+        batch_size=2,
+        num_workers=2,
+        multiprocessing_context="fork",
+        collate_fn=passthrough_collate,
+        prefetch_factor=4,
+    )
+    batches = list(loader)
+    assert all(isinstance(b["vin.points_world"], torch.Tensor) for b in batches)
+    assert _batch_files(os.getpid()) == []  # every batch was unlinked on arrival
+    iterator = iter(loader)
+    next(iterator)
+    time.sleep(0.5)  # let the workers prefetch batches that will never be received
+    del iterator
+    leftovers = _batch_files(os.getpid())
+    assert remove_batches(owner=os.getpid()) == len(leftovers)
+    assert _batch_files(os.getpid()) == []
+
+
+def test_batch_files_of_a_main_process_that_is_gone_are_swept(tmp_path: Path) -> None:
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = SHM_DIR / f"ddk-vin-{dead.pid}-1-deadbeef"
+    stale.write_bytes(b"left by a killed trainer")
+    mine = SHM_DIR / f"ddk-vin-{os.getpid()}-1-cafef00d"
+    mine.write_bytes(b"still in use")
+    try:
+        remove_batches()
+        assert not stale.exists()
+        assert mine.exists()
+    finally:
+        stale.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)
