@@ -29,6 +29,7 @@ from dataset_devkit.integrity.publish import (
     remove_stale_staging,
     staged_publication,
 )
+from dataset_devkit.integrity.records import decode_json_record
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, open_dir_nofollow
 from dataset_devkit.integrity.scan import ScanResult, hash_fd, hash_file, scan_tree
 from dataset_devkit.integrity.verify import VerificationReport, verify_tree
@@ -50,6 +51,7 @@ __all__ = [
     "canonical_json",
     "check_relative_path",
     "compute_root_sha256",
+    "decode_json_record",
     "hash_fd",
     "hash_file",
     "new_staging_dir",

@@ -18,6 +18,7 @@ import msgspec
 
 from dataset_devkit.errors import FormatError, UnsafePathError, VerificationFailed
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
+from dataset_devkit.integrity.records import decode_json_record
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
@@ -151,14 +152,7 @@ def read_manifest(root: Path) -> ContentManifest:
 
 def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
     """Decode manifest bytes and check every invariant, naming the offending field."""
-    try:
-        manifest = msgspec.json.decode(raw, type=ContentManifest, strict=True)
-    except msgspec.ValidationError as exc:
-        message = str(exc)
-        field = message.rsplit(" - at ", 1)[-1].strip("`") if " - at " in message else None
-        raise FormatError(message.split(" - at ")[0], path=path, field=field) from exc
-    except msgspec.DecodeError as exc:
-        raise FormatError(f"not valid JSON ({exc})", path=path) from exc
+    manifest = decode_json_record(raw, ContentManifest, path)
     if manifest.format != CONTENT_MANIFEST_FORMAT:
         raise FormatError(
             f"expected {CONTENT_MANIFEST_FORMAT!r}, found {manifest.format!r}",

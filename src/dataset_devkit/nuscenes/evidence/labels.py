@@ -13,6 +13,7 @@ from typing import Literal
 import msgspec
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.nuscenes.evidence.records import EvRecording, EvScene
 from dataset_devkit.nuscenes.ingest.source import open_regular
 from dataset_devkit.nuscenes.spec import (
@@ -46,14 +47,7 @@ def read_labels(
     """Read a label file; returns ``(file name, sha256, records)`` sorted by label id."""
     with open_regular(path) as f:
         raw = f.read()
-    try:
-        doc = msgspec.json.decode(raw, type=_LabelFile)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
-        raise FormatError(text.split(" - at ")[0], path=path, field=field) from exc
-    except msgspec.DecodeError as exc:
-        raise FormatError(f"malformed JSON: {exc}", path=path) from exc
+    doc = decode_json_record(raw, _LabelFile, path)
     known = {r.recording_id for r in recordings}
     seen: set[str] = set()
     records = []

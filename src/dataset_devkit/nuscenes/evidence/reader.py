@@ -6,10 +6,14 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
 from dataset_devkit.errors import FormatError, VerificationFailed
-from dataset_devkit.integrity import ContentManifest, SafeDir, read_manifest, verify_tree
+from dataset_devkit.integrity import (
+    ContentManifest,
+    SafeDir,
+    decode_json_record,
+    read_manifest,
+    verify_tree,
+)
 from dataset_devkit.nuscenes.evidence.records import EVIDENCE_FILE, EvidenceDocument
 from dataset_devkit.nuscenes.spec import EVIDENCE_SCHEMA_VERSION
 from dataset_devkit.nuscenes.tokens import encode_canonical
@@ -35,14 +39,7 @@ class Evidence:
 
 
 def _decode(raw: bytes, path: Path) -> EvidenceDocument:
-    try:
-        doc = msgspec.json.decode(raw, type=EvidenceDocument)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
-        raise FormatError(text.split(" - at ")[0], path=path, field=field) from exc
-    except msgspec.DecodeError as exc:
-        raise FormatError(f"malformed JSON: {exc}", path=path) from exc
+    doc = decode_json_record(raw, EvidenceDocument, path)
     if doc.schema_version != EVIDENCE_SCHEMA_VERSION:
         raise FormatError(
             f"unsupported evidence schema {doc.schema_version}, expected {EVIDENCE_SCHEMA_VERSION}",

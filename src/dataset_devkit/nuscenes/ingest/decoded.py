@@ -16,6 +16,7 @@ from typing import Any, Literal
 import msgspec
 
 from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
+from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.nuscenes.geodesy import to_web_mercator
 from dataset_devkit.nuscenes.geometry import rvec_to_quat
 from dataset_devkit.nuscenes.ingest.model import (
@@ -120,14 +121,7 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
     meta = folder / RECORDING_FILE
     with open_regular(meta) as f:
         raw = f.read()
-    try:
-        doc = msgspec.json.decode(raw, type=_Recording)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        field = text.rsplit(" - at ", 1)[-1].strip("`") if " - at " in text else None
-        raise FormatError(text.split(" - at ")[0], path=meta, field=field) from exc
-    except msgspec.DecodeError as exc:
-        raise FormatError(f"malformed JSON: {exc}", path=meta) from exc
+    doc = decode_json_record(raw, _Recording, meta)
     if not _SAFE_ID.fullmatch(doc.recording_id):
         raise FormatError("unsafe recording_id", path=meta, field="$.recording_id")
     if not doc.cameras:

@@ -1,0 +1,30 @@
+"""Strict decoding of JSON documents into typed records, with errors that name the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from dataset_devkit.errors import FormatError
+
+__all__ = ["decode_json_record"]
+
+T = TypeVar("T")
+
+
+def decode_json_record(raw: bytes, record_type: type[T], path: str | Path) -> T:
+    """Decode *raw* JSON into *record_type* strictly, or raise :class:`FormatError`.
+
+    msgspec reports the offending location as ``... - at `$.a[0].b```; that location
+    becomes the error's ``field`` and the rest its message, so every reader of a document
+    we own says which file and which field is wrong in the same words.
+    """
+    try:
+        return msgspec.json.decode(raw, type=record_type, strict=True)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at ")
+        raise FormatError(message, path=path, field=where.strip("`") or None) from exc
+    except msgspec.DecodeError as exc:
+        raise FormatError(f"not valid JSON ({exc})", path=path) from exc
