@@ -1,16 +1,23 @@
 """Integrity core: content manifests, no-follow filesystem primitives, atomic publication.
 
-Every system of dataset-devkit ends in a tree hashed into ``content_manifest.json`` and
-published read-only under its final name; this package is that shared ground.
+Every system of dataset-devkit ends in a tree hashed into ``content_manifest.json`` (at the
+top of the tree unless its format puts it in a subdirectory) and published read-only under
+its final name; this package is that shared ground.
 """
 
 from __future__ import annotations
 
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
 from dataset_devkit.integrity.issues import Issue, IssueKind
+from dataset_devkit.integrity.location import (
+    CONTENT_MANIFEST_NAME,
+    AmbiguousManifestError,
+    ManifestNotFoundError,
+    check_manifest_location,
+    locate_manifest,
+)
 from dataset_devkit.integrity.manifest import (
     CONTENT_MANIFEST_FORMAT,
-    CONTENT_MANIFEST_NAME,
     CONTENT_MANIFEST_VERSION,
     ContentManifest,
     ManifestEntry,
@@ -39,21 +46,25 @@ __all__ = [
     "CONTENT_MANIFEST_NAME",
     "CONTENT_MANIFEST_VERSION",
     "PUBLISH_PHASES",
+    "AmbiguousManifestError",
     "ContentManifest",
     "Issue",
     "IssueKind",
     "ManifestEntry",
+    "ManifestNotFoundError",
     "PublishResult",
     "SafeDir",
     "ScanResult",
     "VerificationReport",
     "build_manifest",
     "canonical_json",
+    "check_manifest_location",
     "check_relative_path",
     "compute_root_sha256",
     "decode_json_record",
     "hash_fd",
     "hash_file",
+    "locate_manifest",
     "new_staging_dir",
     "open_dir_nofollow",
     "parse_manifest",

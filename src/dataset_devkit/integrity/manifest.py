@@ -1,7 +1,8 @@
 """The content manifest: every published file by path, size and SHA-256, and a root hash.
 
 ``content_manifest.json`` lists every single-link regular file of a tree, sorted by relative
-POSIX path, and excludes only itself (saying so in ``excluded``). ``root_sha256`` is the
+POSIX path, and excludes only itself, naming its own location in ``excluded`` (the top of
+the tree by default, or a subdirectory such as ``mz_extensions/``). ``root_sha256`` is the
 SHA-256 of the canonical JSON of the entry list, so the same content always gives the same
 file and the same root hash whatever the host, the mtimes or the order files were made in.
 """
@@ -9,6 +10,7 @@ file and the same root hash whatever the host, the mtimes or the order files wer
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,8 +18,19 @@ from typing import Final
 
 import msgspec
 
-from dataset_devkit.errors import FormatError, UnsafePathError, VerificationFailed
+from dataset_devkit.errors import (
+    DestinationExistsError,
+    FormatError,
+    UnsafePathError,
+    VerificationFailed,
+)
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
+from dataset_devkit.integrity.location import (
+    CONTENT_MANIFEST_NAME,
+    ManifestNotFoundError,
+    check_manifest_location,
+    locate_manifest,
+)
 from dataset_devkit.integrity.records import decode_json_record
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
@@ -30,11 +43,11 @@ __all__ = [
     "ManifestEntry",
     "build_manifest",
     "compute_root_sha256",
+    "parse_manifest",
     "read_manifest",
     "write_manifest",
 ]
 
-CONTENT_MANIFEST_NAME: Final = "content_manifest.json"
 CONTENT_MANIFEST_FORMAT: Final = "dataset-devkit/content-manifest"
 CONTENT_MANIFEST_VERSION: Final = 1
 
@@ -66,15 +79,26 @@ class ContentManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     files: tuple[ManifestEntry, ...]
 
     @classmethod
-    def from_entries(cls, entries: Iterable[ManifestEntry]) -> ContentManifest:
-        """Sort *entries* by path and compute the counts and root hash."""
+    def from_entries(
+        cls, entries: Iterable[ManifestEntry], *, location: str = CONTENT_MANIFEST_NAME
+    ) -> ContentManifest:
+        """Sort *entries* by path and compute the counts and root hash.
+
+        *location* is where the manifest will live; it is recorded as the one exclusion.
+        """
         files = tuple(sorted(entries, key=lambda entry: entry.path))
         return cls(
+            excluded=(location,),
             file_count=len(files),
             total_bytes=sum(entry.size for entry in files),
             root_sha256=compute_root_sha256(files),
             files=files,
         )
+
+    @property
+    def location(self) -> str:
+        """Where this manifest lives in its tree: its one exclusion."""
+        return self.excluded[0] if self.excluded else CONTENT_MANIFEST_NAME
 
     def by_path(self) -> dict[str, ManifestEntry]:
         """Entries keyed by path."""
@@ -103,9 +127,23 @@ def compute_root_sha256(entries: Iterable[ManifestEntry]) -> str:
 
 
 def build_manifest(
-    root: Path, *, progress: ProgressCallback | None = None, workers: int | None = None
+    root: Path,
+    *,
+    location: str = CONTENT_MANIFEST_NAME,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> ContentManifest:
-    """Hash every file below *root* (except a top-level manifest) into a manifest.
+    """Hash every file below *root* except the manifest's own *location* into a manifest.
+
+    Parameters
+    ----------
+    root
+        A real directory.
+    location
+        Where the manifest lives (or will), relative to *root*: only that exact path is
+        left out, so a file of the same name elsewhere is listed like any other.
+    progress, workers
+        As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
 
     Raises
     ------
@@ -113,45 +151,99 @@ def build_manifest(
         When the tree holds links, special files, or files that changed while hashed:
         such a tree cannot be described truthfully, so no manifest is made.
     """
-    scan = scan_tree(
-        Path(root),
-        exclude_top=frozenset({CONTENT_MANIFEST_NAME}),
-        progress=progress,
-        workers=workers,
-    )
+    location = check_manifest_location(location)
+    scan = scan_tree(Path(root), exclude=frozenset({location}), progress=progress, workers=workers)
     if scan.issues:
         raise VerificationFailed(
             f"{root}: cannot build a content manifest", [str(issue) for issue in scan.issues]
         )
     return ContentManifest.from_entries(
-        ManifestEntry(path=path, size=size, sha256=digest)
-        for path, (size, digest) in scan.files.items()
+        (
+            ManifestEntry(path=path, size=size, sha256=digest)
+            for path, (size, digest) in scan.files.items()
+        ),
+        location=location,
     )
 
 
 def write_manifest(
-    root: Path, *, progress: ProgressCallback | None = None, workers: int | None = None
+    root: Path,
+    *,
+    location: str = CONTENT_MANIFEST_NAME,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> ContentManifest:
-    """Build the manifest of *root* and write it as ``content_manifest.json`` (exclusively)."""
-    manifest = build_manifest(root, progress=progress, workers=workers)
-    with SafeDir.open(root) as pinned:
-        pinned.write_bytes(CONTENT_MANIFEST_NAME, manifest.to_bytes())
+    """Build the manifest of *root* and write it at *location*, exclusively and no-follow.
+
+    The directory that will hold it must already exist (it is part of the content); it is
+    pinned, and the name checked free, before the tree is hashed, so a misplaced call fails
+    at once rather than after hashing everything.
+
+    Raises
+    ------
+    DestinationExistsError
+        Something already exists at *location*: nothing is ever replaced.
+    MissingPathError, UnsafePathError
+        The parent directory of *location* is missing or is not a real directory.
+    """
+    location = check_manifest_location(location)
+    parent_rel, _, leaf = location.rpartition("/")
+    with SafeDir.open(root) as pinned, _pin(pinned, parent_rel) as parent:
+        if parent.exists(leaf):
+            raise DestinationExistsError(
+                f"{Path(root) / location}: already exists; a manifest is never replaced"
+            )
+        manifest = build_manifest(root, location=location, progress=progress, workers=workers)
+        parent.write_bytes(leaf, manifest.to_bytes())
     return manifest
 
 
-def read_manifest(root: Path) -> ContentManifest:
-    """Read and strictly check ``content_manifest.json`` at the top of *root*."""
-    path = Path(root) / CONTENT_MANIFEST_NAME
+def _pin(root: SafeDir, rel: str) -> SafeDir:
+    """*root* itself for ``""``, else a new handle on the subdirectory *rel*."""
+    return SafeDir(os.dup(root.fd), root.path) if not rel else root.opendir(rel)
+
+
+def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest:
+    """Read and strictly check the content manifest of *root*.
+
+    Parameters
+    ----------
+    root
+        The tree.
+    location
+        Where the manifest is, relative to *root*; ``None`` finds it with
+        :func:`~dataset_devkit.integrity.location.locate_manifest` (the top, else the one
+        subdirectory whose manifest names itself).
+
+    Raises
+    ------
+    FormatError
+        No manifest (:class:`ManifestNotFoundError`), several candidates
+        (:class:`AmbiguousManifestError`), or a document that breaks an invariant (the
+        error names the field, with expected and found values).
+    """
+    rel = locate_manifest(root) if location is None else check_manifest_location(location)
+    path = Path(root) / rel
     try:
         with SafeDir.open(root) as pinned:
-            raw = pinned.read_bytes(CONTENT_MANIFEST_NAME)
+            raw = pinned.read_bytes(rel)
     except FileNotFoundError as exc:
-        raise FormatError("no content manifest (expected a file here)", path=path) from exc
-    return parse_manifest(raw, path)
+        raise ManifestNotFoundError(
+            "no content manifest (expected a file here)", path=path
+        ) from exc
+    return parse_manifest(raw, path, location=rel)
 
 
-def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
-    """Decode manifest bytes and check every invariant, naming the offending field."""
+def parse_manifest(
+    raw: bytes, path: Path, *, location: str = CONTENT_MANIFEST_NAME
+) -> ContentManifest:
+    """Decode manifest bytes and check every invariant, naming the offending field.
+
+    *location* is where the bytes were found, relative to the tree: ``excluded`` must name
+    exactly that path, so a manifest moved or copied elsewhere is refused rather than
+    trusted to describe a tree it was not written for.
+    """
+    location = check_manifest_location(location)
     manifest = decode_json_record(raw, ContentManifest, path)
     if manifest.format != CONTENT_MANIFEST_FORMAT:
         raise FormatError(
@@ -168,9 +260,12 @@ def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
         )
     if manifest.algorithm != "sha256":
         raise FormatError("expected 'sha256'", path=path, field="$.algorithm")
-    if manifest.excluded != (CONTENT_MANIFEST_NAME,):
+    if manifest.excluded != (location,):
         raise FormatError(
-            f"expected exactly [{CONTENT_MANIFEST_NAME!r}]", path=path, field="$.excluded"
+            f"expected exactly [{location!r}] (where this manifest is), "
+            f"found {list(manifest.excluded)!r}",
+            path=path,
+            field="$.excluded",
         )
     previous = ""
     for index, entry in enumerate(manifest.files):
@@ -179,7 +274,7 @@ def parse_manifest(raw: bytes, path: Path) -> ContentManifest:
             check_relative_path(entry.path)
         except UnsafePathError as exc:
             raise FormatError(str(exc), path=path, field=f"{where}.path") from exc
-        if entry.path == CONTENT_MANIFEST_NAME:
+        if entry.path == location:
             raise FormatError("the manifest cannot list itself", path=path, field=where)
         if index and entry.path <= previous:
             raise FormatError("paths must be unique and sorted", path=path, field=f"{where}.path")

@@ -1,7 +1,8 @@
 """Atomic, read-only publication of a staged tree under its final name.
 
 The steps follow the seed's publication contract: the tree is built in a sibling staging
-directory; the caller's validator runs; ``content_manifest.json`` is written last; every
+directory; the caller's validator runs; ``content_manifest.json`` is written last (at the
+top, or wherever the caller's format puts it, such as ``mz_extensions/``); every
 file becomes 0400 and every directory 0500, all fsynced; the tree is re-verified; an
 advisory lock on the parent serializes cooperating publishers; a no-replace rename moves it
 under the final name; and an identity check right after the rename moves the same tree back
@@ -23,14 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import PublicationError, UnsafePathError
-from dataset_devkit.integrity.manifest import (
-    CONTENT_MANIFEST_NAME,
-    ContentManifest,
-    read_manifest,
-    write_manifest,
-)
+from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
+from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
 from dataset_devkit.integrity.rename import rename_noreplace
-from dataset_devkit.integrity.safefs import open_dir_nofollow
+from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow
 from dataset_devkit.integrity.scan import ProgressCallback
 from dataset_devkit.integrity.staging import (
     new_staging_dir,
@@ -70,11 +67,16 @@ _Snapshot = dict[str, tuple[int, int, int, int, int]]
 
 @dataclass(frozen=True, slots=True)
 class PublishResult:
-    """A published tree: its final path, root hash and manifest."""
+    """A published tree: its final path, root hash and manifest (and where it lives)."""
 
     final: Path
     root_sha256: str
     manifest: ContentManifest
+
+    @property
+    def manifest_location(self) -> str:
+        """The manifest's path relative to ``final``."""
+        return self.manifest.location
 
 
 def _seal(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
@@ -131,6 +133,7 @@ def publish_tree(
     final: Path,
     *,
     validate: Validator | None = None,
+    manifest_location: str = CONTENT_MANIFEST_NAME,
     progress: ProgressCallback | None = None,
     on_phase: PhaseHook | None = None,
 ) -> PublishResult:
@@ -140,12 +143,15 @@ def publish_tree(
     ----------
     staging
         A real directory beside *final* (same parent), holding the complete tree. If it
-        already holds ``content_manifest.json``, that manifest must verify; otherwise it is
-        written after *validate* passes.
+        already holds a manifest at *manifest_location*, that manifest must verify;
+        otherwise it is written there after *validate* passes.
     final
         The publication name; it must not exist, and its parent must be a real directory.
     validate
         The caller's check of the staged content; raising stops publication.
+    manifest_location
+        Where the manifest is written, relative to the tree (its directory must be part of
+        the staged content); the recheck and the post-rename check use the same path.
     progress
         Receives byte counts while hashing.
     on_phase
@@ -161,6 +167,7 @@ def publish_tree(
     """
     final = Path(final).absolute()
     staging = Path(staging).absolute()
+    location = check_manifest_location(manifest_location)
     phase = on_phase or (lambda _name: None)
     parent_fd = pin_parent(final)
     try:
@@ -180,16 +187,15 @@ def publish_tree(
             if validate is not None:
                 validate(staging)
             phase("validated")
-            try:
-                os.stat(CONTENT_MANIFEST_NAME, dir_fd=staging_fd, follow_symlinks=False)
-                manifest = read_manifest(staging)
-            except FileNotFoundError:
-                manifest = write_manifest(staging, progress=progress)
+            if _holds(staging_fd, staging, location):
+                manifest = read_manifest(staging, location=location)
+            else:
+                manifest = write_manifest(staging, location=location, progress=progress)
             phase("manifest-written")
             sealed: _Snapshot = {}
             _seal(staging_fd, "", sealed)
             phase("sealed")
-            report = verify_tree(staging, progress=progress)
+            report = verify_tree(staging, location=location, progress=progress)
             if not report.ok or report.root_sha256 != manifest.root_sha256:
                 raise PublicationError(
                     f"{staging}: changed after its manifest was written; not published:\n"
@@ -213,6 +219,25 @@ def publish_tree(
     finally:
         os.close(parent_fd)  # also releases the advisory lock
     return PublishResult(final=final, root_sha256=manifest.root_sha256, manifest=manifest)
+
+
+def _holds(staging_fd: int, staging: Path, location: str) -> bool:
+    """Whether anything is at *location* in the pinned staging tree (no link followed).
+
+    A missing parent directory is not an answer: writing the manifest then fails naming it.
+    """
+    parent_rel, _, leaf = location.rpartition("/")
+    pinned = SafeDir(os.dup(staging_fd), staging)
+    try:
+        if not parent_rel:
+            return pinned.exists(leaf)
+        try:
+            with pinned.opendir(parent_rel) as parent:
+                return parent.exists(leaf)
+        except FileNotFoundError:
+            return False
+    finally:
+        pinned.close()
 
 
 def _check_after_rename(
@@ -252,10 +277,13 @@ def staged_publication(
     final: Path,
     *,
     validate: Validator | None = None,
+    manifest_location: str = CONTENT_MANIFEST_NAME,
     progress: ProgressCallback | None = None,
     keep_failed: bool = False,
 ) -> Iterator[Path]:
     """Yield a fresh sibling staging directory; publish it to *final* on a clean exit.
+
+    The manifest is written last at *manifest_location* (see :func:`publish_tree`).
 
     On an exception in the block, or a failed publication, the staging directory is
     removed (``keep_failed=True`` keeps it for audit) and *final* is untouched. Staging
@@ -266,7 +294,13 @@ def staged_publication(
     staging = new_staging_dir(final)
     try:
         yield staging
-        publish_tree(staging, final, validate=validate, progress=progress)
+        publish_tree(
+            staging,
+            final,
+            validate=validate,
+            manifest_location=manifest_location,
+            progress=progress,
+        )
     except BaseException:
         if not keep_failed:
             remove_staging(staging)

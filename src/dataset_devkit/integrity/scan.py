@@ -176,7 +176,7 @@ def _hash_entry(
 def scan_tree(
     root: Path,
     *,
-    exclude_top: frozenset[str] = frozenset(),
+    exclude: frozenset[str] = frozenset(),
     progress: ProgressCallback | None = None,
     workers: int | None = None,
 ) -> ScanResult:
@@ -186,8 +186,11 @@ def scan_tree(
     ----------
     root
         A real directory (not a symlink).
-    exclude_top
-        Names at the top level that are skipped (the content manifest itself).
+    exclude
+        Relative POSIX paths, at any depth, that are skipped when they name anything but a
+        directory (the content manifest itself). Only that exact path is skipped: a file of
+        the same name elsewhere is hashed like any other, and a directory at an excluded
+        path is walked, so an exclusion can never hide a subtree.
     progress
         Called from worker threads with the number of bytes just hashed.
     workers
@@ -214,7 +217,7 @@ def scan_tree(
                 return
             for entry in entries:
                 rel = prefix + entry.name
-                if not prefix and entry.name in exclude_top:
+                if rel in exclude and not entry.is_dir(follow_symlinks=False):
                     continue
                 try:
                     rel.encode("utf-8")

@@ -9,14 +9,19 @@ from pathlib import Path
 
 from dataset_devkit.errors import DevkitError, FormatError, VerificationFailed
 from dataset_devkit.integrity.issues import Issue, IssueKind
-from dataset_devkit.integrity.manifest import (
+from dataset_devkit.integrity.location import (
     CONTENT_MANIFEST_NAME,
+    ManifestNotFoundError,
+    check_manifest_location,
+    locate_manifest,
+)
+from dataset_devkit.integrity.manifest import (
     ContentManifest,
     ManifestEntry,
     compute_root_sha256,
     read_manifest,
 )
-from dataset_devkit.integrity.safefs import describe_mode, open_dir_nofollow
+from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
 __all__ = ["VerificationReport", "verify_tree"]
@@ -29,7 +34,8 @@ class VerificationReport:
     ``details`` holds structured :class:`Issue` values sorted by path; ``issues`` the same as
     lines of text. ``root_sha256`` is the manifest's root hash (``None`` when the manifest
     itself could not be read), ``actual_root_sha256`` the hash of what is on disk when every
-    file could be hashed.
+    file could be hashed. ``manifest_location`` is where the manifest was looked for,
+    relative to ``root`` (``None`` when none was found).
     """
 
     root: Path
@@ -38,6 +44,7 @@ class VerificationReport:
     actual_root_sha256: str | None = None
     file_count: int = 0
     total_bytes: int = 0
+    manifest_location: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -53,8 +60,9 @@ class VerificationReport:
         """Raise :class:`VerificationFailed` listing every issue, if there is any."""
         if self.details:
             count = len(self.details)
+            where = f" {self.manifest_location}" if self.manifest_location else ""
             raise VerificationFailed(
-                f"{self.root}: does not match its content manifest "
+                f"{self.root}: does not match its content manifest{where} "
                 f"({count} issue{'s' if count != 1 else ''})",
                 self.issues,
             )
@@ -63,6 +71,7 @@ class VerificationReport:
         """A plain mapping for ``--json`` output."""
         return {
             "root": str(self.root),
+            "manifest": self.manifest_location,
             "ok": self.ok,
             "root_sha256": self.root_sha256,
             "actual_root_sha256": self.actual_root_sha256,
@@ -72,20 +81,27 @@ class VerificationReport:
         }
 
 
-def _manifest_file_issue(root: Path) -> Issue | None:
-    """The manifest itself must be a single-link regular file."""
+def _manifest_file_issue(root: Path, location: str) -> Issue | None:
+    """The manifest itself must be a single-link regular file, reached without links."""
+    parent_rel, _, leaf = location.rpartition("/")
     try:
-        st = os.lstat(root / CONTENT_MANIFEST_NAME)
+        with SafeDir.open(root) as pinned:
+            parent = pinned.opendir(parent_rel) if parent_rel else pinned
+            try:
+                st = os.stat(leaf, dir_fd=parent.fd, follow_symlinks=False)
+            finally:
+                if parent is not pinned:
+                    parent.close()
     except FileNotFoundError:
-        return Issue(CONTENT_MANIFEST_NAME, IssueKind.MISSING, "no content manifest")
+        return Issue(location, IssueKind.MISSING, "no content manifest")
+    except (OSError, DevkitError) as exc:
+        return Issue(location, IssueKind.UNSAFE, f"cannot reach the content manifest: {exc}")
     if stat.S_ISLNK(st.st_mode):
-        return Issue(CONTENT_MANIFEST_NAME, IssueKind.LINKED, "is a symlink")
+        return Issue(location, IssueKind.LINKED, "is a symlink")
     if not stat.S_ISREG(st.st_mode):
-        return Issue(
-            CONTENT_MANIFEST_NAME, IssueKind.NOT_REGULAR, f"is a {describe_mode(st.st_mode)}"
-        )
+        return Issue(location, IssueKind.NOT_REGULAR, f"is a {describe_mode(st.st_mode)}")
     if st.st_nlink > 1:
-        return Issue(CONTENT_MANIFEST_NAME, IssueKind.LINKED, f"is a hard link ({st.st_nlink})")
+        return Issue(location, IssueKind.LINKED, f"is a hard link ({st.st_nlink})")
     return None
 
 
@@ -93,40 +109,75 @@ def verify_tree(
     root: Path,
     *,
     manifest: ContentManifest | None = None,
+    location: str | None = None,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
 ) -> VerificationReport:
     """Compare every file below *root* with its content manifest.
 
     Reports missing, extra, changed (size or SHA-256), linked (symlink or hard link),
-    non-regular and raced files, sorted by path. The manifest is read from *root* unless
-    given. A tree whose manifest cannot be read reports that as its one issue.
+    non-regular and raced files, sorted by path. A tree whose manifest cannot be found or
+    read reports that as its one issue.
+
+    Parameters
+    ----------
+    root
+        A real directory.
+    manifest
+        The manifest to compare with, already read; otherwise it is read from the tree.
+    location
+        Where the manifest lives, relative to *root*. ``None`` uses *manifest*'s own
+        ``excluded`` when one is given, else finds it (the top, else the one subdirectory
+        whose manifest names itself). Only that path is left out of the comparison: a
+        root-level ``content_manifest.json`` beside a nested manifest is an extra file.
+    progress, workers
+        As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
     """
     root = Path(root)
     os.close(open_dir_nofollow(root))  # a missing or linked root is an error, not a report
     report = VerificationReport(root=root)
+    if location is None and manifest is not None:
+        location = manifest.location
+    if location is None:
+        try:
+            location = locate_manifest(root)
+        except ManifestNotFoundError:
+            report.details.append(
+                Issue(CONTENT_MANIFEST_NAME, IssueKind.MISSING, "no content manifest")
+            )
+            return report
+        except FormatError as exc:
+            report.details.append(Issue(".", IssueKind.MANIFEST, exc.detail))
+            return report
+    location = check_manifest_location(location)
+    report.manifest_location = location
+    if manifest is not None and manifest.excluded != (location,):
+        report.details.append(
+            Issue(
+                location,
+                IssueKind.MANIFEST,
+                f"the given manifest excludes {list(manifest.excluded)!r}, not [{location!r}]",
+            )
+        )
+        return report
     if manifest is None:
-        problem = _manifest_file_issue(root)
+        problem = _manifest_file_issue(root, location)
         if problem is not None:
             report.details.append(problem)
             return report
         try:
-            manifest = read_manifest(root)
+            manifest = read_manifest(root, location=location)
         except FormatError as exc:
             where = f" (at {exc.field})" if exc.field else ""
-            report.details.append(
-                Issue(CONTENT_MANIFEST_NAME, IssueKind.MANIFEST, exc.detail + where)
-            )
+            report.details.append(Issue(location, IssueKind.MANIFEST, exc.detail + where))
             return report
         except DevkitError as exc:
-            report.details.append(Issue(CONTENT_MANIFEST_NAME, IssueKind.MANIFEST, str(exc)))
+            report.details.append(Issue(location, IssueKind.MANIFEST, str(exc)))
             return report
     report.root_sha256 = manifest.root_sha256
     report.file_count = manifest.file_count
     report.total_bytes = manifest.total_bytes
-    scan = scan_tree(
-        root, exclude_top=frozenset({CONTENT_MANIFEST_NAME}), progress=progress, workers=workers
-    )
+    scan = scan_tree(root, exclude=frozenset({location}), progress=progress, workers=workers)
     issues = list(scan.issues)
     problem_paths = {issue.path for issue in scan.issues}
     expected = manifest.by_path()
