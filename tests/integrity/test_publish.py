@@ -24,8 +24,12 @@ from dataset_devkit.integrity import (
     remove_stale_staging,
     staged_publication,
     verify_tree,
+    write_manifest,
 )
 from tests.integrity.helpers import SAMPLE, make_tree
+
+NESTED = "meta/content_manifest.json"
+WITH_META = {**SAMPLE, "meta/config.json": b"{}\n"}
 
 
 def _modes(root: Path) -> set[tuple[str, int]]:
@@ -166,28 +170,29 @@ _KILLABLE = textwrap.dedent(
     from pathlib import Path
     from dataset_devkit.integrity import publish_tree
 
-    stop_at = sys.argv[3]
+    stop_at, location = sys.argv[3], sys.argv[4]
 
     def hook(phase):
         print(phase, flush=True)
         if phase == stop_at:
             time.sleep(600)
 
-    publish_tree(Path(sys.argv[1]), Path(sys.argv[2]), on_phase=hook)
+    publish_tree(Path(sys.argv[1]), Path(sys.argv[2]), manifest_location=location, on_phase=hook)
     print("done", flush=True)
     """
 )
 
 
+@pytest.mark.parametrize("location", [CONTENT_MANIFEST_NAME, NESTED])
 @pytest.mark.parametrize("phase", PUBLISH_PHASES)
 def test_sigkill_at_any_phase_leaves_the_final_name_absent_or_complete(
-    tmp_path: Path, phase: str, package_env: dict[str, str]
+    tmp_path: Path, phase: str, location: str, package_env: dict[str, str]
 ) -> None:
     final = tmp_path / "dataset"
     staging = new_staging_dir(final)
-    make_tree(staging)
+    make_tree(staging, WITH_META)
     child = subprocess.Popen(
-        [sys.executable, "-c", _KILLABLE, str(staging), str(final), phase],
+        [sys.executable, "-c", _KILLABLE, str(staging), str(final), phase, location],
         stdout=subprocess.PIPE,
         text=True,
         env=package_env,
@@ -203,7 +208,9 @@ def test_sigkill_at_any_phase_leaves_the_final_name_absent_or_complete(
     assert seen[-1] == phase
     if final.exists():
         assert PUBLISH_PHASES.index(phase) >= PUBLISH_PHASES.index("renamed")
-        assert verify_tree(final).ok
+        report = verify_tree(final)
+        assert report.ok
+        assert report.manifest_location == location
         assert not staging.exists()
     else:
         assert PUBLISH_PHASES.index(phase) < PUBLISH_PHASES.index("renamed")
@@ -222,7 +229,7 @@ _RACER = textwrap.dedent(
     while not go.exists():
         time.sleep(0.001)
     try:
-        result = publish_tree(staging, final)
+        result = publish_tree(staging, final, manifest_location=sys.argv[4])
     except DestinationExistsError as exc:
         print("lost", exc, flush=True)
     else:
@@ -231,17 +238,18 @@ _RACER = textwrap.dedent(
 )
 
 
+@pytest.mark.parametrize("location", [CONTENT_MANIFEST_NAME, NESTED])
 def test_two_processes_racing_for_one_name_give_exactly_one_winner(
-    tmp_path: Path, package_env: dict[str, str]
+    tmp_path: Path, location: str, package_env: dict[str, str]
 ) -> None:
     final = tmp_path / "dataset"
     go = tmp_path / "go"
     stagings = [new_staging_dir(final) for _ in range(2)]
-    make_tree(stagings[0], {"who": b"first\n"})
-    make_tree(stagings[1], {"who": b"second\n"})
+    make_tree(stagings[0], {"who": b"first\n", "meta/m": b""})
+    make_tree(stagings[1], {"who": b"second\n", "meta/m": b""})
     racers = [
         subprocess.Popen(
-            [sys.executable, "-c", _RACER, str(s), str(final), str(go)],
+            [sys.executable, "-c", _RACER, str(s), str(final), str(go), location],
             stdout=subprocess.PIPE,
             text=True,
             env=package_env,
@@ -253,6 +261,7 @@ def test_two_processes_racing_for_one_name_give_exactly_one_winner(
     outcomes = sorted(racer.communicate(timeout=60)[0].split()[0] for racer in racers)
     assert outcomes == ["lost", "won"]
     assert verify_tree(final).ok
+    assert (final / location).is_file()
     assert (final / "who").read_bytes() in (b"first\n", b"second\n")
     assert os.stat(final).st_mode & 0o777 == 0o500
 
@@ -302,3 +311,60 @@ def test_stale_staging_of_a_killed_builder_is_removed_but_a_live_one_is_kept(
         remove_staging(mine)
     assert remove_stale_staging(final) == [stagings[1]]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_nested_manifest_is_written_last_where_asked_and_checked_after_the_rename(
+    tmp_path: Path,
+) -> None:
+    final = tmp_path / "dataset"
+    seen: list[tuple[str, bool]] = []
+    staging = new_staging_dir(final)
+    make_tree(staging, WITH_META)
+
+    def watch(phase: str) -> None:
+        where = final if phase in ("renamed", "verified") else staging
+        seen.append((phase, (where / NESTED).exists()))
+
+    result = publish_tree(staging, final, manifest_location=NESTED, on_phase=watch)
+    assert seen[:2] == [("checked", False), ("validated", False)]
+    assert all(present for _, present in seen[2:])
+    assert result.manifest_location == NESTED
+    assert not (final / CONTENT_MANIFEST_NAME).exists()
+    assert _modes(final) == {("dir", 0o500), ("file", 0o400)}
+    report = verify_tree(final)
+    assert (report.ok, report.manifest_location) == (True, NESTED)
+    assert report.root_sha256 == result.root_sha256
+
+
+def test_a_change_after_a_nested_manifest_is_written_prevents_publication(
+    tmp_path: Path,
+) -> None:
+    final = tmp_path / "dataset"
+    staging = new_staging_dir(final)
+    make_tree(staging, WITH_META)
+
+    def tamper(phase: str) -> None:
+        if phase == "sealed":  # a root-level manifest appears: an extra file, not "the" one
+            (staging).chmod(0o700)
+            (staging / CONTENT_MANIFEST_NAME).write_bytes((staging / NESTED).read_bytes())
+
+    with pytest.raises(PublicationError, match=r"content_manifest\.json: extra"):
+        publish_tree(staging, final, manifest_location=NESTED, on_phase=tamper)
+    assert not final.exists()
+    remove_staging(staging)
+
+
+def test_a_staged_nested_manifest_must_verify_and_a_missing_directory_is_named(
+    tmp_path: Path,
+) -> None:
+    final = tmp_path / "dataset"
+    with (
+        pytest.raises(FileNotFoundError, match="meta"),
+        staged_publication(final, manifest_location=NESTED) as staging,
+    ):
+        make_tree(staging, {"a": b"1"})
+    assert list(tmp_path.iterdir()) == []
+    with staged_publication(final, manifest_location=NESTED) as staging:
+        make_tree(staging, WITH_META)
+        write_manifest(staging, location=NESTED)
+    assert verify_tree(final).manifest_location == NESTED
