@@ -74,3 +74,49 @@ def test_demo_runs_every_step_and_reports_root_hashes(
     assert result.returncode == 0, result.stderr
     assert "root_sha256" in result.stdout
     assert "demo complete" in result.stdout
+
+
+def test_a_nested_manifest_is_written_where_asked_and_found_by_verify(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    root = make_tree(tmp_path / "t", {"meta/config.json": b"{}\n", "a": b"1"})
+    made = _run(package_env, "manifest", str(root), "--location", "meta/content_manifest.json")
+    assert made.returncode == 0, made.stderr
+    assert f"wrote {root / 'meta/content_manifest.json'}" in made.stdout
+    assert not (root / "content_manifest.json").exists()
+    checked = _run(package_env, "verify", str(root))
+    assert checked.returncode == 0, checked.stderr
+    assert "match meta/content_manifest.json" in checked.stdout
+    (root / "content_manifest.json").write_bytes(b"a stray copy")
+    explicit = _run(
+        package_env, "verify", "--json", "--location", "meta/content_manifest.json", str(root)
+    )
+    assert explicit.returncode == 1
+    report = json.loads(explicit.stdout)
+    assert report["manifest"] == "meta/content_manifest.json"
+    assert [(i["path"], i["kind"]) for i in report["issues"]] == [
+        ("content_manifest.json", "extra")
+    ]
+    bad = _run(package_env, "manifest", str(root), "--location", "../content_manifest.json")
+    assert bad.returncode == 1
+    assert "not a safe relative POSIX path" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_publish_command_writes_the_manifest_at_the_given_location(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    staging = make_tree(tmp_path / ".staging", {"meta/config.json": b"{}\n"})
+    result = _run(
+        package_env,
+        "publish",
+        str(staging),
+        "--to",
+        str(tmp_path / "final"),
+        "--manifest-location",
+        "meta/content_manifest.json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "manifest meta/content_manifest.json" in result.stdout
+    assert (tmp_path / "final/meta/content_manifest.json").is_file()
+    assert _run(package_env, "verify", str(tmp_path / "final")).returncode == 0

@@ -20,24 +20,33 @@ from dataset_devkit.integrity.tree_size import tree_size
 __all__ = ["register"]
 
 
+_LOCATION_HELP = (
+    "Where the manifest lives, relative to the tree (a path ending in content_manifest.json, "
+    "e.g. mz_extensions/content_manifest.json)."
+)
+
+
 def manifest(
     directory: Annotated[Path, typer.Argument(help="The tree to hash.")],
+    location: Annotated[
+        str, typer.Option("--location", help=_LOCATION_HELP)
+    ] = CONTENT_MANIFEST_NAME,
     print_only: Annotated[
         bool, typer.Option("--print", help="Print the manifest instead of writing it.")
     ] = False,
 ) -> None:
-    """Write DIR/content_manifest.json (never replacing one) and print the root hash."""
+    """Write DIR/content_manifest.json or DIR/LOCATION (never replacing one); print its root."""
     with byte_progress("hashing", tree_size(directory)) as advance:
         if print_only:
-            result = build_manifest(directory, progress=advance)
+            result = build_manifest(directory, location=location, progress=advance)
         else:
-            result = write_manifest(directory, progress=advance)
+            result = write_manifest(directory, location=location, progress=advance)
     if print_only:
         typer.echo(result.to_bytes().decode("utf-8"), nl=False)
         return
     console = stdout_console()
     console.print(
-        f"wrote {directory / CONTENT_MANIFEST_NAME}: {result.file_count} files, "
+        f"wrote {directory / result.location}: {result.file_count} files, "
         f"{result.total_bytes} bytes"
     )
     console.print(f"root_sha256 {result.root_sha256}")
@@ -45,11 +54,19 @@ def manifest(
 
 def verify(
     directory: Annotated[Path, typer.Argument(help="A tree holding content_manifest.json.")],
+    location: Annotated[
+        str | None,
+        typer.Option(
+            "--location",
+            help="Where the manifest is (default: found at the top, or the one subdirectory "
+            "whose manifest names itself).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed."""
     with byte_progress("verifying", tree_size(directory)) as advance:
-        report = verify_tree(directory, progress=advance)
+        report = verify_tree(directory, location=location, progress=advance)
     if as_json:
         print_json(report.to_json())
         if not report.ok:
@@ -57,8 +74,8 @@ def verify(
         return
     if report.ok:
         stdout_console().print(
-            f"OK {directory}: {report.file_count} files, {report.total_bytes} bytes, "
-            f"root_sha256 {report.root_sha256}"
+            f"OK {directory}: {report.file_count} files, {report.total_bytes} bytes match "
+            f"{report.manifest_location}, root_sha256 {report.root_sha256}"
         )
         return
     report.raise_for_issues()
@@ -67,12 +84,18 @@ def verify(
 def publish(
     staging: Annotated[Path, typer.Argument(help="The complete staged tree.")],
     to: Annotated[Path, typer.Option("--to", help="The final name (must not exist).")],
+    manifest_location: Annotated[
+        str, typer.Option("--manifest-location", help=_LOCATION_HELP)
+    ] = CONTENT_MANIFEST_NAME,
 ) -> None:
     """Publish STAGING under FINAL: manifest, read-only modes, fsync, atomic rename."""
     with byte_progress("publishing", tree_size(staging)) as advance:
-        result = publish_tree(staging, to, progress=advance)
+        result = publish_tree(staging, to, manifest_location=manifest_location, progress=advance)
     console = stdout_console()
-    console.print(f"published {result.final}: {result.manifest.file_count} files (read-only)")
+    console.print(
+        f"published {result.final}: {result.manifest.file_count} files (read-only), "
+        f"manifest {result.manifest_location}"
+    )
     console.print(f"root_sha256 {result.root_sha256}")
 
 
