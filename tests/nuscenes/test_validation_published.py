@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -18,6 +22,7 @@ from dataset_devkit.nuscenes.publish import final_dataroot, publish_dataroot
 from dataset_devkit.nuscenes.validation import DatarootInvalid, validate_dataroot
 from dataset_devkit.nuscenes.validation_loader import check_official_loader
 from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from tests.cli_run import run_devkit
 from tests.nuscenes.dataroot_fixture import (
     Fixture,
     jpeg_bytes,
@@ -60,8 +65,8 @@ def test_a_published_dataroot_is_read_only_and_revalidates(published: tuple[Path
 def test_the_same_inputs_publish_the_same_root_hash(tmp_path: Path) -> None:
     first, _ = publish_fixture(tmp_path / "a")
     second, _ = publish_fixture(tmp_path / "b")
-    assert (first / "content_manifest.json").read_bytes() == (
-        second / "content_manifest.json"
+    assert (first / spec.CONTENT_MANIFEST_PATH).read_bytes() == (
+        second / spec.CONTENT_MANIFEST_PATH
     ).read_bytes()
     assert validate_dataroot(first).root_sha256 == validate_dataroot(second).root_sha256
 
@@ -241,4 +246,77 @@ def test_a_dataroot_changed_right_after_the_rename_is_moved_out_of_the_final_nam
     # The same tree, moved whole: its tables, its extensions and the tampered image.
     assert (rejected / spec.VERSION / "sample_data.json").is_file()
     assert (rejected / spec.EXTENSIONS_DIR / spec.VALIDATION_FILE).is_file()
-    assert (rejected / spec.CONTENT_MANIFEST_FILE).is_file()
+    assert (rejected / spec.CONTENT_MANIFEST_PATH).is_file()
+
+
+def test_the_content_manifest_lives_in_mz_extensions_and_names_itself(
+    published: tuple[Path, Fixture],
+) -> None:
+    final, _ = published
+    assert spec.CONTENT_MANIFEST_PATH == "mz_extensions/content_manifest.json"
+    assert not (final / "content_manifest.json").exists()
+    document = json.loads((final / spec.CONTENT_MANIFEST_PATH).read_text("utf-8"))
+    assert document["excluded"] == [spec.CONTENT_MANIFEST_PATH]
+    paths = [entry["path"] for entry in document["files"]]
+    assert paths == sorted(paths)
+    assert spec.CONTENT_MANIFEST_PATH not in paths
+    assert f"{spec.EXTENSIONS_DIR}/{spec.VALIDATION_FILE}" in paths
+    assert validate_dataroot(final).root_sha256 == document["root_sha256"]
+
+
+def test_a_manifest_moved_to_the_top_of_the_dataroot_is_refused_naming_both_paths(
+    copy: Path,
+) -> None:
+    shutil.move(copy / spec.CONTENT_MANIFEST_PATH, copy / "content_manifest.json")
+    issues = issues_of(copy)
+    assert (
+        "content_manifest.json: unexpected file at the top of the dataroot (the content "
+        "manifest belongs at mz_extensions/content_manifest.json)"
+    ) in issues
+    assert (
+        "content manifest: mz_extensions/content_manifest.json: missing: no content manifest"
+    ) in issues
+
+
+def test_a_root_level_manifest_copy_beside_the_real_one_is_an_extra_file(copy: Path) -> None:
+    shutil.copy(copy / spec.CONTENT_MANIFEST_PATH, copy / "content_manifest.json")
+    issues = issues_of(copy)
+    assert any(i.startswith("content manifest: content_manifest.json: extra") for i in issues)
+    assert any(i.startswith("content_manifest.json: unexpected file at the top") for i in issues)
+
+
+def test_a_manifest_in_a_staging_or_finalized_dataroot_is_unexpected(tmp_path: Path) -> None:
+    staging = tmp_path / "staging"
+    write_dataroot(staging)
+    (staging / spec.CONTENT_MANIFEST_PATH).write_text("{}")
+    issues = validate_dataroot(staging, state="staging").issues
+    assert any(
+        i.startswith("mz_extensions/content_manifest.json: unexpected file: the content manifest")
+        for i in issues
+    )
+
+
+def test_the_cli_verify_command_finds_the_dataroot_manifest(
+    published: tuple[Path, Fixture], package_env: dict[str, str]
+) -> None:
+    done = run_devkit(package_env, "verify", "--json", str(published[0]))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] is True
+    assert report["manifest"] == spec.CONTENT_MANIFEST_PATH
+    assert report["root_sha256"] == validate_dataroot(published[0]).root_sha256
+
+
+def test_the_official_loader_and_the_sdk_open_the_published_dataroot(
+    published: tuple[Path, Fixture],
+) -> None:
+    from nuscenes.nuscenes import NuScenes
+
+    from dataset_devkit.nuscenes.sdk import Dataset
+
+    final, fixture = published
+    with contextlib.redirect_stdout(io.StringIO()):
+        nusc = NuScenes(version=spec.VERSION, dataroot=str(final), verbose=False)
+    ds = Dataset(final)
+    assert len(nusc.sample_data) == len(ds.table("sample_data"))
+    assert len(nusc.sample_data) == len(fixture.tables["sample_data"])

@@ -78,7 +78,8 @@ def source_document(source_type: str, map_token: str) -> SourceDocument:
 
 
 def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> dict[str, object]:
-    """Every extension document (but ``content_manifest.json``), by file name."""
+    """Every extension document (but ``content_manifest.json``, which publication writes
+    last), by file name."""
     scenes = {s.scene_id: s for s in doc.derived.scenes}
     selected = [scenes[sid] for sid in doc.derived.selected_scene_ids]
     exported = Counter((f.image.source_digest, f.record.calibrated_sensor_token) for f in t.frames)

@@ -2,8 +2,9 @@
 
 Order matters and is the seed's: validate everything, run the official loader, and only then
 replace ``validation.json`` with deterministic success evidence; the integrity core then
-writes ``content_manifest.json`` last, seals the tree (0400/0500), fsyncs, rechecks, renames
-it atomically without replacing anything and checks it again after the rename.
+writes ``mz_extensions/content_manifest.json`` last, seals the tree (0400/0500), fsyncs,
+rechecks, renames it atomically without replacing anything and checks it again after the
+rename.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def publish_dataroot(
         staging,
         final,
         validate=recheck,
+        manifest_location=spec.CONTENT_MANIFEST_PATH,
         # publish_tree hashes the tree twice (manifest, then the sealed recheck).
         progress=byte_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
         on_phase=on_phase,

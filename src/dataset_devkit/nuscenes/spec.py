@@ -65,6 +65,9 @@ CONFIG_FILE: Final = "config.json"
 PIPELINE_AUDIT_FILE: Final = "pipeline_audit.json"
 #: Written last by the build service (Task 9), never by the exporter.
 CONTENT_MANIFEST_FILE: Final = "content_manifest.json"
+#: Where a published dataroot's content manifest lives (the seed puts it in mz_extensions/,
+#: so the dataroot's top level stays exactly the official layout plus mz_extensions/).
+CONTENT_MANIFEST_PATH: Final = f"{EXTENSIONS_DIR}/{CONTENT_MANIFEST_FILE}"
 #: Every extension document the exporter writes, in write order.
 EXTENSION_FILES: Final = (
     SOURCE_FILE,

@@ -2,9 +2,10 @@
 
 ``validate_dataroot`` is the one entry point the build service, ``dataset-devkit validate``,
 ``inspect`` and the SDK's callers use. A published dataroot is first checked against its
-content manifest (missing, extra, changed, linked or raced files), then the same structural,
-image and evidence checks as a staging root run, and ``validation.json`` must hold exactly the
-success evidence the build service writes for these tables.
+content manifest ``mz_extensions/content_manifest.json`` (missing, extra, changed, linked or
+raced files; a manifest at the top of the dataroot is an unexpected file), then the same
+structural, image and evidence checks as a staging root run, and ``validation.json`` must
+hold exactly the success evidence the build service writes for these tables.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def _manifest_digests(root: Path) -> dict[str, str] | None:
     """``path -> sha256`` from the content manifest, or None when it cannot be read (the
     manifest verification has reported why)."""
     try:
-        manifest = read_manifest(root)
+        manifest = read_manifest(root, location=spec.CONTENT_MANIFEST_PATH)
     except DevkitError:
         return None
     return {entry.path: entry.sha256 for entry in manifest.files}
@@ -136,10 +137,14 @@ def check_version(version: str) -> str:
     return version
 
 
-def _check_top_level(reader: DatarootReader, published: bool, issues: list[str]) -> None:
-    allowed = _TOP_LEVEL | ({CONTENT_MANIFEST_NAME} if published else set())
+def _check_top_level(reader: DatarootReader, issues: list[str]) -> None:
     for name, kind in reader.list_dir(""):
-        if name not in allowed:
+        if name == CONTENT_MANIFEST_NAME:
+            issues.append(
+                f"{name}: unexpected {kind} at the top of the dataroot (the content manifest "
+                f"belongs at {spec.CONTENT_MANIFEST_PATH})"
+            )
+        elif name not in _TOP_LEVEL:
             issues.append(f"{name}: unexpected {kind} at the top of the dataroot")
     for table in spec.FORBIDDEN_TABLES:
         if (f"{table}.json", "file") in reader.list_dir(spec.VERSION):
@@ -163,9 +168,10 @@ def validate_dataroot(
     version
         Must be ``v1.0-trainval``.
     state
-        ``published`` (default): the content manifest must verify and ``validation.json``
-        must hold the success evidence; ``finalized``: the same evidence, no manifest yet;
-        ``staging``: no manifest and ``validation.json`` at ``state: "not_run"``.
+        ``published`` (default): the content manifest ``mz_extensions/content_manifest.json``
+        must verify and ``validation.json`` must hold the success evidence; ``finalized``:
+        the same evidence, no manifest yet; ``staging``: no manifest and ``validation.json``
+        at ``state: "not_run"``.
     progress
         Called as ``progress(stage, done, total)`` while hashing and decoding.
     workers
@@ -198,7 +204,11 @@ def _validate(
     with DatarootReader(root) as reader:
         if published:
             total_bytes = tree_size(root) or 0 if progress is not None else 0
-            verification = verify_tree(root, progress=byte_counter(progress, "hash", total_bytes))
+            verification = verify_tree(
+                root,
+                location=spec.CONTENT_MANIFEST_PATH,
+                progress=byte_counter(progress, "hash", total_bytes),
+            )
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
             # Files the verification already flagged are not re-reported as races below.
@@ -207,12 +217,12 @@ def _validate(
             if digests is not None:
                 manifest = {p: d for p, d in digests.items() if p not in flagged}
         try:
-            _check_top_level(reader, published, issues)
+            _check_top_level(reader, issues)
         except DevkitError as exc:
             issues.append(f"{root}: cannot list the dataroot ({exc})")
         tables = load_tables(reader, version, issues)
         check_graph(tables, issues)
-        extensions = load_extensions(reader, issues)
+        extensions = load_extensions(reader, issues, manifest=published)
         check_source_contract(tables, extensions, issues)
         expected = expected_validation_document(tables, passed=state != "staging")
         check_evidence(tables, extensions, issues, expected_validation=expected)

@@ -41,8 +41,15 @@ def _rel(name: str) -> str:
     return f"{spec.EXTENSIONS_DIR}/{name}"
 
 
-def load_extensions(reader: DatarootReader, issues: list[str]) -> LoadedExtensions:
-    """Read and strictly decode every extension document, reporting unexpected files."""
+def load_extensions(
+    reader: DatarootReader, issues: list[str], *, manifest: bool
+) -> LoadedExtensions:
+    """Read and strictly decode every extension document, reporting unexpected files.
+
+    *manifest* says whether ``content_manifest.json`` may be among them: it is part of a
+    published dataroot (checked by the integrity core, not decoded here) and unexpected in a
+    staging or finalized one, which must not carry a manifest before publication writes it.
+    """
     loaded = LoadedExtensions()
     try:
         entries = reader.list_dir(spec.EXTENSIONS_DIR)
@@ -50,7 +57,13 @@ def load_extensions(reader: DatarootReader, issues: list[str]) -> LoadedExtensio
         issues.append(f"{spec.EXTENSIONS_DIR}: cannot list the extension directory ({exc})")
         entries = []
     for name, kind in entries:
-        if name not in spec.EXTENSION_RECORDS:
+        if name == spec.CONTENT_MANIFEST_FILE:
+            if not manifest:
+                issues.append(
+                    f"{_rel(name)}: unexpected {kind}: the content manifest is written by "
+                    "publication, after validation"
+                )
+        elif name not in spec.EXTENSION_RECORDS:
             issues.append(f"{_rel(name)}: unexpected {kind} in the extension directory")
     for name, record in spec.EXTENSION_RECORDS.items():
         try:
