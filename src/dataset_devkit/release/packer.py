@@ -2,8 +2,9 @@
 
 Every file is read exactly once: delivered files are hashed while they are written into
 their package, files of pending families are hashed only. When the tree carries a
-``content_manifest.json`` the same pass verifies it, and its ``root_sha256`` becomes the
-release's snapshot identity.
+``content_manifest.json`` (at the top, or in the one subdirectory whose manifest names
+itself, like a nuScenes dataroot's ``mz_extensions/``) the same pass verifies it, and its
+``root_sha256`` becomes the release's snapshot identity.
 """
 
 from __future__ import annotations

@@ -5,7 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from dataset_devkit.errors import VerificationFailed
-from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ContentManifest, read_manifest
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    ContentManifest,
+    ManifestNotFoundError,
+    locate_manifest,
+    read_manifest,
+)
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import SnapshotMismatchError
 from dataset_devkit.release.source import SourceFile
@@ -14,20 +20,35 @@ from dataset_devkit.release.spec import FileRow, PackageRecord, SnapshotRecord
 __all__ = ["carry_over", "check_source_manifest", "load_previous", "snapshot_record"]
 
 
+def _may_hold_manifest(path: str) -> bool:
+    """Whether *path* is where discovery looks: the top, or one directory down."""
+    return path == CONTENT_MANIFEST_NAME or (
+        path.count("/") == 1 and path.endswith("/" + CONTENT_MANIFEST_NAME)
+    )
+
+
 def check_source_manifest(tree: Path, files: list[SourceFile]) -> ContentManifest | None:
     """Read the tree's content manifest, if any, and check its listing and sizes (no hashing).
 
-    The hashes are compared later, in the same read that archives each file.
+    The manifest is found the integrity core's way: ``content_manifest.json`` at the top, or
+    the one subdirectory manifest that names itself in ``excluded`` (a nuScenes dataroot's
+    ``mz_extensions/content_manifest.json``). Only that path is left out of the comparison;
+    a same-named file anywhere else is content. The hashes are compared later, in the same
+    read that archives each file.
     """
-    if not any(f.path == CONTENT_MANIFEST_NAME for f in files):
+    if not any(_may_hold_manifest(f.path) for f in files):
         return None
-    manifest = read_manifest(tree)
+    try:
+        location = locate_manifest(tree)
+    except ManifestNotFoundError:
+        return None  # only nested files that do not claim to be this tree's manifest
+    manifest = read_manifest(tree, location=location)
     listed = manifest.by_path()
-    found = {f.path: f.size for f in files if f.path != CONTENT_MANIFEST_NAME}
-    issues = [f"{p}: missing (listed in {CONTENT_MANIFEST_NAME})" for p in listed if p not in found]
-    issues += [f"{p}: extra file not in {CONTENT_MANIFEST_NAME}" for p in found if p not in listed]
+    found = {f.path: f.size for f in files if f.path != location}
+    issues = [f"{p}: missing (listed in {location})" for p in listed if p not in found]
+    issues += [f"{p}: extra file not in {location}" for p in found if p not in listed]
     issues += [
-        f"{p}: {size} bytes, {CONTENT_MANIFEST_NAME} says {listed[p].size}"
+        f"{p}: {size} bytes, {location} says {listed[p].size}"
         for p, size in found.items()
         if p in listed and listed[p].size != size
     ]
@@ -70,7 +91,7 @@ def snapshot_record(
         )
     listed = source.by_path()
     issues = [
-        f"{path}: SHA-256 {digest}, {CONTENT_MANIFEST_NAME} says {listed[path].sha256}"
+        f"{path}: SHA-256 {digest}, {source.location} says {listed[path].sha256}"
         for path, digest in sorted(digests.items())
         if path in listed and listed[path].sha256 != digest
     ]

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from dataset_devkit.integrity import build_manifest, new_staging_dir, remove_staging
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    build_manifest,
+    new_staging_dir,
+    remove_staging,
+)
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -100,7 +105,10 @@ def _restore_test(
             )
         restored_root = None
         if mode == "full" and {f.name for f in manifest.families} == set(families):
-            restored_root = build_manifest(scratch / manifest.name).root_sha256
+            # The snapshot root leaves out exactly the source's manifest, wherever it lives.
+            excluded = manifest.snapshot.excluded
+            location = excluded[0] if excluded else CONTENT_MANIFEST_NAME
+            restored_root = build_manifest(scratch / manifest.name, location=location).root_sha256
             if restored_root != manifest.snapshot.root_sha256:
                 raise ReleaseVerificationError(
                     f"the restored tree hashes to {restored_root}, "
@@ -195,8 +203,8 @@ def validate_release(
         format_version=FORMAT_VERSION,
         snapshot_root_sha256=manifest.snapshot.root_sha256,
         source_check=(
-            "content_manifest.json verified: every file hashed once while packed"
-            if manifest.snapshot.source == "content_manifest"
+            f"{manifest.snapshot.excluded[0]} verified: every file hashed once while packed"
+            if manifest.snapshot.source == "content_manifest" and manifest.snapshot.excluded
             else "no content_manifest.json: hashes computed once while packing"
         ),
         packages=tuple(sorted(checks, key=lambda c: c.name)),
