@@ -9,6 +9,7 @@ from dataset_devkit.errors import FormatError, MissingDependencyError
 __all__ = ["decode_jpeg", "encode_jpeg", "jpeg_dimensions"]
 
 _SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+_DCT_SCALE = 8  # libjpeg's smallest scale: 1/8
 
 
 def jpeg_dimensions(data: bytes | memoryview, what: str = "image") -> tuple[int, int]:
@@ -43,25 +44,39 @@ def jpeg_dimensions(data: bytes | memoryview, what: str = "image") -> tuple[int,
     raise FormatError(f"{what} is a truncated or malformed JPEG (no frame header)")
 
 
-def decode_jpeg(data: bytes, what: str = "image") -> tuple[int, int]:
+def decode_jpeg(data: bytes | memoryview, what: str = "image") -> tuple[int, int]:
     """Decode *data* for real and return its ``(width, height)``.
 
-    The decode runs in libjpeg's DCT-scaling draft mode (1/8 scale): every entropy-coded
-    block is still decoded, so a corrupt or truncated stream fails, at a fraction of the cost
-    of a full-size decode.
+    Why this decode: verification has to prove that every entropy-coded block of the frame
+    decodes, but it does not need the pixels. libjpeg-turbo (through simplejpeg, which
+    releases the GIL) decodes at its smallest DCT scale (1/8) to grayscale, so the inverse
+    transform, upsampling and colour conversion run on 1/64 of the pixels while the Huffman
+    decoding of the whole stream still happens. The decode is strict: a stream libjpeg has
+    to repair (premature end, extraneous bytes, corrupt data) is refused rather than
+    silently patched, and the decoded size must be the full frame at 1/8 scale.
     """
     try:
-        from PIL import Image
-    except ImportError as exc:  # pragma: no cover - Pillow ships with the mcap/video extras
-        raise MissingDependencyError("PIL", extra="mcap", purpose="JPEG verification") from exc
+        import simplejpeg
+    except ImportError as exc:  # pragma: no cover - simplejpeg ships with the mcap/video extras
+        raise MissingDependencyError(
+            "simplejpeg", extra="mcap", purpose="JPEG verification"
+        ) from exc
     try:
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as img:
-            size = img.size
-            img.draft(img.mode, (max(1, size[0] // 8), max(1, size[1] // 8)))
-            img.load()
-    except (OSError, ValueError, SyntaxError) as exc:
-        raise FormatError(f"{what} does not decode as a JPEG: {exc}") from exc
-    return (int(size[0]), int(size[1]))
+        height, width, _, _ = simplejpeg.decode_jpeg_header(data)
+        pixels = simplejpeg.decode_jpeg(
+            data, colorspace="GRAY", min_width=1, min_height=1, strict=True
+        )
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"{what} does not decode ({exc})") from exc
+    if width <= 0 or height <= 0:
+        raise FormatError(f"{what} is a JPEG with zero dimensions")
+    expected = (-(-height // _DCT_SCALE), -(-width // _DCT_SCALE))
+    if tuple(pixels.shape[:2]) != expected:
+        raise FormatError(
+            f"{what} decoded to {pixels.shape[1]}x{pixels.shape[0]} pixels at 1/8 scale, "
+            f"expected {expected[1]}x{expected[0]} for a {width}x{height} frame"
+        )
+    return (int(width), int(height))
 
 
 def encode_jpeg(image: object, quality: int) -> bytes:

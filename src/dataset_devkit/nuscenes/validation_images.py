@@ -1,9 +1,9 @@
 """JPEG existence, decodability and dimension checks, plus the map scaffold PNG.
 
 Every referenced image is read through the no-follow reader and really decoded. The decode
-uses libjpeg's DCT scaling (Pillow ``draft``): every entropy-coded block is still decoded, so
-a truncated or corrupt stream fails, but the inverse transform runs at 1/8 size, which keeps
-validation of large datasets near the cost of reading the bytes.
+is :func:`dataset_devkit.nuscenes.jpeg.decode_jpeg`: every entropy-coded block is decoded
+strictly, so a truncated or corrupt stream fails, while the inverse transform runs at 1/8
+size.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from dataset_devkit.errors import DevkitError
+from dataset_devkit.errors import DevkitError, FormatError
+from dataset_devkit.nuscenes.jpeg import decode_jpeg
 from dataset_devkit.nuscenes.validation_io import DatarootReader
 from dataset_devkit.nuscenes.validation_tables import LoadedTables
 
@@ -24,19 +25,17 @@ _BATCH = 64
 
 
 def decode_jpeg_size(data: bytes) -> tuple[int, int]:
-    """Decode a JPEG stream and return ``(width, height)``; raise ValueError if it is not one."""
-    from PIL import Image  # lazy: Pillow is only needed when images are checked
+    """Decode a JPEG stream and return ``(width, height)``; raise ValueError if it is not one.
 
+    The same strict reduced-scale decode the export runs (:func:`decode_jpeg`), so
+    validation accepts exactly the frames the export accepted.
+    """
     if not data.startswith(b"\xff\xd8\xff"):
         raise ValueError("not a JPEG stream (no SOI marker)")
     try:
-        with Image.open(io.BytesIO(data), formats=["JPEG"]) as img:
-            size = img.size
-            img.draft("RGB", (max(1, size[0] // 8), max(1, size[1] // 8)))
-            img.load()
-    except (OSError, SyntaxError, Image.DecompressionBombError) as exc:
-        raise ValueError(f"JPEG does not decode ({exc})") from None
-    return int(size[0]), int(size[1])
+        return decode_jpeg(data, "JPEG")
+    except FormatError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _check_one(
