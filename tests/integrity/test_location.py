@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dataset_devkit.errors import DestinationExistsError, FormatError, UnsafePathError
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    FormatError,
+    UnsafePathError,
+)
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     AmbiguousManifestError,
@@ -196,7 +201,7 @@ def test_unsafe_locations_are_refused(tmp_path: Path, location: str) -> None:
 
 def test_a_location_must_be_named_content_manifest_json(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "t", {"a/b": b"1"})
-    with pytest.raises(FormatError, match=r"must end in 'content_manifest\.json'"):
+    with pytest.raises(ConfigError, match=r"must end in 'content_manifest\.json'"):
         write_manifest(root, location="a/manifest.json")
     assert sorted(p.name for p in (root / "a").iterdir()) == ["b"]
 

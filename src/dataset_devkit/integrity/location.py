@@ -16,7 +16,7 @@ from typing import Final
 
 import msgspec
 
-from dataset_devkit.errors import DevkitError, FormatError, UnsafePathError
+from dataset_devkit.errors import ConfigError, DevkitError, FormatError
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode
 
 __all__ = [
@@ -52,16 +52,19 @@ def check_manifest_location(location: str) -> str:
     ------
     UnsafePathError
         An absolute path, ``..``, ``.``, an empty component, a backslash or NUL.
-    FormatError
-        The last component is not ``content_manifest.json``: the name is what lets
-        readers and tools recognise the manifest wherever it lives.
+    ConfigError
+        Not a str, or the last component is not ``content_manifest.json``: the name is what
+        lets readers and tools recognise the manifest wherever it lives.
     """
     if not isinstance(location, str):
-        raise UnsafePathError(f"manifest location must be a str, found {type(location).__name__}")
+        raise ConfigError(
+            f"manifest location must be a str, found {type(location).__name__}", key="location"
+        )
     parts = check_relative_path(location)
     if parts[-1] != CONTENT_MANIFEST_NAME:
-        raise FormatError(
-            f"a manifest location must end in {CONTENT_MANIFEST_NAME!r}, found {location!r}"
+        raise ConfigError(
+            f"a manifest location must end in {CONTENT_MANIFEST_NAME!r}, found {location!r}",
+            key="location",
         )
     return "/".join(parts)
 

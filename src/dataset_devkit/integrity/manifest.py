@@ -135,15 +135,8 @@ def build_manifest(
 ) -> ContentManifest:
     """Hash every file below *root* except the manifest's own *location* into a manifest.
 
-    Parameters
-    ----------
-    root
-        A real directory.
-    location
-        Where the manifest lives (or will), relative to *root*: only that exact path is
-        left out, so a file of the same name elsewhere is listed like any other.
-    progress, workers
-        As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
+    *location* is where the manifest lives (or will), relative to *root*: only that exact
+    path is left out, so a file of the same name elsewhere is listed like any other.
 
     Raises
     ------
@@ -206,14 +199,9 @@ def _pin(root: SafeDir, rel: str) -> SafeDir:
 def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest:
     """Read and strictly check the content manifest of *root*.
 
-    Parameters
-    ----------
-    root
-        The tree.
-    location
-        Where the manifest is, relative to *root*; ``None`` finds it with
-        :func:`~dataset_devkit.integrity.location.locate_manifest` (the top, else the one
-        subdirectory whose manifest names itself).
+    *location* is where the manifest is, relative to *root*; ``None`` finds it with
+    :func:`~dataset_devkit.integrity.location.locate_manifest` (the top, else the one
+    subdirectory whose manifest names itself).
 
     Raises
     ------
