@@ -226,18 +226,11 @@ def _holds(staging_fd: int, staging: Path, location: str) -> bool:
 
     A missing parent directory is not an answer: writing the manifest then fails naming it.
     """
-    parent_rel, _, leaf = location.rpartition("/")
-    pinned = SafeDir(os.dup(staging_fd), staging)
-    try:
-        if not parent_rel:
-            return pinned.exists(leaf)
+    with SafeDir(os.dup(staging_fd), staging) as pinned:
         try:
-            with pinned.opendir(parent_rel) as parent:
-                return parent.exists(leaf)
+            return pinned.exists(location)
         except FileNotFoundError:
             return False
-    finally:
-        pinned.close()
 
 
 def _check_after_rename(
