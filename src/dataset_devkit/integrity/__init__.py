@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
 from dataset_devkit.integrity.issues import Issue, IssueKind
+from dataset_devkit.integrity.leaves import read_stable, write_new
 from dataset_devkit.integrity.location import (
     CONTENT_MANIFEST_NAME,
     AmbiguousManifestError,
@@ -71,10 +72,12 @@ __all__ = [
     "pretty_json",
     "publish_tree",
     "read_manifest",
+    "read_stable",
     "remove_staging",
     "remove_stale_staging",
     "scan_tree",
     "staged_publication",
     "verify_tree",
     "write_manifest",
+    "write_new",
 ]

@@ -20,7 +20,13 @@ from pathlib import Path
 from types import TracebackType
 
 from dataset_devkit.errors import FormatError, IntegrityError, UnsafePathError
-from dataset_devkit.integrity import ContentManifest, ManifestEntry, SafeDir
+from dataset_devkit.integrity import (
+    ContentManifest,
+    ManifestEntry,
+    SafeDir,
+    read_stable,
+    write_new,
+)
 from dataset_devkit.nuscenes.evidence.records import EvImage
 from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 
@@ -61,10 +67,6 @@ class FrameSource:
         self.root.close()
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _fail(image: EvImage, what: str) -> IntegrityError:
     return IntegrityError(f"evidence frame {image.path}: {what}; not exporting", [image.path])
 
@@ -75,20 +77,8 @@ def copy_verified(source: FrameSource, image: EvImage, dest: SafeDir, name: str)
     if entry is None:
         raise _fail(image, "not listed in the evidence content manifest")
     parent_rel, leaf = image.path.rsplit("/", 1)
-    parent = source.folder(parent_rel)
-    with parent.open_read(leaf) as handle:
-        before = os.fstat(handle.fileno())
-        data = handle.read()
-        after = os.fstat(handle.fileno())
-    current = os.stat(leaf, dir_fd=parent.fd, follow_symlinks=False)
-    if _identity(before) != _identity(after) or (current.st_dev, current.st_ino) != (
-        before.st_dev,
-        before.st_ino,
-    ):
-        raise UnsafePathError(
-            "frame changed or was replaced while it was read", path=parent.path / leaf
-        )
-    if not len(data) == before.st_size == image.size == entry.size:
+    data, _ = read_stable(source.folder(parent_rel), leaf)
+    if not len(data) == image.size == entry.size:
         raise _fail(
             image,
             f"size {len(data)} bytes, evidence says {image.size}, manifest says {entry.size}",
@@ -101,13 +91,8 @@ def copy_verified(source: FrameSource, image: EvImage, dest: SafeDir, name: str)
         raise _fail(
             image, f"JPEG is {dims[0]}x{dims[1]}, evidence says {image.width}x{image.height}"
         )
-    with dest.open_write(name) as out:
-        out.write(data)
-        out.flush()
-        written = os.fstat(out.fileno())
-    with dest.open_read(name) as back:
-        reread = os.fstat(back.fileno())
-        copy = back.read()
+    written = write_new(dest, name, data)
+    copy, reread = read_stable(dest, name)
     if (reread.st_dev, reread.st_ino) != (written.st_dev, written.st_ino):
         raise UnsafePathError(
             "staged copy was replaced after it was written", path=dest.path / name
