@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.integrity import write_manifest
 from dataset_devkit.vin_store import inspect_store, verify_store
 
 SHARD = Path("shards") / "shard-000001"
@@ -71,3 +72,13 @@ def test_inspect_summarizes_shards_blocks_and_splits(store: Path) -> None:
     assert summary.split_sizes["all"] == 11
     assert summary.split_sizes["train"] + summary.split_sizes["val"] == 11
     assert summary.total_bytes > 0
+
+
+def test_a_manifest_moved_into_a_subdirectory_does_not_stand_in_for_the_top_one(
+    store: Path,
+) -> None:
+    _writable(store / "splits")
+    _writable(store / "content_manifest.json").unlink()
+    write_manifest(store, location="splits/content_manifest.json")
+    issues = verify_store(store).issues
+    assert any("content_manifest.json" in i and "no content manifest" in i for i in issues), issues

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dataset_devkit.integrity import read_manifest
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.spec import SPLIT_NAMES, VinOfflineManifest
 
@@ -45,7 +45,7 @@ def inspect_store(store_dir: Path) -> VinOfflineStoreSummary:
     """Read the manifests and split files of a store and summarize them (no verification)."""
     config = VinOfflineStoreConfig(store_dir=Path(store_dir))
     manifest = VinOfflineManifest.read(config.manifest_path)
-    content = read_manifest(config.store_dir)
+    content = read_manifest(config.store_dir, location=CONTENT_MANIFEST_NAME)
     first = manifest.shards[0].blocks if manifest.shards else {}
     blocks = tuple(
         VinOfflineBlockSummary(b.name, b.kind, b.dtype, tuple((b.shape or ())[1:]), b.optional)

@@ -176,7 +176,7 @@ def collect_store_issues(store_dir: Path, *, content: bool = True) -> list[str]:
     root = Path(store_dir)
     issues: list[str] = []
     if content:
-        issues.extend(verify_tree(root).issues)
+        issues.extend(verify_tree(root, location=CONTENT_MANIFEST_NAME).issues)
     config = VinOfflineStoreConfig(store_dir=root)
     try:
         manifest = VinOfflineManifest.read(config.manifest_path)
@@ -210,6 +210,6 @@ def raise_for_store_issues(store_dir: Path) -> None:
 def verify_store(store_dir: Path) -> VinOfflineVerifyReport:
     """Verify content manifest and format consistency; every issue is reported."""
     root = Path(store_dir)
-    report = verify_tree(root)
+    report = verify_tree(root, location=CONTENT_MANIFEST_NAME)
     issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))
     return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256)

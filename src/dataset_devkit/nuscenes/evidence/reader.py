@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import FormatError, VerificationFailed
 from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
     ContentManifest,
     SafeDir,
     decode_json_record,
@@ -71,8 +72,8 @@ def read_evidence(root: Path | str, *, verify_frames: bool = True) -> Evidence:
     """
     root = Path(root)
     if verify_frames:
-        verify_tree(root).raise_for_issues()
-    manifest = read_manifest(root)
+        verify_tree(root, location=CONTENT_MANIFEST_NAME).raise_for_issues()
+    manifest = read_manifest(root, location=CONTENT_MANIFEST_NAME)
     with SafeDir.open(root) as pinned:
         raw = pinned.read_bytes(EVIDENCE_FILE)
     _check_entry(manifest, raw, root)
@@ -89,7 +90,7 @@ def _check_entry(manifest: ContentManifest, raw: bytes, root: Path) -> None:
 
 def recheck_evidence(evidence: Evidence) -> None:
     """Refuse evidence whose manifest or ``evidence.json`` changed since it was opened."""
-    manifest = read_manifest(evidence.root)
+    manifest = read_manifest(evidence.root, location=CONTENT_MANIFEST_NAME)
     if manifest.root_sha256 != evidence.root_sha256:
         raise VerificationFailed(
             f"{evidence.root}: content manifest changed since the evidence was opened",
