@@ -9,6 +9,7 @@ import pytest
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes import config as config_module
 from dataset_devkit.nuscenes.config import load_build_config
+from dataset_devkit.nuscenes.service import build_dataset
 
 BASE = """
 namespace = "fleet"
@@ -59,7 +60,29 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
         ("[paths]", "[scenario]\nscene_duration_s = 'long'\n[paths]", "scenario.scene_duration_s"),
         ("[paths]", "[scenario]\nrules = [{kind = 'bogus'}]\n[paths]", "scenario.rules.0.kind"),
         ('type = "mcap_hf"', 'type = "rosbag"', "sources.type"),
-        ('output_dir = "out"', 'output_dir = "out"\ncolour = 1', "paths"),
+        ('output_dir = "out"', 'output_dir = "out"\ncolour = 1', "paths.colour"),
+        ('output_dir = "out"', 'output_dir = ""', "paths.output_dir"),
+        ('output_dir = "out"', 'output_dir = "out"\nevidence_dir = " "', "paths.evidence_dir"),
+        ('paths = ["drives/a.mcap"]', 'paths = ["drives/a.mcap", ""]', "sources.paths[1]"),
+        ("[paths]", "[scenario]\nscene_duration_s = inf\n[paths]", "scenario.scene_duration_s"),
+        ("[paths]", "[scenario]\nscene_duration_s = 1e300\n[paths]", "scenario.scene_duration_s"),
+        ("[paths]", "[scenario]\npose_tolerance_ms = nan\n[paths]", "scenario.pose_tolerance_ms"),
+        (
+            "[paths]",
+            "[scenario]\nrules = [{kind = 'max_scenes', value = inf}]\n[paths]",
+            "scenario.rules[0]",
+        ),
+        (
+            "[paths]",
+            "[scenario]\nrules = [{kind = 'min_distance_m', value = -3.0}]\n[paths]",
+            "scenario.rules[0]",
+        ),
+        (
+            "[paths]",
+            "[scenario]\nrules = [{kind = 'time_of_day', value = 'noon'}]\n[paths]",
+            "scenario.rules[0]",
+        ),
+        ("[paths]", "[split]\ntest_fraction = nan\n[paths]", "split.test_fraction"),
         ('namespace = "fleet"', 'namespace = ""', "namespace"),
         ('namespace = "fleet"', 'namespace = "fleet"\nextra = 1', "extra"),
         ('paths = ["drives/a.mcap"]', "paths = []", "sources.paths"),
@@ -73,6 +96,12 @@ def test_a_value_outside_the_contract_names_its_key(
         load_build_config(write(tmp_path, BASE.replace(old, new)))
     assert info.value.key == key
     assert key in str(info.value)
+    assert str(info.value).startswith(f"{tmp_path / 'build.toml'}: "), info.value
+
+
+def test_a_config_that_is_a_directory_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="expected a TOML config file, found a directory"):
+        load_build_config(tmp_path)
 
 
 def test_missing_sections_and_bad_toml_are_config_errors(tmp_path: Path) -> None:
@@ -83,3 +112,12 @@ def test_missing_sections_and_bad_toml_are_config_errors(tmp_path: Path) -> None
         load_build_config(write(tmp_path, "namespace = "))
     with pytest.raises(ConfigError, match="does not exist"):
         load_build_config(tmp_path / "absent.toml")
+
+
+def test_an_output_dir_under_a_file_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "drives").mkdir()
+    text = BASE.replace('output_dir = "out"', 'output_dir = "build.toml/out"')
+    with pytest.raises(ConfigError, match=r"a parent of .* is not a directory") as info:
+        build_dataset(load_build_config(write(tmp_path, text)))
+    assert info.value.key == "paths.output_dir"
+    assert (tmp_path / "build.toml").read_text() == text

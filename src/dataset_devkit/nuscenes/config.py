@@ -49,6 +49,7 @@ import msgspec
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.evidence.derive import check_config
 
 __all__ = ["BuildConfig", "SourcesConfig", "load_build_config", "parse_build_config"]
 
@@ -63,7 +64,8 @@ _TOP_KEYS = (
     "publication",
     "paths",
 )
-_PATH_RE = re.compile(r"at `\$\.?(?P<path>[^`]*)`")
+_PATH_RE = re.compile(r"(?: - )?at `\$\.?(?P<path>[^`]*)`")
+_UNKNOWN_RE = re.compile(r"unknown field `([^`]*)`")
 
 
 class _Sources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -122,11 +124,21 @@ def _convert(value: Any, kind: type[Any], key: str) -> Any:
     try:
         return msgspec.convert(value, kind, strict=True)
     except msgspec.ValidationError as exc:
-        m = _PATH_RE.search(str(exc))
+        text = str(exc)
+        m = _PATH_RE.search(text)
         sub = m.group("path") if m else ""
         sub = sub.replace("[", ".").replace("]", "") if sub else ""
-        dotted = ".".join(part for part in (key, sub) if part)
-        raise ConfigError(f"config key {dotted}: {exc}", key=dotted) from None
+        unknown = _UNKNOWN_RE.search(text)
+        dotted = ".".join(part for part in (key, sub, unknown.group(1) if unknown else "") if part)
+        reason = _PATH_RE.sub("", text).rstrip(" -")
+        raise ConfigError(f"{dotted or 'config'}: {reason}", key=dotted) from None
+
+
+def _path(value: str | None, key: str) -> str | None:
+    """A path option must name something: ``""`` would silently mean the config's folder."""
+    if value is not None and not value.strip():
+        raise ConfigError(f"{key}: expected a non-empty path, found {value!r}", key=key)
+    return value
 
 
 def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
@@ -139,9 +151,12 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
             raise ConfigError(f"missing required config key {key!r}", key=key)
     namespace = data["namespace"]
     if not isinstance(namespace, str) or not namespace.strip():
-        raise ConfigError("namespace must be a non-empty string", key="namespace")
+        raise ConfigError(
+            f"namespace: expected a non-empty string, found {namespace!r}", key="namespace"
+        )
     sections = {k: data.get(k, {}) for k in ("ingest", "scenario", "split", "image", "export")}
     pipeline = _convert({"namespace": namespace, **sections}, spec.PipelineConfig, "")
+    check_config(pipeline)  # every value, before a recording is read
     if pipeline.image.jpeg_quality != spec.JPEG_QUALITY:
         raise ConfigError(
             f"image.jpeg_quality must be {spec.JPEG_QUALITY} in the v1 contract, "
@@ -163,9 +178,14 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
     sources = _convert(data["sources"], _Sources, "sources")
     if not sources.paths:
         raise ConfigError("sources.paths lists no recording", key="sources.paths")
+    for i, source in enumerate(sources.paths):
+        _path(source, f"sources.paths[{i}]")
+    _path(sources.labels, "sources.labels")
     paths = _convert(data["paths"], _Paths, "paths")
+    _path(paths.output_dir, "paths.output_dir")
+    _path(paths.evidence_dir, "paths.evidence_dir")
     output_dir = (base / paths.output_dir).absolute()
-    evidence = base / paths.evidence_dir if paths.evidence_dir else output_dir / "evidence"
+    evidence = output_dir / "evidence" if paths.evidence_dir is None else base / paths.evidence_dir
     return BuildConfig(
         pipeline=pipeline,
         sources=SourcesConfig(
@@ -179,12 +199,26 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
 
 
 def load_build_config(path: str | Path) -> BuildConfig:
-    """Read and resolve the TOML build config at *path*."""
+    """Read and resolve the TOML build config at *path*.
+
+    Every error names the file, then the dotted key: ``build.toml at paths.output_dir: ...``.
+    """
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file does not exist", key="config") from None
+    except IsADirectoryError:
+        raise ConfigError(
+            f"{path}: expected a TOML config file, found a directory", key="config"
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})", key="config") from None
-    return parse_build_config(data, base=path.parent.absolute())
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the config ({exc.strerror})", key="config"
+        ) from None
+    try:
+        return parse_build_config(data, base=path.parent.absolute())
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}", key=exc.key) from None

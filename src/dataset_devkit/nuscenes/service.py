@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import UnsafePathError
+from dataset_devkit.errors import ConfigError, UnsafePathError
 from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.publish import check_final_destination, publish_dataroot
@@ -56,8 +56,18 @@ def _ensure_output_dir(path: Path) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        path.mkdir(parents=True)
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:  # a parent is a file, read-only, or not permitted
+            raise ConfigError(
+                f"paths.output_dir: cannot create {path} ({exc.strerror})",
+                key="paths.output_dir",
+            ) from None
         return
+    except NotADirectoryError:
+        raise ConfigError(
+            f"paths.output_dir: a parent of {path} is not a directory", key="paths.output_dir"
+        ) from None
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePathError("output directory is a symlink; refusing to follow it", path=path)
 

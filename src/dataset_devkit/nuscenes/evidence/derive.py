@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording, EvScene
 from dataset_devkit.nuscenes.evidence.scenes import derive_scenes
-from dataset_devkit.nuscenes.evidence.selection import select_scenes
-from dataset_devkit.nuscenes.evidence.splits import assign_splits
+from dataset_devkit.nuscenes.evidence.selection import check_rules, select_scenes
+from dataset_devkit.nuscenes.evidence.splits import assign_splits, check_split
 from dataset_devkit.nuscenes.spec import JPEG_QUALITY, SAMPLE_INTERVAL_NS, PipelineConfig
 
 __all__ = ["check_config", "derive"]
+
+#: A scene window is at most a day, so a typo such as ``1e300`` is a ConfigError rather than
+#: an integer overflow.
+_MAX_SECONDS = 86_400
 
 
 def check_config(config: PipelineConfig) -> None:
@@ -29,9 +34,22 @@ def check_config(config: PipelineConfig) -> None:
     if not config.ingest.vehicle_frame.strip():
         raise ConfigError("ingest.vehicle_frame must name a frame", key="ingest.vehicle_frame")
     scenario = config.scenario
-    if not scenario.scene_duration_s * 1e9 >= SAMPLE_INTERVAL_NS:
+    for name in (
+        "scene_duration_s",
+        "frame_tolerance_ms",
+        "pose_tolerance_ms",
+        "min_scene_duration_s",
+    ):
+        value = getattr(scenario, name)
+        if not math.isfinite(value):
+            raise ConfigError(
+                f"scenario.{name} must be a finite number, found {value}",
+                key=f"scenario.{name}",
+            )
+    if not SAMPLE_INTERVAL_NS <= scenario.scene_duration_s * 1e9 <= _MAX_SECONDS * 1e9:
         raise ConfigError(
-            f"scenario.scene_duration_s must be at least 0.5, found {scenario.scene_duration_s}",
+            f"scenario.scene_duration_s must be within [0.5, {_MAX_SECONDS}] seconds, "
+            f"found {scenario.scene_duration_s}",
             key="scenario.scene_duration_s",
         )
     if not 0 < scenario.frame_tolerance_ms < SAMPLE_INTERVAL_NS / 2e6:
@@ -42,12 +60,16 @@ def check_config(config: PipelineConfig) -> None:
         )
     if not scenario.pose_tolerance_ms > 0:
         raise ConfigError(
-            "scenario.pose_tolerance_ms must be positive", key="scenario.pose_tolerance_ms"
+            f"scenario.pose_tolerance_ms must be positive, found {scenario.pose_tolerance_ms}",
+            key="scenario.pose_tolerance_ms",
         )
     if not scenario.min_scene_duration_s >= 0:
         raise ConfigError(
-            "scenario.min_scene_duration_s must be >= 0", key="scenario.min_scene_duration_s"
+            f"scenario.min_scene_duration_s must be >= 0, found {scenario.min_scene_duration_s}",
+            key="scenario.min_scene_duration_s",
         )
+    check_rules(scenario.rules)
+    check_split(config.split)
 
 
 def derive(recordings: Sequence[EvRecording], config: PipelineConfig) -> Derived:

@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import EvScene
 from dataset_devkit.nuscenes.spec import SelectionRule, SelectionStep
 
-__all__ = ["select_scenes"]
+__all__ = ["check_rules", "select_scenes"]
 
 _TIMES_OF_DAY = frozenset({"night", "dawn", "day", "dusk"})
 
 
 def _number(rule: SelectionRule, key: str) -> float:
-    if isinstance(rule.value, bool) or not isinstance(rule.value, int | float):
-        raise ConfigError(f"rule {rule.kind!r} needs a number, found {rule.value!r}", key=key)
-    return float(rule.value)
+    """The rule's value as a finite, non-negative number (every numeric rule is a bound)."""
+    value = rule.value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(
+            f"{key}.value: rule {rule.kind!r} needs a number, found {value!r}", key=key
+        )
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not (math.isfinite(number) and number >= 0):
+        raise ConfigError(
+            f"{key}.value: rule {rule.kind!r} needs a finite number >= 0, found {value!r}",
+            key=key,
+        )
+    return number
 
 
 def _words(rule: SelectionRule, key: str) -> frozenset[str]:
     if not isinstance(rule.value, str) or not rule.value.strip():
         raise ConfigError(
-            f"rule {rule.kind!r} needs a comma-separated list, found {rule.value!r}", key=key
+            f"{key}.value: rule {rule.kind!r} needs a comma-separated list, found {rule.value!r}",
+            key=key,
         )
     return frozenset(w.strip() for w in rule.value.split(",") if w.strip())
 
@@ -32,7 +47,10 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
     kind = rule.kind
     if kind == "require_valid":
         if rule.value is not None:
-            raise ConfigError("rule 'require_valid' takes no value", key=key)
+            raise ConfigError(
+                f"{key}.value: rule 'require_valid' takes no value, found {rule.value!r}",
+                key=key,
+            )
         return lambda s: s.valid
     if kind == "min_samples":
         n = _number(rule, key)
@@ -51,7 +69,8 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
         unknown = sorted(allowed - _TIMES_OF_DAY)
         if unknown:
             raise ConfigError(
-                f"unknown time of day {unknown}; use {sorted(_TIMES_OF_DAY)}", key=key
+                f"{key}.value: unknown time of day {unknown}; use {sorted(_TIMES_OF_DAY)}",
+                key=key,
             )
         return lambda s: s.time_of_day in allowed
     if kind == "require_cameras":
@@ -59,12 +78,19 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
         return lambda s: needed <= set(s.channels)
     if kind == "max_scenes":
         n = _number(rule, key)
-        if n < 0 or n != int(n):
+        if n != int(n):
             raise ConfigError(
-                f"max_scenes must be a non-negative integer, found {rule.value!r}", key=key
+                f"{key}.value: max_scenes must be a non-negative integer, found {rule.value!r}",
+                key=key,
             )
         return None
     raise ConfigError(f"unknown selection rule {kind!r}", key=key)  # pragma: no cover
+
+
+def check_rules(rules: Sequence[SelectionRule]) -> None:
+    """Refuse a rule whose value does not fit its kind, before any recording is read."""
+    for i, rule in enumerate(rules):
+        _predicate(rule, f"scenario.rules[{i}]")
 
 
 def select_scenes(

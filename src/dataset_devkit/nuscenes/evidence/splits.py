@@ -14,18 +14,23 @@ from dataset_devkit.nuscenes.evidence.records import EvScene, EvSplit
 from dataset_devkit.nuscenes.spec import SplitConfig
 from dataset_devkit.nuscenes.tokens import fingerprint, make_token
 
-__all__ = ["assign_splits"]
+__all__ = ["assign_splits", "check_split"]
+
+
+def check_split(config: SplitConfig) -> None:
+    """Refuse a test fraction outside [0, 1] (NaN included), naming the key."""
+    if not 0.0 <= config.test_fraction <= 1.0:
+        raise ConfigError(
+            f"split.test_fraction must be within [0, 1], found {config.test_fraction}",
+            key="split.test_fraction",
+        )
 
 
 def assign_splits(
     namespace: str, selected: Sequence[EvScene], config: SplitConfig
 ) -> tuple[EvSplit, ...]:
     """Assign every selected scene to ``train`` or ``test`` by its adjacency group."""
-    if not 0.0 <= config.test_fraction <= 1.0:
-        raise ConfigError(
-            f"split.test_fraction must be within [0, 1], found {config.test_fraction}",
-            key="split.test_fraction",
-        )
+    check_split(config)
     groups: list[list[EvScene]] = []
     for scene in selected:
         last = groups[-1][-1] if groups else None
