@@ -311,3 +311,25 @@ def test_batched_frame_transforms_read_like_single_frame_transforms(
     assert len(source.translations) == len(reference.translations) == len(DRIVE.pose_times())
     assert source.translations[5].value == pytest.approx(reference.translations[5].value)
     assert source.rotations[5].value == pytest.approx(reference.rotations[5].value)
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"\x89PNG\r\n\x1a\n" + bytes(64), b"not an mcap at all\n"]
+)
+def test_a_file_that_is_not_mcap_is_refused_naming_the_magic(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "drive.mcap"
+    path.write_bytes(content)
+    with pytest.raises(FormatError, match="not an MCAP file: expected the magic") as info:
+        read_mcap(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_recording_cut_before_any_image_is_refused_not_read_as_empty(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    path = tmp_path / "cut.mcap"
+    path.write_bytes(recordings["protobuf"].read_bytes()[:40])
+    with pytest.raises(FormatError, match=r"no JPEG camera image .* in 0 messages read; truncated"):
+        read_mcap(path)

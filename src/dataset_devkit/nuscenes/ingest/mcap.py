@@ -49,6 +49,9 @@ BACKEND_MCAP = "mcap"
 #: Metadata record whose keys may name the recording (``recording_id``, ``vehicle``,
 #: ``location``).
 METADATA_NAME = "recording"
+_IMAGE_SCHEMAS = sorted(name for name, role in ROLE_BY_SCHEMA.items() if role == "image")
+#: The 8 bytes every MCAP file starts with.
+MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
 def _stream_reader(f: BinaryIO) -> Any:
@@ -273,12 +276,27 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
     """
     path = Path(path)
     with open_regular(path) as f:
+        magic = f.read(len(MCAP_MAGIC))
+        if magic != MCAP_MAGIC:
+            # An empty file, a PNG or a text file would otherwise read as a "truncated"
+            # recording with no message, silently contributing nothing.
+            raise FormatError(
+                f"not an MCAP file: expected the magic {MCAP_MAGIC!r}, found {magic!r}",
+                path=path,
+            )
         identity_before = source_identity(f)
         digest = SourceDigest(BACKEND_MCAP)
         size = digest.add_file(path.name, f)
         scan = _scan(f, path, vehicle_frame)
         if source_identity(f) != identity_before:
             raise UnsafePathError("recording changed while it was read", path=path)
+    if not scan.images:
+        raise FormatError(
+            f"no JPEG camera image ({', '.join(_IMAGE_SCHEMAS)}) in "
+            f"{scan.messages} messages read"
+            + (f"; truncated: {scan.detail}" if scan.truncated else ""),
+            path=path,
+        )
     cameras = []
     for frame_id in sorted(scan.images):
         topic = scan.topics[frame_id]
