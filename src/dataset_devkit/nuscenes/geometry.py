@@ -25,6 +25,10 @@ Transform = tuple[Vec3, Quat]
 """A rigid transform ``(translation, wxyz rotation)``: the child's pose in the parent frame."""
 
 
+#: Far more turns than any real rotation vector; beyond it sin/cos lose all precision.
+_MAX_ANGLE = 1e6
+
+
 def _finite(values: Sequence[float], what: str) -> None:
     if not all(math.isfinite(v) for v in values):
         raise FormatError(f"{what} must be finite, found {list(values)}")
@@ -33,7 +37,9 @@ def _finite(values: Sequence[float], what: str) -> None:
 def quat_normalize(q: Sequence[float], what: str = "quaternion") -> Quat:
     """Return *q* (wxyz) scaled to unit length with a non-negative ``w`` (one canonical sign)."""
     _finite(q, what)
-    norm = math.sqrt(sum(c * c for c in q))
+    norm = math.hypot(*q)  # no overflow of the squares for huge finite components
+    if not math.isfinite(norm):
+        raise FormatError(f"{what} is too large to normalize: {list(q)}")
     if not norm > 1e-12:
         raise FormatError(f"{what} has zero length: {list(q)}")
     w, x, y, z = (c / norm for c in q)
@@ -52,7 +58,9 @@ def rvec_to_quat(rvec: Sequence[float], what: str = "rotation vector") -> Quat:
     if len(rvec) != 3:
         raise FormatError(f"{what} needs 3 values, found {len(rvec)}")
     _finite(rvec, what)
-    angle = math.sqrt(sum(c * c for c in rvec))
+    angle = math.hypot(*rvec)
+    if not angle <= _MAX_ANGLE:
+        raise FormatError(f"{what} must be an angle of at most {_MAX_ANGLE:g} rad, found {angle}")
     if angle < 1e-12:
         return (1.0, 0.0, 0.0, 0.0)
     s = math.sin(angle / 2) / angle

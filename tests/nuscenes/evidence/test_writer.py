@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,17 @@ def test_the_mcap_vehicle_frame_comes_from_the_ingest_config(
     )
     with pytest.raises(FormatError, match="not reachable from 'chassis'"):
         build_evidence([recordings["json"]], config, tmp_path / "ev")
+
+
+def test_camera_times_spanning_more_than_a_day_are_refused_before_any_window_is_cut(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    folder = tmp_path / "gap"
+    shutil.copytree(recordings["decoded"], folder)
+    doc = json.loads((folder / "recording.json").read_text())
+    doc["cameras"][0]["timestamps_ns"][-1] = 9 * 10**18  # a stray stamp: 285 years later
+    (folder / "recording.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=r"camera frames span .* more than the 24 h") as info:
+        build_evidence([folder], CONFIG, tmp_path / "evidence")
+    assert str(folder) in str(info.value)
+    assert not (tmp_path / "evidence").exists()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import io
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -143,3 +145,63 @@ def test_the_documented_json_schema_matches_the_reader(recordings: dict[str, Pat
     sample = json.loads((recordings["decoded"] / "recording.json").read_text())
     assert set(sample) == set(props)
     assert set(sample["cameras"][0]) == set(props["cameras"]["items"]["properties"])
+
+
+def _edit(src: Path, dst: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
+    shutil.copytree(src, dst)
+    doc = json.loads((dst / "recording.json").read_text())
+    edit(doc)
+    (dst / "recording.json").write_text(json.dumps(doc))
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "message"),
+    [
+        (
+            lambda d: d["enu_origin"].update(latitude_deg=100.0),
+            r"\$.enu_origin",
+            r"latitude_deg must be within \[-90, 90\]",
+        ),
+        (
+            lambda d: d["cameras"][1].update(name=d["cameras"][0]["name"]),
+            r"\$.cameras\[1\].name",
+            r"repeats \$.cameras\[0\].name",
+        ),
+        (
+            lambda d: d["cameras"][1].update(video=d["cameras"][0]["video"]),
+            r"\$.cameras\[1\].video",
+            r"repeats \$.cameras\[0\].video",
+        ),
+        (
+            lambda d: d["cameras"][1].update(name="!!!"),
+            r"\$.cameras\[1\].name",
+            "does not normalize to a CAM_",
+        ),
+        (
+            lambda d: d["cameras"][1].update(rotation_vector=[1e308, 1e308, 0.0]),
+            r"\$.cameras\[1\].rotation_vector",
+            "must be an angle of at most",
+        ),
+        (
+            lambda d: d["ego_poses"][2].update(rotation_vector=[0.0, 1e300, 0.0]),
+            r"\$.ego_poses\[2\].rotation_vector",
+            "must be an angle of at most",
+        ),
+        (
+            lambda d: d["cameras"][0]["timestamps_ns"].__setitem__(-1, 10**30),
+            r"\$.cameras\[0\].timestamps_ns\[\d+\]",
+            "must fit in a signed 64-bit integer",
+        ),
+    ],
+)
+def test_a_recording_json_mistake_is_refused_naming_the_field(
+    tmp_path: Path,
+    recordings: dict[str, Path],
+    edit: Callable[[dict[str, Any]], object],
+    field: str,
+    message: str,
+) -> None:
+    bad = _edit(recordings["decoded"], tmp_path / "bad", edit)
+    with pytest.raises(FormatError, match=rf"recording.json at {field}: .*{message}"):
+        read_decoded(bad)

@@ -31,7 +31,11 @@ from dataset_devkit.nuscenes.spec import (
 )
 from dataset_devkit.nuscenes.tokens import encode_canonical, normalize_channel
 
-__all__ = ["build_evidence", "config_fingerprint", "open_recording"]
+__all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
+
+#: Camera frames of one recording span at most a day: a longer span is a timestamp mistake,
+#: and cutting it into scene windows would exhaust memory.
+MAX_RECORDING_SPAN_NS = 24 * 3_600_000_000_000
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``; the library never prints, callers render."""
@@ -52,13 +56,29 @@ def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> Recording
     raise FormatError("not a recording: expected an .mcap file or a decoded folder", path=path)
 
 
+def _check_span(src: RecordingSource, path: Path) -> None:
+    """Refuse camera times spanning more than a day: scene windows are cut densely over it."""
+    times = [t for c in src.cameras for t in c.timestamps_ns[:1] + c.timestamps_ns[-1:]]
+    if times and max(times) - min(times) > MAX_RECORDING_SPAN_NS:
+        raise FormatError(
+            f"camera frames span {(max(times) - min(times)) / 3.6e12:.1f} h "
+            f"({min(times)} to {max(times)} ns), more than the "
+            f"{MAX_RECORDING_SPAN_NS // 3_600_000_000_000} h a recording may cover "
+            "(a timestamp in the wrong unit?)",
+            path=path,
+        )
+
+
 def _channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
     mapping: dict[str, str] = {}
     owners: dict[str, str] = {}
     for src in sources:
         names = [c.source_name for c in src.cameras]
         for name in names:
-            channel = normalize_channel(name)
+            try:
+                channel = normalize_channel(name)
+            except FormatError as exc:
+                raise FormatError(exc.detail, path=src.source_name) from None
             other = owners.setdefault(channel, name)
             if other != name:
                 raise FormatError(
@@ -128,7 +148,9 @@ def build_evidence(
     sources = []
     for i, path in enumerate(recordings):
         report("ingest", i, len(recordings))
-        sources.append(open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame))
+        source = open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame)
+        _check_span(source, Path(path))
+        sources.append(source)
     report("ingest", len(recordings), len(recordings))
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:

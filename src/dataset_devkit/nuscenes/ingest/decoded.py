@@ -36,6 +36,7 @@ from dataset_devkit.nuscenes.spec import (
     RecordingObservations,
     Vec3,
 )
+from dataset_devkit.nuscenes.tokens import normalize_channel
 
 __all__ = ["BACKEND_DECODED", "RECORDING_FILE", "read_decoded"]
 
@@ -43,6 +44,7 @@ BACKEND_DECODED = "pyav"
 RECORDING_FILE = "recording.json"
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_MAX_NS = (1 << 63) - 1
 
 
 class _Strict(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -102,6 +104,12 @@ def _increasing(times: list[int], path: Path, where: str) -> None:
             )
     if times and times[0] < 0:
         raise FormatError("timestamps must be non-negative", path=path, field=f"{where}[0]")
+    if times and times[-1] > _MAX_NS:
+        raise FormatError(
+            f"timestamps must fit in a signed 64-bit integer, found {times[-1]}",
+            path=path,
+            field=f"{where}[{len(times) - 1}]",
+        )
 
 
 def _finite(values: Any, path: Path, where: str) -> None:
@@ -117,6 +125,13 @@ def _finite(values: Any, path: Path, where: str) -> None:
         raise FormatError("values must be finite", path=path, field=where)
 
 
+def _rotation(rvec: Vec3, path: Path, where: str) -> None:
+    try:
+        rvec_to_quat(rvec)
+    except FormatError as exc:
+        raise FormatError(exc.detail, path=path, field=where) from None
+
+
 def _load(folder: Path) -> tuple[_Recording, bytes]:
     meta = folder / RECORDING_FILE
     with open_regular(meta) as f:
@@ -124,16 +139,41 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
     doc = decode_json_record(raw, _Recording, meta)
     if not _SAFE_ID.fullmatch(doc.recording_id):
         raise FormatError("unsafe recording_id", path=meta, field="$.recording_id")
+    origin = doc.enu_origin
+    _finite([origin.latitude_deg, origin.longitude_deg, origin.altitude_m], meta, "$.enu_origin")
+    if not (-90.0 <= origin.latitude_deg <= 90.0 and -180.0 <= origin.longitude_deg <= 180.0):
+        raise FormatError(
+            "latitude_deg must be within [-90, 90] and longitude_deg within [-180, 180], found "
+            f"{origin.latitude_deg}, {origin.longitude_deg}",
+            path=meta,
+            field="$.enu_origin",
+        )
     if not doc.cameras:
         raise FormatError("at least one camera is required", path=meta, field="$.cameras")
+    names: dict[str, int] = {}
+    videos: dict[str, int] = {}
     for i, cam in enumerate(doc.cameras):
         where = f"$.cameras[{i}]"
         if not _SAFE_NAME.fullmatch(cam.video):
             raise FormatError(f"unsafe video name {cam.video!r}", path=meta, field=f"{where}.video")
+        for seen, value, key in ((names, cam.name, "name"), (videos, cam.video, "video")):
+            if value in seen:
+                raise FormatError(
+                    f"{key} {value!r} repeats $.cameras[{seen[value]}].{key}; each camera "
+                    f"needs its own {key}",
+                    path=meta,
+                    field=f"{where}.{key}",
+                )
+            seen[value] = i
+        try:
+            normalize_channel(cam.name)
+        except FormatError as exc:
+            raise FormatError(exc.detail, path=meta, field=f"{where}.name") from None
         if cam.width < 1 or cam.height < 1:
             raise FormatError("width and height must be positive", path=meta, field=where)
         _increasing(cam.timestamps_ns, meta, f"{where}.timestamps_ns")
         _finite([cam.K, cam.rotation_vector, cam.translation, cam.distortion], meta, where)
+        _rotation(cam.rotation_vector, meta, f"{where}.rotation_vector")
         try:
             check_intrinsic(cam.K, cam.width, cam.height, f"camera {cam.name!r}")
         except FormatError as exc:
@@ -142,6 +182,7 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
     _increasing([g.timestamp_ns for g in doc.gnss], meta, "$.gnss")
     for i, p in enumerate(doc.ego_poses):
         _finite([p.translation, p.rotation_vector], meta, f"$.ego_poses[{i}]")
+        _rotation(p.rotation_vector, meta, f"$.ego_poses[{i}].rotation_vector")
     for i, g in enumerate(doc.gnss):
         _finite([g.latitude_deg, g.longitude_deg, g.altitude_m], meta, f"$.gnss[{i}]")
         if not (-90.0 <= g.latitude_deg <= 90.0 and -180.0 <= g.longitude_deg <= 180.0):
