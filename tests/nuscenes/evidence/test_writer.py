@@ -12,6 +12,8 @@ from dataset_devkit.errors import (
     ConfigError,
     DestinationExistsError,
     FormatError,
+    MissingPathError,
+    UnsafePathError,
     VerificationFailed,
 )
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
@@ -202,3 +204,24 @@ def test_camera_times_spanning_more_than_a_day_are_refused_before_any_window_is_
         build_evidence([folder], CONFIG, tmp_path / "evidence")
     assert str(folder) in str(info.value)
     assert not (tmp_path / "evidence").exists()
+
+
+def test_a_missing_or_symlinked_recording_or_label_file_is_named_as_such(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    link = tmp_path / "link.mcap"
+    link.symlink_to(recordings["protobuf"])
+    cases = [
+        ([tmp_path / "absent"], None, MissingPathError, "absent: recording not found"),
+        ([link], None, UnsafePathError, "link.mcap: recording is a symlink"),
+        (
+            [recordings["protobuf"]],
+            tmp_path / "labels.json",
+            MissingPathError,
+            "labels.json: label file not found",
+        ),
+    ]
+    for paths, labels, kind, message in cases:
+        with pytest.raises(kind, match=message):
+            build_evidence(paths, CONFIG, tmp_path / "evidence", labels=labels)
+        assert not (tmp_path / "evidence").exists()

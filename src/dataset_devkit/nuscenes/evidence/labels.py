@@ -45,7 +45,7 @@ def read_labels(
     path: Path, recordings: Sequence[EvRecording]
 ) -> tuple[str, str, tuple[AnnotationRecord, ...]]:
     """Read a label file; returns ``(file name, sha256, records)`` sorted by label id."""
-    with open_regular(path) as f:
+    with open_regular(path, "label file") as f:
         raw = f.read()
     doc = decode_json_record(raw, _LabelFile, path)
     known = {r.recording_id for r in recordings}

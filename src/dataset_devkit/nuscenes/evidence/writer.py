@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from dataset_devkit.errors import ConfigError, FormatError
+from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.integrity import SafeDir, remove_staging, write_manifest
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
@@ -49,7 +50,11 @@ def config_fingerprint(config: PipelineConfig) -> str:
 def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
     """Read one recording with the backend its shape selects: a folder or an ``.mcap`` file."""
     path = Path(path)
-    if path.is_dir() and not path.is_symlink():
+    if not os.path.lexists(path):
+        raise MissingPathError("recording not found", path=path)
+    if path.is_symlink():
+        raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
+    if path.is_dir():
         return read_decoded(path)
     if path.suffix == ".mcap":
         return read_mcap(path, vehicle_frame=vehicle_frame)

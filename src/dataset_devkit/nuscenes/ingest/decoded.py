@@ -134,7 +134,7 @@ def _rotation(rvec: Vec3, path: Path, where: str) -> None:
 
 def _load(folder: Path) -> tuple[_Recording, bytes]:
     meta = folder / RECORDING_FILE
-    with open_regular(meta) as f:
+    with open_regular(meta, RECORDING_FILE) as f:
         raw = f.read()
     doc = decode_json_record(raw, _Recording, meta)
     if not _SAFE_ID.fullmatch(doc.recording_id):
@@ -195,7 +195,9 @@ def _open_video(path: Path) -> Any:
         import av
     except ImportError as exc:
         raise MissingDependencyError("av", extra="video", purpose="decoding recordings") from exc
-    with open_regular(path):  # refuses symlinks and special files before PyAV opens the name
+    with open_regular(
+        path, "video"
+    ):  # refuses symlinks and special files before PyAV opens the name
         pass
     try:
         return av.open(str(path))
@@ -213,7 +215,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
     identities: dict[str, tuple[int, int, int, int]] = {}
     size = 0
     for name in sorted({RECORDING_FILE, *(c.video for c in doc.cameras)}):
-        with open_regular(folder / name) as f:
+        with open_regular(folder / name, name if name == RECORDING_FILE else "video") as f:
             identities[name] = source_identity(f)
             size += digest.add_file(name, f)
     cameras = []
@@ -298,7 +300,7 @@ def _extract(
             continue
         video, stamps = videos[name]
         path = folder / video
-        with open_regular(path) as f:
+        with open_regular(path, "video") as f:
             if source_identity(f) != identities[video]:
                 raise UnsafePathError("video changed since it was ingested", path=path)
         decoded = 0

@@ -2,31 +2,39 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from dataset_devkit.errors import NotFoundError, UnsafePathError
+from dataset_devkit.errors import MissingPathError, UnsafePathError
 
 __all__ = ["SourceDigest", "open_regular", "source_identity"]
 
 _BLOCK = 1 << 20
 
 
-def open_regular(path: Path) -> BinaryIO:
-    """Open *path* for reading without following a final symlink; it must be a regular file."""
+def open_regular(path: Path, what: str = "recording") -> BinaryIO:
+    """Open *path* for reading without following a final symlink; it must be a regular file.
+
+    *what* names the file in errors (``recording``, ``label file``, ``video``).
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError as exc:
-        raise NotFoundError(f"{path}: recording not found") from exc
+    except FileNotFoundError:
+        raise MissingPathError(f"{what} not found", path=path) from None
     except OSError as exc:
-        raise UnsafePathError(f"cannot open without following links: {exc}", path=path) from exc
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(
+                f"{what} is a symlink; refusing to follow it", path=path
+            ) from None
+        raise UnsafePathError(f"cannot open the {what}: {exc.strerror}", path=path) from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise UnsafePathError("not a regular file", path=path)
+        raise UnsafePathError(f"{what} is not a regular file", path=path)
     return os.fdopen(fd, "rb", buffering=_BLOCK)
 
 
