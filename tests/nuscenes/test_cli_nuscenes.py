@@ -110,3 +110,52 @@ def test_an_empty_dataroot_exits_1_instead_of_reading_the_working_directory(
             "error: dataroot must be a non-empty str or Path, found ''"
         ), done.stderr
         assert done.stdout == ""
+
+
+def test_a_build_selecting_nothing_says_why_and_a_changed_rerun_names_the_old_evidence(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    write_sample_mcap(tmp_path / "drive.mcap", SampleDrive(duration_s=6.0))
+    config = tmp_path / "build.toml"
+    base = (
+        'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["drive.mcap"]\n'
+        "[scenario]\nscene_duration_s = 5.0\n{rules}"
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    config.write_text(base.format(rules='rules = [{kind = "require_cameras", value = "CAM_X"}]\n'))
+    done = run(package_env, "build", str(config))
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "selects no scene of 2 scene windows; rejected 2 by rule 0 require_cameras" in (
+        done.stderr
+    )
+    config.write_text(base.format(rules=""))
+    again = run(package_env, "build", str(config))
+    assert again.returncode == 1
+    assert f"{tmp_path / 'out' / 'evidence'}: existing evidence was built with another config" in (
+        again.stderr
+    )
+    assert "set paths.evidence_dir to a new one" in again.stderr
+    assert not (tmp_path / "out" / "v1.0-trainval").exists()
+
+
+def test_build_config_mistakes_exit_1_with_one_line_naming_file_and_key(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    (tmp_path / "cfg").mkdir()
+    config = tmp_path / "build.toml"
+    config.write_text(
+        'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["a.mcap"]\n'
+        "[scenario]\nscene_duration_s = inf\n"
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    for target, expected in (
+        (config, f"error: {config}: scenario.scene_duration_s must be a finite number, found inf"),
+        (tmp_path / "cfg", "expected a TOML config file, found a directory"),
+    ):
+        done = run(package_env, "build", str(target))
+        assert done.returncode == 1, done.stderr
+        assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "out").exists()

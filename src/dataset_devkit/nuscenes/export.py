@@ -13,6 +13,7 @@ import os
 import stat
 import struct
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from dataset_devkit.errors import (
 )
 from dataset_devkit.integrity import SafeDir, open_dir_nofollow
 from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, recheck_evidence
-from dataset_devkit.nuscenes.evidence.records import EvidenceDocument
+from dataset_devkit.nuscenes.evidence.records import Derived, EvidenceDocument
 from dataset_devkit.nuscenes.export_extensions import build_extensions
 from dataset_devkit.nuscenes.export_images import FrameSource, copy_all
 from dataset_devkit.nuscenes.export_tables import Tables, build_tables
@@ -146,6 +147,23 @@ def _open_destination(path: Path) -> SafeDir:
     return pinned
 
 
+def _why_no_scene(derived: Derived) -> str:
+    """Say which rule or which validity reason rejected every scene window."""
+    if not derived.scenes:
+        return "the evidence selects no scene: the recordings hold no camera frame"
+    counts = Counter(
+        "invalid" if why.startswith("invalid: ") else why for why in derived.rejected_by.values()
+    )
+    invalid = next((sc for sc in derived.scenes if not sc.valid), None)
+    parts = [f"{n} by {why}" for why, n in sorted(counts.items())]
+    return (
+        f"the evidence selects no scene of {len(derived.scenes)} scene windows; rejected "
+        + ", ".join(parts)
+        + (f" (first invalid window: {'; '.join(invalid.reasons)})" if invalid else "")
+        + "; nothing to export"
+    )
+
+
 def export_dataset(
     staging_dataroot: Path | str,
     evidence: Evidence | Path | str,
@@ -186,7 +204,7 @@ def export_dataset(
             )
     _recompute(doc)
     if not doc.derived.selected_scene_ids:
-        raise FormatError("the evidence selects no scene; nothing to export", path=ev.root)
+        raise FormatError(_why_no_scene(doc.derived), path=ev.root)
     tables = build_tables(doc)
     extensions = build_extensions(doc, tables, ev.root_sha256)
     staging = Path(staging_dataroot)

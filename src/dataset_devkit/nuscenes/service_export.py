@@ -21,7 +21,8 @@ __all__ = ["export_from_recordings"]
 
 def export_from_recordings(config: BuildConfig, staging: Path, progress: Progress) -> None:
     """Build or reuse the evidence of *config*, then export it into *staging*."""
-    if os.path.lexists(config.evidence_dir):
+    reused = os.path.lexists(config.evidence_dir)
+    if reused:
         evidence = read_evidence(config.evidence_dir)
     else:
         evidence = build_evidence(
@@ -37,4 +38,14 @@ def export_from_recordings(config: BuildConfig, staging: Path, progress: Progres
             f"sources.type is {config.sources.type!r} but the recordings are {found!r}",
             key="sources.type",
         )
-    export_dataset(staging, evidence, config=config.pipeline, progress=progress)
+    try:
+        export_dataset(staging, evidence, config=config.pipeline, progress=progress)
+    except ConfigError as exc:
+        if not reused:
+            raise
+        # The evidence of an earlier build with another config: say where it is and what to do.
+        raise ConfigError(
+            f"{config.evidence_dir}: existing evidence was built with another config ({exc}); "
+            "remove that directory or set paths.evidence_dir to a new one",
+            key=exc.key,
+        ) from None
