@@ -128,7 +128,9 @@ def _manifest_digests(root: Path) -> dict[str, str] | None:
 def check_version(version: str) -> str:
     """Return *version* if it is the v1 contract's, else raise ConfigError naming it."""
     if not isinstance(version, str) or not VERSION_RE.match(version):
-        raise ConfigError(f"unsafe dataset version {version!r}", key="version")
+        raise ConfigError(
+            f"unsafe dataset version {version!r}: expected {spec.VERSION!r}", key="version"
+        )
     if version != spec.VERSION:
         raise ConfigError(
             f"unsupported dataset version {version!r}: the v1 contract is {spec.VERSION!r}",

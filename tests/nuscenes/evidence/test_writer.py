@@ -225,3 +225,16 @@ def test_a_missing_or_symlinked_recording_or_label_file_is_named_as_such(
         with pytest.raises(kind, match=message):
             build_evidence(paths, CONFIG, tmp_path / "evidence", labels=labels)
         assert not (tmp_path / "evidence").exists()
+
+
+def test_a_label_time_beyond_int64_is_refused_naming_the_label(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    labels = tmp_path / "labels.json"
+    row = {"id": "l1", "recording_id": "drive-json", "label": "rain"}
+    labels.write_text(
+        json.dumps({"schema_version": 1, "labels": [{**row, "start_ns": 0, "end_ns": 10**30}]})
+    )
+    with pytest.raises(FormatError, match=r"labels\[0\]: label 'l1' needs .* <= 2\*\*63 - 1"):
+        build_evidence([recordings["json"]], CONFIG, tmp_path / "ev", labels=labels)
+    assert not (tmp_path / "ev").exists()

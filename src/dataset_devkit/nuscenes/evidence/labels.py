@@ -26,6 +26,8 @@ from dataset_devkit.nuscenes.tokens import make_token
 
 __all__ = ["read_labels", "resolve_annotations"]
 
+_MAX_NS = (1 << 63) - 1  # nanosecond times are signed 64-bit, as in every table
+
 
 class _Label(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     id: str
@@ -63,9 +65,9 @@ def read_labels(
                 path=path,
                 field=f"{where}.recording_id",
             )
-        if not 0 <= label.start_ns < label.end_ns:
+        if not 0 <= label.start_ns < label.end_ns <= _MAX_NS:
             raise FormatError(
-                f"label {label.id!r} needs 0 <= start_ns < end_ns, found "
+                f"label {label.id!r} needs 0 <= start_ns < end_ns <= 2**63 - 1, found "
                 f"{label.start_ns}..{label.end_ns}",
                 path=path,
                 field=where,
