@@ -178,3 +178,23 @@ def test_several_recordings_export_as_several_logs_with_one_scaffold_map(
     for a in splits:
         groups.setdefault(a["group_id"], set()).add(a["split"])
     assert all(len(s) == 1 for s in groups.values())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"staging_dataroot": 3}, "staging_dataroot"),
+        ({"evidence": 3}, "evidence"),
+        ({"config": {"namespace": "x"}}, "config"),
+        ({"workers": 0}, "workers"),
+        ({"workers": "2"}, "workers"),
+    ],
+)
+def test_a_wrong_argument_is_a_config_error_before_anything_is_written(
+    tmp_path: Path, mcap_evidence: Evidence, kwargs: dict[str, Any], key: str
+) -> None:
+    args: dict[str, Any] = {"staging_dataroot": tmp_path / "staging", "evidence": mcap_evidence}
+    with pytest.raises(ConfigError, match=f"^{key} must be") as info:
+        export_dataset(**{**args, **kwargs})
+    assert info.value.key == key
+    assert not (tmp_path / "staging").exists()

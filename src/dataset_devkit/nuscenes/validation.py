@@ -21,6 +21,7 @@ from dataset_devkit.errors import ConfigError, DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest, verify_tree
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.arguments import check_workers
 from dataset_devkit.nuscenes.validation_evidence import check_evidence
 from dataset_devkit.nuscenes.validation_extensions import (
     LoadedExtensions,
@@ -196,6 +197,7 @@ def _validate(
     workers: int,
 ) -> ValidationReport:
     check_version(version)
+    check_workers(workers)
     if state not in ("staging", "finalized", "published"):
         raise ConfigError(f"unknown dataroot state {state!r}", key="state")
     published = state == "published"

@@ -14,7 +14,8 @@ import threading
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 
-from dataset_devkit.errors import ConfigError, FormatError, UnsafePathError
+from dataset_devkit.errors import FormatError, UnsafePathError
+from dataset_devkit.nuscenes.arguments import user_path
 
 __all__ = ["DatarootReader", "check_relative_name", "dataroot_path"]
 
@@ -37,13 +38,7 @@ def dataroot_path(dataroot: object) -> Path:
 
     ``Path("")`` is the working directory: an empty name must not silently open it.
     """
-    if isinstance(dataroot, str | os.PathLike):
-        name = os.fspath(dataroot)
-        if isinstance(name, str) and name:
-            return Path(name)
-    raise ConfigError(
-        f"dataroot must be a non-empty str or Path, found {dataroot!r}", key="dataroot"
-    )
+    return user_path(dataroot, "dataroot")
 
 
 class DatarootReader:

@@ -238,3 +238,30 @@ def test_a_label_time_beyond_int64_is_refused_naming_the_label(
     with pytest.raises(FormatError, match=r"labels\[0\]: label 'l1' needs .* <= 2\*\*63 - 1"):
         build_evidence([recordings["json"]], CONFIG, tmp_path / "ev", labels=labels)
     assert not (tmp_path / "ev").exists()
+
+
+@pytest.mark.parametrize(
+    ("recordings_arg", "config", "out", "labels", "key"),
+    [
+        ("drive.mcap", CONFIG, "ev", None, "recordings"),
+        ([3], CONFIG, "ev", None, "recordings[0]"),
+        (None, {"namespace": "x"}, "ev", None, "config"),
+        (None, CONFIG, 3, None, "out"),
+        (None, CONFIG, "ev", 3, "labels"),
+    ],
+)
+def test_a_wrong_argument_is_a_config_error_naming_it(
+    tmp_path: Path,
+    recordings: dict[str, Path],
+    recordings_arg: object,
+    config: object,
+    out: object,
+    labels: object,
+    key: str,
+) -> None:
+    paths = [recordings["protobuf"]] if recordings_arg is None else recordings_arg
+    target = tmp_path / out if isinstance(out, str) else out
+    with pytest.raises(ConfigError) as info:
+        build_evidence(paths, config, target, labels=labels)  # type: ignore[arg-type]
+    assert info.value.key == key and str(info.value).startswith(key)
+    assert not (tmp_path / "ev").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.integrity import SafeDir, remove_staging, write_manifest
+from dataset_devkit.nuscenes.arguments import check_instance, user_path
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -146,12 +147,21 @@ def build_evidence(
     *out* must not exist. Its ``content_manifest.json`` is written last, so a directory
     without one is an interrupted build, never evidence; a failed build removes *out*.
     """
+    check_instance(config, PipelineConfig, "config")
     check_config(config)
+    if isinstance(recordings, str | bytes | os.PathLike):
+        raise ConfigError(
+            f"recordings must be a list of paths, found the single path {recordings!r}",
+            key="recordings",
+        )
     if not recordings:
         raise ConfigError("at least one recording is needed", key="sources")
+    paths = [user_path(p, f"recordings[{i}]") for i, p in enumerate(recordings)]
+    out = user_path(out, "out")
+    labels = None if labels is None else user_path(labels, "labels")
     report = progress or (lambda stage, done, total: None)
     sources = []
-    for i, path in enumerate(recordings):
+    for i, path in enumerate(paths):
         report("ingest", i, len(recordings))
         source = open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame)
         _check_span(source, Path(path))
@@ -177,7 +187,6 @@ def build_evidence(
     label_records: tuple[AnnotationRecord, ...] = ()
     if labels is not None:
         label_name, label_sha, label_records = read_labels(Path(labels), ev_recordings)
-    out = Path(out)
     root = SafeDir.create(out)  # refuses an existing path: evidence is written once
     try:
         with root:
