@@ -333,3 +333,65 @@ def test_a_recording_cut_before_any_image_is_refused_not_read_as_empty(
     path.write_bytes(recordings["protobuf"].read_bytes()[:40])
     with pytest.raises(FormatError, match=r"no JPEG camera image .* in 0 messages read; truncated"):
         read_mcap(path)
+
+
+def _one_message_mcap(path: Path, schema: str, message: dict[str, object]) -> Path:
+    from mcap.writer import Writer
+
+    with path.open("wb") as f:
+        writer = Writer(f)
+        writer.start()
+        sid = writer.register_schema(name=schema, encoding="jsonschema", data=b"{}")
+        cid = writer.register_channel(topic="/t", message_encoding="json", schema_id=sid)
+        writer.add_message(cid, log_time=7, publish_time=7, data=json.dumps(message).encode())
+        writer.finish()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("schema", "message", "expected"),
+    [
+        (
+            "foxglove.CompressedImage",
+            {
+                "timestamp": {"sec": 1, "nsec": 0},
+                "frame_id": "cam",
+                "format": "jpeg",
+                "data": "/9hnYXJiYWdl",
+            },  # FF D8 then garbage
+            "image is a malformed JPEG",
+        ),
+        (
+            "foxglove.CameraCalibration",
+            {
+                "timestamp": {"sec": 1, "nsec": 0},
+                "frame_id": "cam",
+                "width": 64,
+                "height": 48,
+                "distortion_model": "plumb_bob",
+                "D": [float("inf"), 0.0],
+                "K": [57.6, 0, 32, 0, 57.6, 24, 0, 0, 1],
+            },
+            r"distortion D must be finite, found \[inf, 0.0\]",
+        ),
+        (
+            "foxglove.FrameTransform",
+            {
+                "timestamp": {"sec": 1, "nsec": 0},
+                "parent_frame_id": "base_link",
+                "child_frame_id": "cam",
+                "translation": {"x": float("inf"), "y": 0, "z": 0},
+                "rotation": {"x": 0, "y": 0, "z": 0, "w": 1},
+            },
+            r"translation must be finite, found \[inf, 0.0, 0.0\]",
+        ),
+    ],
+)
+def test_a_bad_message_is_refused_naming_file_topic_and_log_time(
+    tmp_path: Path, schema: str, message: dict[str, object], expected: str
+) -> None:
+    path = _one_message_mcap(tmp_path / "bad.mcap", schema, message)
+    with pytest.raises(FormatError, match=expected) as info:
+        read_mcap(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: topic '/t'") and "(message at log_time 7)" in text, text

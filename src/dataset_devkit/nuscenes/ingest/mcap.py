@@ -171,7 +171,15 @@ def _scan(f: BinaryIO, path: Path, vehicle_frame: str) -> _Scan:
                 path=path,
             ) from exc
         for rec in records:
-            _take(scan, rec, channel.topic, name, path, vehicle_frame)
+            try:
+                _take(scan, rec, channel.topic, name, path, vehicle_frame)
+            except FormatError as exc:
+                if exc.path is not None:
+                    raise
+                # Name the recording and the message, not only the topic.
+                raise FormatError(
+                    f"{exc.detail} (message at log_time {message.log_time})", path=path
+                ) from None
     for (topic, name), count in sorted(ignored.items()):
         scan.filtering.append(
             Rejection(
@@ -209,6 +217,11 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
             return
         frames[rec.timestamp_ns] = dims
     elif isinstance(rec, Calibration):
+        if not all(math.isfinite(v) for v in rec.distortion):
+            raise FormatError(
+                f"topic {topic!r}: camera {rec.frame_id!r}: distortion D must be finite, "
+                f"found {list(rec.distortion)}"
+            )
         check_intrinsic(
             rec.intrinsic, rec.width, rec.height, f"topic {topic!r}: camera {rec.frame_id!r}"
         )
@@ -220,6 +233,11 @@ def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_fr
                 path=path,
             )
     elif isinstance(rec, TransformEdge):
+        if not all(math.isfinite(v) for v in rec.transform[0]):
+            raise FormatError(
+                f"topic {topic!r}: transform {rec.parent!r} -> {rec.child!r}: translation must "
+                f"be finite, found {list(rec.transform[0])}"
+            )
         if rec.child == vehicle_frame:
             scan.ego_edges.append(Orientation(rec.timestamp_ns, rec.transform[1]))
         else:
