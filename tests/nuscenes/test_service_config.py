@@ -83,6 +83,17 @@ def test_relative_paths_resolve_against_the_config_file(tmp_path: Path) -> None:
             "scenario.rules[0]",
         ),
         ("[paths]", "[split]\ntest_fraction = nan\n[paths]", "split.test_fraction"),
+        (
+            'output_dir = "out"',
+            'output_dir = "out"\nevidence_dir = "out/v1.0-trainval"',
+            "paths.evidence_dir",
+        ),
+        (
+            'output_dir = "out"',
+            'output_dir = "out"\nevidence_dir = "out/./v1.0-trainval/ev"',
+            "paths.evidence_dir",
+        ),
+        ('output_dir = "out"', 'output_dir = "out"\nevidence_dir = "."', "paths.evidence_dir"),
         ('namespace = "fleet"', 'namespace = ""', "namespace"),
         ('namespace = "fleet"', 'namespace = "fleet"\nextra = 1', "extra"),
         ('paths = ["drives/a.mcap"]', "paths = []", "sources.paths"),

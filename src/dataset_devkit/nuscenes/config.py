@@ -39,6 +39,7 @@ Any unknown key, wrong type or value outside the v1 contract is a ``ConfigError`
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -186,6 +187,20 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
     _path(paths.evidence_dir, "paths.evidence_dir")
     output_dir = (base / paths.output_dir).absolute()
     evidence = output_dir / "evidence" if paths.evidence_dir is None else base / paths.evidence_dir
+    evidence_dir = Path(os.path.normpath(evidence.absolute()))
+    final = Path(os.path.normpath(output_dir / spec.VERSION))
+    if evidence_dir == final or final in evidence_dir.parents:
+        raise ConfigError(
+            f"paths.evidence_dir: {evidence_dir} is inside the dataroot {final} that the build "
+            "publishes; choose a directory outside it",
+            key="paths.evidence_dir",
+        )
+    if evidence_dir == Path(os.path.normpath(output_dir)) or evidence_dir in final.parents:
+        raise ConfigError(
+            f"paths.evidence_dir: {evidence_dir} would hold the published dataroot {final}; "
+            "choose a separate directory (the default is <output_dir>/evidence)",
+            key="paths.evidence_dir",
+        )
     return BuildConfig(
         pipeline=pipeline,
         sources=SourcesConfig(
@@ -194,7 +209,7 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
             labels=None if sources.labels is None else (base / sources.labels).absolute(),
         ),
         output_dir=output_dir,
-        evidence_dir=evidence.absolute(),
+        evidence_dir=evidence_dir,
     )
 
 
