@@ -159,3 +159,21 @@ def test_build_config_mistakes_exit_1_with_one_line_naming_file_and_key(
         assert done.returncode == 1, done.stderr
         assert expected in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_dataroot_one_level_off_gets_a_did_you_mean_hint(
+    published: tuple[Path, Fixture], package_env: dict[str, str]
+) -> None:
+    root = published[0]
+    for given, meant in ((root.parent, root), (root / "v1.0-trainval", root)):
+        done = run(package_env, "validate", "--dataroot", str(given), "--version", "v1.0-trainval")
+        assert done.returncode == 1
+        assert f"did you mean {meant}?" in done.stderr.splitlines()[0], done.stderr
+
+
+def test_an_empty_build_config_argument_is_refused_not_read_as_the_working_directory(
+    package_env: dict[str, str],
+) -> None:
+    done = run(package_env, "build", "")
+    assert done.returncode == 1
+    assert done.stderr.strip() == "error: config must be a non-empty str or Path, found ''"

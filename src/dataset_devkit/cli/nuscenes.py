@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -61,7 +60,8 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def build(
-    config: Annotated[Path, typer.Argument(help="The TOML build config.")],
+    # A str, not a Path: typer would turn "" into Path("."), see _DATAROOT below.
+    config: Annotated[str, typer.Argument(help="The TOML build config.")],
 ) -> None:
     """Build recordings into a validated, published, read-only v1.0-trainval dataroot."""
     resolved = load_build_config(config)

@@ -96,9 +96,21 @@ class ValidationReport:
             n = len(self.issues)
             raise DatarootInvalid(
                 f"{self.dataroot}: not a valid {self.version} dataroot "
-                f"({n} issue{'s' if n != 1 else ''})",
+                f"({n} issue{'s' if n != 1 else ''})" + _level_hint(self.dataroot, self.version),
                 self.issues,
             )
+
+
+def _level_hint(root: Path, version: str) -> str:
+    """Point at the dataroot when the path given is one level above or below it."""
+    try:
+        if (root / version / version).is_dir() and not (root / version).is_symlink():
+            return f"; did you mean {root / version}? (the build's output_dir holds the dataroot)"
+        if root.name == version and (root / "scene.json").is_file():
+            return f"; did you mean {root.parent}? (this is the table folder inside the dataroot)"
+    except OSError:
+        return ""
+    return ""
 
 
 def byte_counter(progress: Progress | None, stage: str, total: int) -> Callable[[int], None] | None:
