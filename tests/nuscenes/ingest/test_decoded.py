@@ -205,3 +205,28 @@ def test_a_recording_json_mistake_is_refused_naming_the_field(
     bad = _edit(recordings["decoded"], tmp_path / "bad", edit)
     with pytest.raises(FormatError, match=rf"recording.json at {field}: .*{message}"):
         read_decoded(bad)
+
+
+def test_a_corrupt_video_packet_is_a_format_error_naming_the_file_and_frame(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad")
+    video = bad / "cam_front.mp4"
+    data = bytearray(video.read_bytes())
+    at = len(data) // 5  # inside the media data, after the first frames
+    data[at : at + 200] = b"\xff" * 200
+    video.write_bytes(bytes(data))
+    source = read_decoded(bad)
+    times = frozenset(source.cameras[0].timestamps_ns)
+    with pytest.raises(FormatError, match=r"video does not decode after frame \d+ of") as info:
+        list(source.extract_frames({"cam_front": times}))
+    assert str(video) in str(info.value)
+
+
+def test_a_png_named_like_a_video_has_no_decodable_video_stream(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad")
+    (bad / "cam_front.mp4").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    with pytest.raises(FormatError, match=r"cam_front\.mp4: no decodable video stream"):
+        read_decoded(bad)

@@ -190,6 +190,12 @@ def _load(folder: Path) -> tuple[_Recording, bytes]:
     return doc, raw
 
 
+def _av_error() -> type[Exception]:
+    import av
+
+    return av.FFmpegError
+
+
 def _open_video(path: Path) -> Any:
     try:
         import av
@@ -221,9 +227,12 @@ def read_decoded(folder: Path | str) -> RecordingSource:
     cameras = []
     for cam in doc.cameras:
         with _open_video(folder / cam.video) as container:
-            if not container.streams.video:
-                raise FormatError("no video stream", path=folder / cam.video)
-            ctx = container.streams.video[0].codec_context
+            ctx = container.streams.video[0].codec_context if container.streams.video else None
+            if ctx is None or not (ctx.width and ctx.height):
+                raise FormatError(
+                    f"no decodable video stream (container format {container.format.name!r})",
+                    path=folder / cam.video,
+                )
             if (ctx.width, ctx.height) != (cam.width, cam.height):
                 raise FormatError(
                     f"video is {ctx.width}x{ctx.height}, calibration says {cam.width}x{cam.height}",
@@ -305,8 +314,18 @@ def _extract(
                 raise UnsafePathError("video changed since it was ingested", path=path)
         decoded = 0
         with _open_video(path) as container:
-            for index, frame in enumerate(container.decode(video=0)):
-                decoded = index + 1
+            frames = container.decode(video=0)
+            while True:
+                try:
+                    frame = next(frames, None)
+                except _av_error() as exc:  # a corrupt packet: name the file and the frame
+                    raise FormatError(
+                        f"video does not decode after frame {decoded} of {len(stamps)}: {exc}",
+                        path=path,
+                    ) from None
+                if frame is None:
+                    break
+                index, decoded = decoded, decoded + 1
                 if index >= len(stamps):
                     raise FormatError(
                         f"video has more frames than the {len(stamps)} timestamps", path=path
