@@ -120,7 +120,7 @@ def test_an_uncalibrated_all_zero_k_is_refused(tmp_path: Path, recordings: dict[
 
 
 def test_the_documented_json_schema_matches_the_reader(recordings: dict[str, Path]) -> None:
-    from dataset_devkit.nuscenes.ingest import decoded
+    from dataset_devkit.nuscenes.ingest import decoded_schema as decoded
 
     docs = (Path(__file__).parents[3] / "docs" / "nuscenes.md").read_text()
     block = docs.split("JSON schema of `recording.json`:", 1)[1].split("```json", 1)[1]
