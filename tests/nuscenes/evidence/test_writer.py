@@ -86,8 +86,13 @@ def test_mixed_source_types_are_refused(tmp_path: Path, recordings: dict[str, Pa
 
 
 def test_the_same_recording_twice_is_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
-    with pytest.raises(ConfigError, match="repeat source_digest"):
-        build_evidence([recordings["json"], recordings["json"]], CONFIG, tmp_path / "ev")
+    copy = tmp_path / "copy.mcap"
+    copy.write_bytes(recordings["json"].read_bytes())
+    for paths in ([recordings["json"], recordings["json"]], [recordings["json"], copy]):
+        with pytest.raises(ConfigError, match="repeat content_sha256") as info:
+            build_evidence(paths, CONFIG, tmp_path / "ev")
+        assert f"recordings {paths[0]} and {paths[1]} repeat" in str(info.value)
+        assert not (tmp_path / "ev").exists()
 
 
 def test_camera_names_that_normalize_to_one_channel_are_refused(tmp_path: Path) -> None:

@@ -172,11 +172,17 @@ def build_evidence(
         raise ConfigError(
             f"all recordings of a dataset need one source type, found {types}", key="sources"
         )
-    for attr in ("source_digest", "recording_id"):
-        values = [getattr(s, attr) for s in sources]
-        dupes = sorted({v for v in values if values.count(v) > 1})
-        if dupes:
-            raise ConfigError(f"recordings repeat {attr} {dupes}", key="sources")
+    for attr in ("content_sha256", "source_digest", "recording_id"):
+        first: dict[str, Path] = {}
+        for path, src in zip(paths, sources, strict=True):
+            value = getattr(src, attr)
+            if value in first:
+                raise ConfigError(
+                    f"recordings {first[value]} and {path} repeat {attr} {value!r} (the same "
+                    "recording twice?); list each recording once",
+                    key="sources",
+                )
+            first[value] = path
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = _channel_mapping(sources)
     ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)

@@ -126,6 +126,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
         source_name=folder.name,
         source_size=size,
         source_digest=digest.hexdigest(),
+        content_sha256=digest.content_hexdigest(),
         vehicle=doc.vehicle,
         location=doc.location,
         truncated=False,

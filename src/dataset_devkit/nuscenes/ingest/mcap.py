@@ -402,6 +402,7 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         source_name=path.name,
         source_size=size,
         source_digest=digest.hexdigest(),
+        content_sha256=digest.content_hexdigest(),
         vehicle=scan.metadata.get("vehicle", "unknown"),
         location=scan.metadata.get("location", "unknown"),
         truncated=scan.truncated,

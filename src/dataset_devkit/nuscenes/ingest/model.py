@@ -98,6 +98,9 @@ class RecordingSource:
     extract_frames: FrameExtractor = field(compare=False, repr=False)
     #: Longitude of the recording (degrees) for local solar time tags.
     longitude_deg: float = 0.0
+    #: SHA-256 of the member bytes alone (no names): the same recording copied under another
+    #: name has another ``source_digest`` but this same value, so it is not ingested twice.
+    content_sha256: str = ""
 
 
 def check_intrinsic(k: Matrix3, width: int, height: int, what: str) -> None:

@@ -54,6 +54,7 @@ class SourceDigest:
     def __init__(self, backend: str) -> None:
         self.backend = backend
         self._h = hashlib.sha256(b"dataset-devkit/nuscenes/source/v1\0" + backend.encode() + b"\0")
+        self._content = hashlib.sha256()
 
     def add_file(self, name: str, f: BinaryIO) -> int:
         """Hash one member from the start of *f*; returns its size."""
@@ -62,8 +63,10 @@ class SourceDigest:
         raw = name.encode()
         self._h.update(len(raw).to_bytes(8, "big") + raw + size.to_bytes(8, "big"))
         done = 0
+        self._content.update(size.to_bytes(8, "big"))
         while chunk := f.read(_BLOCK):
             self._h.update(chunk)
+            self._content.update(chunk)
             done += len(chunk)
         if done != size:
             raise UnsafePathError(f"{name} changed size while hashing ({size} → {done} bytes)")
@@ -72,3 +75,7 @@ class SourceDigest:
 
     def hexdigest(self) -> str:
         return f"{self.backend}:sha256:{self._h.hexdigest()}"
+
+    def content_hexdigest(self) -> str:
+        """SHA-256 of the members' sizes and bytes only, in order: names do not count."""
+        return self._content.hexdigest()
