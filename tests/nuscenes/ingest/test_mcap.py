@@ -395,3 +395,40 @@ def test_a_bad_message_is_refused_naming_file_topic_and_log_time(
         read_mcap(path)
     text = str(info.value)
     assert text.startswith(f"{path}: topic '/t'") and "(message at log_time 7)" in text, text
+
+
+def _with_metadata(src: Path, dst: Path, metadata: dict[str, str]) -> Path:
+    """Copy every message of *src* into *dst* and add a ``recording`` metadata record."""
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    with src.open("rb") as f, dst.open("wb") as out:
+        writer = Writer(out)
+        writer.start()
+        channels: dict[int, int] = {}
+        for schema, channel, message in make_reader(f).iter_messages():
+            if channel.id not in channels:
+                assert schema is not None
+                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
+                channels[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, sid
+                )
+            writer.add_message(
+                channels[channel.id], message.log_time, message.data, message.publish_time
+            )
+        writer.add_metadata("recording", metadata)
+        writer.finish()
+    return dst
+
+
+def test_the_metadata_recording_id_names_the_recording_and_must_be_safe(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    good = _with_metadata(recordings["json"], tmp_path / "good.mcap", {"recording_id": "d-1"})
+    assert read_mcap(good).recording_id == "d-1"
+    for i, bad_id in enumerate(("", "../x", "a\nb")):
+        bad = _with_metadata(
+            recordings["json"], tmp_path / f"bad{i}.mcap", {"recording_id": bad_id}
+        )
+        with pytest.raises(FormatError, match=r"metadata 'recording': recording_id .* must match"):
+            read_mcap(bad)

@@ -21,12 +21,13 @@ from dataset_devkit.nuscenes.ingest.source import open_regular
 from dataset_devkit.nuscenes.spec import Matrix3, Vec3
 from dataset_devkit.nuscenes.tokens import normalize_channel
 
-__all__ = ["RECORDING_FILE", "load_recording"]
+__all__ = ["RECORDING_FILE", "SAFE_RECORDING_ID", "load_recording"]
 
 RECORDING_FILE = "recording.json"
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+#: A recording id, in recording.json or an MCAP ``recording`` metadata record.
+SAFE_RECORDING_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 _MAX_NS = (1 << 63) - 1
 
 
@@ -121,7 +122,7 @@ def load_recording(folder: Path) -> tuple[_Recording, bytes]:
     with open_regular(meta, RECORDING_FILE) as f:
         raw = f.read()
     doc = decode_json_record(raw, _Recording, meta)
-    if not _SAFE_ID.fullmatch(doc.recording_id):
+    if not SAFE_RECORDING_ID.fullmatch(doc.recording_id):
         raise FormatError("unsafe recording_id", path=meta, field="$.recording_id")
     origin = doc.enu_origin
     _finite([origin.latitude_deg, origin.longitude_deg, origin.altitude_m], meta, "$.enu_origin")

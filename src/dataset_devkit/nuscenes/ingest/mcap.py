@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
 from dataset_devkit.nuscenes.geodesy import LocalEnu, to_web_mercator
 from dataset_devkit.nuscenes.geometry import Transform, compose, identity
+from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
 from dataset_devkit.nuscenes.ingest.messages import (
     ROLE_BY_SCHEMA,
     Calibration,
@@ -395,10 +396,17 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         rejected_messages=scan.rejected,
     )
     wanted_topics = {scan.topics[c.frame_id] for c in cameras}
+    recording_id = scan.metadata.get("recording_id", path.stem)
+    if "recording_id" in scan.metadata and not SAFE_RECORDING_ID.fullmatch(recording_id):
+        raise FormatError(
+            f"metadata {METADATA_NAME!r}: recording_id {recording_id!r} must match "
+            f"{SAFE_RECORDING_ID.pattern} (as in a decoded recording.json)",
+            path=path,
+        )
     return RecordingSource(
         source_type=SOURCE_MCAP,
         backend=BACKEND_MCAP,
-        recording_id=scan.metadata.get("recording_id", path.stem),
+        recording_id=recording_id,
         source_name=path.name,
         source_size=size,
         source_digest=digest.hexdigest(),
