@@ -4,6 +4,7 @@ opened by our SDK and by the official nuScenes loader."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from dataset_devkit.errors import DestinationExistsError
+from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.nuscenes.config import BuildConfig, load_build_config
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_decoded, write_sample_mcap
 from dataset_devkit.nuscenes.sdk import Dataset
@@ -140,3 +141,30 @@ def test_a_decoded_build_with_sweeps_and_labels_meets_the_contract(tmp_path: Pat
     assert rows and all(isinstance(r["published_east_m"], int) for r in rows)
     pose = ds.ego_pose(rows[0]["sample_data_token"])
     assert rows[0]["translation_xyz_m"] == pose["translation"]
+
+
+def test_reused_evidence_of_other_recordings_or_labels_is_refused_not_republished(
+    mcap_build: tuple[BuildConfig, BuildResult], tmp_path: Path
+) -> None:
+    config, _ = mcap_build
+    base = config.output_dir.parent
+    other = write_sample_mcap(tmp_path / "other.mcap", SampleDrive(duration_s=6.0, speed_mps=3.0))
+    reuse = load_build_config(write_config(base, "mcap_hf", ["drive.mcap", str(other)], "reuse"))
+    shared = dataclasses.replace(reuse, evidence_dir=config.evidence_dir)
+    with pytest.raises(ConfigError, match="built from other recordings") as info:
+        build_dataset(shared)
+    assert info.value.key == "sources.paths"
+    assert str(config.evidence_dir) in str(info.value)
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"schema_version": 1, "labels": []}))
+    same = load_build_config(write_config(base, "mcap_hf", ["drive.mcap"], "labelled"))
+    labelled = dataclasses.replace(
+        same,
+        evidence_dir=config.evidence_dir,
+        sources=dataclasses.replace(same.sources, labels=labels),
+    )
+    with pytest.raises(ConfigError, match="another label file") as info:
+        build_dataset(labelled)
+    assert info.value.key == "sources.labels"
+    for name in ("reuse", "labelled"):
+        assert not (base / name / "v1.0-trainval").exists()

@@ -12,11 +12,39 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.config import BuildConfig
-from dataset_devkit.nuscenes.evidence import build_evidence, read_evidence
+from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
 from dataset_devkit.nuscenes.export import export_dataset
+from dataset_devkit.nuscenes.ingest.fingerprint import file_sha256, recording_digest
 from dataset_devkit.nuscenes.validation import Progress
 
 __all__ = ["export_from_recordings"]
+
+
+def _check_same_inputs(config: BuildConfig, evidence: Evidence) -> None:
+    """Refuse reused evidence whose recordings or label file are not the configured ones.
+
+    Evidence records each recording's digest and the label file's SHA-256; a build that lists
+    another recording, an added one, or one changed since must not publish the old data.
+    """
+    doc = evidence.document
+    hint = "remove that directory or set paths.evidence_dir to a new one"
+    recorded = sorted(r.source_digest for r in doc.recordings)
+    listed = sorted(recording_digest(p) for p in config.sources.paths)
+    if recorded != listed:
+        names = sorted(r.source_name for r in doc.recordings)
+        raise ConfigError(
+            f"{config.evidence_dir}: existing evidence was built from other recordings "
+            f"({', '.join(names)}) than sources.paths lists now, or they changed since; {hint}",
+            key="sources.paths",
+        )
+    labels = config.sources.labels
+    sha = "" if labels is None else file_sha256(labels, "label file")
+    if sha != doc.label_file_sha256:
+        raise ConfigError(
+            f"{config.evidence_dir}: existing evidence was built with another label file "
+            f"({doc.label_file_name or 'none'}) than sources.labels names now; {hint}",
+            key="sources.labels",
+        )
 
 
 def export_from_recordings(config: BuildConfig, staging: Path, progress: Progress) -> None:
@@ -24,6 +52,7 @@ def export_from_recordings(config: BuildConfig, staging: Path, progress: Progres
     reused = os.path.lexists(config.evidence_dir)
     if reused:
         evidence = read_evidence(config.evidence_dir)
+        _check_same_inputs(config, evidence)
     else:
         evidence = build_evidence(
             config.sources.paths,

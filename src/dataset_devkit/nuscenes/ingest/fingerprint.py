@@ -1,0 +1,45 @@
+"""A recording's ``source_digest`` without ingesting it, to check reused evidence cheaply.
+
+The digest is the one the backends record (``mcap:sha256:...`` over the file, ``pyav:sha256:...``
+over ``recording.json`` and its videos), so evidence built from other recordings, or from
+recordings changed since, is told apart by one hashing pass and no decoding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from dataset_devkit.errors import MissingPathError, UnsafePathError
+from dataset_devkit.nuscenes.ingest.decoded import BACKEND_DECODED
+from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE, load_recording
+from dataset_devkit.nuscenes.ingest.mcap import BACKEND_MCAP
+from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular
+
+__all__ = ["file_sha256", "recording_digest"]
+
+
+def recording_digest(path: Path) -> str:
+    """The ``source_digest`` ingest would record for the recording at *path*."""
+    if not os.path.lexists(path):
+        raise MissingPathError("recording not found", path=path)
+    if path.is_symlink():
+        raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
+    if path.is_dir():
+        doc, _ = load_recording(path)
+        digest = SourceDigest(BACKEND_DECODED)
+        for name in sorted({RECORDING_FILE, *(c.video for c in doc.cameras)}):
+            with open_regular(path / name, name if name == RECORDING_FILE else "video") as f:
+                digest.add_file(name, f)
+        return digest.hexdigest()
+    digest = SourceDigest(BACKEND_MCAP)
+    with open_regular(path) as f:
+        digest.add_file(path.name, f)
+    return digest.hexdigest()
+
+
+def file_sha256(path: Path, what: str) -> str:
+    """SHA-256 hex of a regular file, opened without following links."""
+    with open_regular(path, what) as f:
+        return hashlib.sha256(f.read()).hexdigest()
