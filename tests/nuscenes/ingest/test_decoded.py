@@ -14,6 +14,7 @@ from PIL import Image
 
 from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.nuscenes.ingest import read_decoded
+from dataset_devkit.nuscenes.jpeg import encode_jpeg
 from tests.nuscenes.helpers import DRIVE
 
 
@@ -96,9 +97,17 @@ def test_a_video_with_fewer_frames_than_timestamps_is_refused(
     times = list(DRIVE.frame_times())
     times.append(times[-1] + 100_000_000)
     bad = _copy(recordings["decoded"], tmp_path / "bad", cameras__timestamps_ns=times)
-    source = read_decoded(bad)
-    with pytest.raises(FormatError, match="frames but 61 timestamps"):
-        list(source.extract_frames({"cam_front": frozenset({times[0]})}))
+    # The MP4 declares its frame count, so the mismatch is found before any decode.
+    with pytest.raises(FormatError, match=r"video declares 60 frames but recording\.json lists 61"):
+        read_decoded(bad)
+
+
+def test_a_camera_without_timestamps_is_refused_not_silently_unchecked(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad", cameras__timestamps_ns=[])
+    with pytest.raises(FormatError, match=r"timestamps_ns: a camera needs at least one frame"):
+        read_decoded(bad)
 
 
 def test_an_unsafe_video_name_or_symlinked_folder_is_refused(
@@ -230,3 +239,14 @@ def test_a_png_named_like_a_video_has_no_decodable_video_stream(
     (bad / "cam_front.mp4").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
     with pytest.raises(FormatError, match=r"cam_front\.mp4: no decodable video stream"):
         read_decoded(bad)
+
+
+def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_when_decoded(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad")
+    (bad / "cam_front.mp4").write_bytes(encode_jpeg(DRIVE.image(0, 0), 95))
+    source = read_decoded(bad)  # an image pipe declares no frame count
+    times = source.cameras[0].timestamps_ns
+    with pytest.raises(FormatError, match=f"video has 1 frames but {len(times)} timestamps"):
+        list(source.extract_frames({"cam_front": frozenset(times)}))

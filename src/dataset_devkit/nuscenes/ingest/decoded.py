@@ -83,6 +83,15 @@ def read_decoded(folder: Path | str) -> RecordingSource:
                     f"video is {ctx.width}x{ctx.height}, calibration says {cam.width}x{cam.height}",
                     path=folder / cam.video,
                 )
+            # The container's frame count, when it declares one, is checked now; decoding
+            # checks it again for the cameras whose frames are extracted.
+            declared = container.streams.video[0].frames
+            if declared and declared != len(cam.timestamps_ns):
+                raise FormatError(
+                    f"video declares {declared} frames but recording.json lists "
+                    f"{len(cam.timestamps_ns)} timestamps for camera {cam.name!r}",
+                    path=folder / cam.video,
+                )
         cameras.append(
             CameraStream(
                 source_name=cam.name,

@@ -156,6 +156,12 @@ def load_recording(folder: Path) -> tuple[_Recording, bytes]:
             raise FormatError(exc.detail, path=meta, field=f"{where}.name") from None
         if cam.width < 1 or cam.height < 1:
             raise FormatError("width and height must be positive", path=meta, field=where)
+        if not cam.timestamps_ns:
+            raise FormatError(
+                "a camera needs at least one frame timestamp",
+                path=meta,
+                field=f"{where}.timestamps_ns",
+            )
         _increasing(cam.timestamps_ns, meta, f"{where}.timestamps_ns")
         _finite([cam.K, cam.rotation_vector, cam.translation, cam.distortion], meta, where)
         _rotation(cam.rotation_vector, meta, f"{where}.rotation_vector")
