@@ -172,15 +172,14 @@ def test_the_same_recordings_and_config_give_the_same_evidence_hash(
 def test_a_build_failing_while_storing_frames_leaves_no_evidence(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:
-    import shutil
-
-    folder = tmp_path / "short-video"
+    folder = tmp_path / "corrupt-video"
     shutil.copytree(recordings["decoded"], folder)
-    doc = json.loads((folder / "recording.json").read_text())
-    last = doc["cameras"][0]["timestamps_ns"][-1]
-    doc["cameras"][0]["timestamps_ns"].append(last + 100_000_000)  # one more stamp than frames
-    (folder / "recording.json").write_text(json.dumps(doc))
-    with pytest.raises(FormatError, match="frames but 61 timestamps"):
+    video = folder / "cam_front.mp4"
+    data = bytearray(video.read_bytes())
+    at = len(data) // 5  # a corrupt packet: found only when the frames are decoded
+    data[at : at + 200] = b"\xff" * 200
+    video.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="video does not decode after frame"):
         build_evidence([folder], CONFIG, tmp_path / "ev")
     assert not (tmp_path / "ev").exists()
 
