@@ -168,3 +168,16 @@ def test_reused_evidence_of_other_recordings_or_labels_is_refused_not_republishe
     assert info.value.key == "sources.labels"
     for name in ("reuse", "labelled"):
         assert not (base / name / "v1.0-trainval").exists()
+
+
+def test_evidence_left_by_a_killed_build_is_named_with_what_to_do(
+    mcap_build: tuple[BuildConfig, BuildResult],
+) -> None:
+    config, _ = mcap_build
+    base = config.output_dir.parent
+    killed = load_build_config(write_config(base, "mcap_hf", ["drive.mcap"], "killed"))
+    (killed.evidence_dir / "frames").mkdir(parents=True)  # no content manifest: killed midway
+    with pytest.raises(ConfigError, match="exists but is not evidence") as info:
+        build_dataset(killed)
+    assert info.value.key == "paths.evidence_dir"
+    assert not killed.final_dataroot.exists()

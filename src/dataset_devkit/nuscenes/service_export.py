@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
 from dataset_devkit.nuscenes.export import export_dataset
@@ -51,6 +52,17 @@ def export_from_recordings(config: BuildConfig, staging: Path, progress: Progres
     """Build or reuse the evidence of *config*, then export it into *staging*."""
     reused = os.path.lexists(config.evidence_dir)
     if reused:
+        manifest = config.evidence_dir / CONTENT_MANIFEST_NAME
+        real_dir = config.evidence_dir.is_dir() and not config.evidence_dir.is_symlink()
+        if real_dir and not os.path.lexists(manifest):
+            # Evidence writes its manifest last: without one this is a build killed midway
+            # (or some other directory), never evidence to verify and reuse.
+            raise ConfigError(
+                f"{config.evidence_dir}: exists but is not evidence (no {CONTENT_MANIFEST_NAME}: "
+                "a build killed while writing it, or another directory); remove it or set "
+                "paths.evidence_dir to a new one",
+                key="paths.evidence_dir",
+            )
         evidence = read_evidence(config.evidence_dir)
         _check_same_inputs(config, evidence)
     else:
