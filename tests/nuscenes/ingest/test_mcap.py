@@ -432,3 +432,49 @@ def test_the_metadata_recording_id_names_the_recording_and_must_be_safe(
         )
         with pytest.raises(FormatError, match=r"metadata 'recording': recording_id .* must match"):
             read_mcap(bad)
+
+
+def _corrupt_one(src: Path, dst: Path, schema_name: str) -> Path:
+    """Copy *src* with the second message of *schema_name* cut to half its bytes."""
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    seen = 0
+    with src.open("rb") as f, dst.open("wb") as out:
+        writer = Writer(out)
+        writer.start()
+        channels: dict[int, int] = {}
+        for schema, channel, message in make_reader(f).iter_messages():
+            assert schema is not None
+            if channel.id not in channels:
+                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
+                channels[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, sid
+                )
+            data = message.data
+            if schema.name == schema_name:
+                seen += 1
+                if seen == 2:
+                    data = data[: len(data) // 2]
+            writer.add_message(channels[channel.id], message.log_time, data, message.publish_time)
+        writer.finish()
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("source", "schema_name"),
+    [
+        ("protobuf", "foxglove.CompressedImage"),
+        ("protobuf", "foxglove.LocationFix"),
+        ("ros2", "sensor_msgs/msg/NavSatFix"),
+        ("ros2", "tf2_msgs/msg/TFMessage"),
+    ],
+)
+def test_a_message_cut_short_is_a_format_error_naming_topic_and_schema(
+    tmp_path: Path, recordings: dict[str, Path], source: str, schema_name: str
+) -> None:
+    path = recordings[source]
+    src = path if path.suffix == ".mcap" else next(path.glob("*.mcap"))
+    bad = _corrupt_one(src, tmp_path / "bad.mcap", schema_name)
+    with pytest.raises(FormatError, match=f"\\(schema '{schema_name}'\\): malformed message"):
+        read_mcap(bad)

@@ -69,6 +69,24 @@ def _truncation_errors() -> tuple[type[BaseException], ...]:
     return (McapError, EOFError, struct.error)
 
 
+def _decode_errors() -> tuple[type[BaseException], ...]:
+    """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
+    errors: tuple[type[BaseException], ...] = (
+        KeyError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        EOFError,
+        struct.error,
+    )
+    try:
+        from google.protobuf.message import DecodeError
+    except ImportError:  # pragma: no cover - protobuf comes with the mcap extra
+        return errors
+    return (*errors, DecodeError)
+
+
 @dataclass
 class _Scan:
     images: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
@@ -165,7 +183,7 @@ def _scan(f: BinaryIO, path: Path, vehicle_frame: str) -> _Scan:
             )
         try:
             records = normalize(name, decoder(message.data))
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        except _decode_errors() as exc:
             raise FormatError(
                 f"topic {channel.topic!r} (schema {name!r}): malformed message at log_time "
                 f"{message.log_time}: {type(exc).__name__}: {exc}",
