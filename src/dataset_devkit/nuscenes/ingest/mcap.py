@@ -8,23 +8,22 @@ verbatim in a second pass, only for the frames the scene grid needs.
 
 from __future__ import annotations
 
-import math
-import os
-import struct
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
+from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.nuscenes.geodesy import LocalEnu, to_web_mercator
 from dataset_devkit.nuscenes.geometry import Transform, compose, identity
 from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
+from dataset_devkit.nuscenes.ingest.mcap_scan import (
+    IMAGE_SCHEMAS,
+    METADATA_NAME,
+    iter_records,
+    scan_records,
+)
 from dataset_devkit.nuscenes.ingest.messages import (
-    ROLE_BY_SCHEMA,
-    Calibration,
-    Fix,
     Image,
     Orientation,
     TransformEdge,
@@ -37,247 +36,15 @@ from dataset_devkit.nuscenes.ingest.model import (
     RecordingSource,
     TimedQuat,
     TimedVec3,
-    check_intrinsic,
 )
-from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
-from dataset_devkit.nuscenes.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
 
 __all__ = ["BACKEND_MCAP", "read_mcap"]
 
 BACKEND_MCAP = "mcap"
-#: Metadata record whose keys may name the recording (``recording_id``, ``vehicle``,
-#: ``location``).
-METADATA_NAME = "recording"
-_IMAGE_SCHEMAS = sorted(name for name, role in ROLE_BY_SCHEMA.items() if role == "image")
 #: The 8 bytes every MCAP file starts with.
 MCAP_MAGIC = b"\x89MCAP0\r\n"
-
-
-def _stream_reader(f: BinaryIO) -> Any:
-    try:
-        from mcap.stream_reader import StreamReader
-    except ImportError as exc:  # pragma: no cover - the mcap extra is a dependency of ingest
-        raise MissingDependencyError("mcap", extra="mcap", purpose="reading MCAP") from exc
-    return StreamReader(f, record_size_limit=1 << 31)
-
-
-def _truncation_errors() -> tuple[type[BaseException], ...]:
-    from mcap.exceptions import McapError
-
-    return (McapError, EOFError, struct.error)
-
-
-def _decode_errors() -> tuple[type[BaseException], ...]:
-    """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
-    errors: tuple[type[BaseException], ...] = (
-        KeyError,
-        ValueError,
-        TypeError,
-        AttributeError,
-        IndexError,
-        EOFError,
-        struct.error,
-    )
-    try:
-        from google.protobuf.message import DecodeError
-    except ImportError:  # pragma: no cover - protobuf comes with the mcap extra
-        return errors
-    return (*errors, DecodeError)
-
-
-@dataclass
-class _Scan:
-    images: dict[str, dict[int, tuple[int, int]]] = field(default_factory=dict)
-    topics: dict[str, str] = field(default_factory=dict)
-    calibrations: dict[str, Calibration] = field(default_factory=dict)
-    calibration_counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    edges: dict[tuple[str, str], TransformEdge] = field(default_factory=dict)
-    ego_edges: list[Orientation] = field(default_factory=list)
-    poses: list[Orientation] = field(default_factory=list)
-    fixes: list[Fix] = field(default_factory=list)
-    metadata: dict[str, str] = field(default_factory=dict)
-    filtering: list[Rejection] = field(default_factory=list)
-    messages: int = 0
-    gnss_seen: int = 0
-    rejected: int = 0
-    truncated: bool = False
-    detail: str = ""
-
-
-def _image_format_ok(fmt: str) -> bool:
-    return fmt.lower() in ("jpeg", "jpg") or "jpeg" in fmt.lower().split(";")[-1]
-
-
-def _iter_records(f: BinaryIO, path: Path, scan: _Scan | None) -> Iterator[tuple[Any, Any, Any]]:
-    """Yield ``(schema, channel, message)`` in file order, stopping cleanly at truncation.
-
-    When the file ends inside a chunk, the complete records of that chunk are salvaged.
-    """
-    schemas: dict[int, Any] = {}
-    channels: dict[int, Any] = {}
-    last_good = 0
-    complete = False
-
-    def take(record: Any) -> Iterator[tuple[Any, Any, Any]]:
-        kind = type(record).__name__
-        if kind == "Schema":
-            schemas[record.id] = record
-        elif kind == "Channel":
-            channels[record.id] = record
-        elif kind == "Message":
-            channel = channels.get(record.channel_id)
-            if channel is None:
-                raise FormatError(f"message on unknown channel id {record.channel_id}", path=path)
-            yield schemas.get(channel.schema_id), channel, record
-        elif kind == "Metadata" and scan is not None and record.name == METADATA_NAME:
-            scan.metadata = dict(record.metadata)
-
-    try:
-        for record in _stream_reader(f).records:
-            yield from take(record)
-            if type(record).__name__ == "Footer":
-                complete = True
-            last_good = f.tell()
-    except _truncation_errors() as exc:
-        f.seek(last_good)
-        salvaged = salvage_chunk(f.read())
-        before = scan.messages if scan is not None else 0
-        for record in salvaged:
-            yield from take(record)
-        if scan is not None:
-            total = source_size(f)
-            scan.truncated = True
-            scan.detail = (
-                f"file ends inside a record at byte {last_good} of {total} "
-                f"({type(exc).__name__}); {scan.messages - before} messages salvaged from the "
-                f"incomplete final record; {scan.messages} messages read in all; the rest of "
-                f"the {total - last_good} trailing bytes is unreadable"
-            )
-        return
-    if not complete and scan is not None:
-        scan.truncated = True
-        scan.detail = "no footer"
-
-
-def source_size(f: BinaryIO) -> int:
-    """Size of an open file, from its descriptor."""
-    return os.fstat(f.fileno()).st_size
-
-
-def _scan(f: BinaryIO, path: Path, vehicle_frame: str) -> _Scan:
-    scan = _Scan()
-    decoders: dict[int, Any] = {}
-    ignored: dict[tuple[str, str], int] = defaultdict(int)
-    for schema, channel, message in _iter_records(f, path, scan):
-        scan.messages += 1
-        name = getattr(schema, "name", "")
-        if name not in ROLE_BY_SCHEMA:
-            ignored[(channel.topic, name)] += 1
-            continue
-        decoder = decoders.get(channel.id)
-        if decoder is None:
-            decoder = decoders[channel.id] = decoder_for(
-                channel.message_encoding, schema, channel.topic
-            )
-        try:
-            records = normalize(name, decoder(message.data))
-        except _decode_errors() as exc:
-            raise FormatError(
-                f"topic {channel.topic!r} (schema {name!r}): malformed message at log_time "
-                f"{message.log_time}: {type(exc).__name__}: {exc}",
-                path=path,
-            ) from exc
-        for rec in records:
-            try:
-                _take(scan, rec, channel.topic, name, path, vehicle_frame)
-            except FormatError as exc:
-                if exc.path is not None:
-                    raise
-                # Name the recording and the message, not only the topic.
-                raise FormatError(
-                    f"{exc.detail} (message at log_time {message.log_time})", path=path
-                ) from None
-    for (topic, name), count in sorted(ignored.items()):
-        scan.filtering.append(
-            Rejection(
-                subject=f"topic {topic}",
-                reason=f"schema {name!r} not used: {count} messages ignored",
-            )
-        )
-    return scan
-
-
-def _take(scan: _Scan, rec: Any, topic: str, schema: str, path: Path, vehicle_frame: str) -> None:
-    if isinstance(rec, Image):
-        if not _image_format_ok(rec.format):
-            raise FormatError(
-                f"topic {topic!r} (schema {schema!r}): image format {rec.format!r} is not JPEG",
-                path=path,
-            )
-        dims = jpeg_dimensions(rec.data, f"topic {topic!r} (schema {schema!r}) image")
-        known = scan.topics.setdefault(rec.frame_id, topic)
-        if known != topic:
-            raise FormatError(
-                f"camera frame_id {rec.frame_id!r} is published on two topics: "
-                f"{known!r}, {topic!r}",
-                path=path,
-            )
-        frames = scan.images.setdefault(rec.frame_id, {})
-        if rec.timestamp_ns in frames:
-            scan.rejected += 1
-            scan.filtering.append(
-                Rejection(
-                    subject=f"camera {rec.frame_id}",
-                    reason=f"duplicate capture time {rec.timestamp_ns} ns dropped",
-                )
-            )
-            return
-        frames[rec.timestamp_ns] = dims
-    elif isinstance(rec, Calibration):
-        if not all(math.isfinite(v) for v in rec.distortion):
-            raise FormatError(
-                f"topic {topic!r}: camera {rec.frame_id!r}: distortion D must be finite, "
-                f"found {list(rec.distortion)}"
-            )
-        check_intrinsic(
-            rec.intrinsic, rec.width, rec.height, f"topic {topic!r}: camera {rec.frame_id!r}"
-        )
-        scan.calibration_counts[rec.frame_id] += 1
-        first = scan.calibrations.setdefault(rec.frame_id, rec)
-        if (first.width, first.height, first.intrinsic) != (rec.width, rec.height, rec.intrinsic):
-            raise FormatError(
-                f"topic {topic!r}: calibration of camera {rec.frame_id!r} changes mid-recording",
-                path=path,
-            )
-    elif isinstance(rec, TransformEdge):
-        if not all(math.isfinite(v) for v in rec.transform[0]):
-            raise FormatError(
-                f"topic {topic!r}: transform {rec.parent!r} -> {rec.child!r}: translation must "
-                f"be finite, found {list(rec.transform[0])}"
-            )
-        if rec.child == vehicle_frame:
-            scan.ego_edges.append(Orientation(rec.timestamp_ns, rec.transform[1]))
-        else:
-            scan.edges.setdefault((rec.parent, rec.child), rec)
-    elif isinstance(rec, Orientation):
-        scan.poses.append(rec)
-    elif isinstance(rec, Fix):
-        scan.gnss_seen += 1
-        usable = rec.has_fix and all(
-            math.isfinite(v) for v in (rec.latitude, rec.longitude, rec.altitude)
-        )
-        if usable and -90.0 <= rec.latitude <= 90.0 and -180.0 <= rec.longitude <= 180.0:
-            scan.fixes.append(rec)
-        else:
-            scan.rejected += 1
-            scan.filtering.append(
-                Rejection(
-                    subject=f"topic {topic}",
-                    reason=f"GNSS message at {rec.timestamp_ns} ns has no usable fix: dropped",
-                )
-            )
 
 
 def _extrinsics(
@@ -324,12 +91,12 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         identity_before = source_identity(f)
         digest = SourceDigest(BACKEND_MCAP)
         size = digest.add_file(path.name, f)
-        scan = _scan(f, path, vehicle_frame)
+        scan = scan_records(f, path, vehicle_frame)
         if source_identity(f) != identity_before:
             raise UnsafePathError("recording changed while it was read", path=path)
     if not scan.images:
         raise FormatError(
-            f"no JPEG camera image ({', '.join(_IMAGE_SCHEMAS)}) in "
+            f"no JPEG camera image ({', '.join(IMAGE_SCHEMAS)}) in "
             f"{scan.messages} messages read"
             + (f"; truncated: {scan.detail}" if scan.truncated else ""),
             path=path,
@@ -463,7 +230,7 @@ def _extract(
     with open_regular(path) as f:
         if source_identity(f) != expected:
             raise UnsafePathError("recording changed since it was ingested", path=path)
-        for schema, channel, message in _iter_records(f, path, None):
+        for schema, channel, message in iter_records(f, path, None):
             if channel.topic not in topics:
                 continue
             decoder = decoders.get(channel.id)
