@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError, UnsafePathError
-from dataset_devkit.integrity import build_manifest
+from dataset_devkit.integrity import build_manifest, verify_tree
 from dataset_devkit.nuscenes import export_dataset
 from dataset_devkit.nuscenes.evidence import Evidence
 from dataset_devkit.nuscenes.spec import (
@@ -198,3 +198,14 @@ def test_a_wrong_argument_is_a_config_error_before_anything_is_written(
         export_dataset(**{**args, **kwargs})
     assert info.value.key == key
     assert not (tmp_path / "staging").exists()
+
+
+def test_a_staging_root_inside_the_evidence_is_refused_and_the_evidence_stays_intact(
+    mcap_evidence: Evidence,
+) -> None:
+    for inside in (mcap_evidence.root / "staging", mcap_evidence.root / "frames" / "x"):
+        with pytest.raises(ConfigError, match="is inside the evidence") as info:
+            export_dataset(inside, mcap_evidence)
+        assert info.value.key == "staging_dataroot"
+        assert not inside.exists()
+    assert verify_tree(mcap_evidence.root).ok

@@ -148,6 +148,24 @@ def _open_destination(path: Path) -> SafeDir:
     return pinned
 
 
+def _check_apart(staging: Path, evidence_root: Path) -> None:
+    """Refuse a staging root inside the evidence (it would add files to immutable evidence)."""
+    real_staging = Path(os.path.realpath(staging))
+    real_evidence = Path(os.path.realpath(evidence_root))
+    if real_staging == real_evidence or real_evidence in real_staging.parents:
+        raise ConfigError(
+            f"staging_dataroot {staging} is inside the evidence {evidence_root}; export "
+            "outside it (evidence is immutable)",
+            key="staging_dataroot",
+        )
+    if real_staging in real_evidence.parents:
+        raise ConfigError(
+            f"staging_dataroot {staging} contains the evidence {evidence_root}; export into "
+            "a separate directory",
+            key="staging_dataroot",
+        )
+
+
 def _why_no_scene(derived: Derived) -> str:
     """Say which rule or which validity reason rejected every scene window."""
     if not derived.scenes:
@@ -201,6 +219,7 @@ def export_dataset(
     ev = read_evidence(evidence) if not isinstance(evidence, Evidence) else evidence
     if isinstance(evidence, Evidence):
         recheck_evidence(ev)
+    _check_apart(staging_dataroot, ev.root)
     doc = ev.document
     if config is not None:
         diffs = _diff_config(doc.config, config)
