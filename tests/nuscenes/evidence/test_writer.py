@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -268,4 +269,37 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
     with pytest.raises(ConfigError) as info:
         build_evidence(paths, config, target, labels=labels)  # type: ignore[arg-type]
     assert info.value.key == key and str(info.value).startswith(key)
+    assert not (tmp_path / "ev").exists()
+
+
+def test_a_key_frame_that_does_not_decode_names_the_recording_path(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    bad = tmp_path / "cut-jpeg.mcap"
+    cut = False
+    with recordings["json"].open("rb") as f, bad.open("wb") as out:
+        writer = Writer(out)
+        writer.start()
+        channels: dict[int, int] = {}
+        for schema, channel, message in make_reader(f).iter_messages():
+            assert schema is not None
+            if channel.id not in channels:
+                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
+                channels[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, sid
+                )
+            data = message.data
+            if schema.name == "foxglove.CompressedImage" and not cut:
+                doc = json.loads(data)
+                jpeg = base64.b64decode(doc["data"])
+                doc["data"] = base64.b64encode(jpeg[: len(jpeg) * 2 // 3]).decode()
+                data, cut = json.dumps(doc).encode(), True
+            writer.add_message(channels[channel.id], message.log_time, data, message.publish_time)
+        writer.finish()
+    with pytest.raises(FormatError, match=r"camera 'cam_\w+' frame \d+ does not decode") as info:
+        build_evidence([bad], CONFIG, tmp_path / "ev")
+    assert str(info.value).startswith(f"{bad}: camera"), info.value
     assert not (tmp_path / "ev").exists()

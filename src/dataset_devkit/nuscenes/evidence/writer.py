@@ -183,6 +183,7 @@ def build_evidence(
                     key="sources",
                 )
             first[value] = path
+    origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = _channel_mapping(sources)
     ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
@@ -197,7 +198,13 @@ def build_evidence(
     try:
         with root:
             images = _store_frames(
-                root, sources, derived.scenes, set(derived.selected_scene_ids), mapping, report
+                root,
+                sources,
+                derived.scenes,
+                set(derived.selected_scene_ids),
+                mapping,
+                report,
+                origin,
             )
             doc = EvidenceDocument(
                 schema_version=EVIDENCE_SCHEMA_VERSION,
@@ -237,6 +244,7 @@ def _store_frames(
     selected: set[str],
     mapping: dict[str, str],
     report: Progress,
+    origin: dict[str, Path],
 ) -> tuple[EvImage, ...]:
     """Extract the frames of the selected scenes and store them as verified JPEG files."""
     wanted: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
@@ -263,7 +271,7 @@ def _store_frames(
                     rec_dir.mkdir(channel).close()
                 for name, ts, data in src.extract_frames(request):
                     cam = by_name[name]
-                    what = f"{src.source_name} camera {name!r} frame {ts}"
+                    what = f"{origin[src.source_digest]}: camera {name!r} frame {ts}"
                     dims = jpeg_dimensions(data, what)
                     if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
                         raise FormatError(
