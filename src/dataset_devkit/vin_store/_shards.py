@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,10 @@ def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
     except OSError as exc:
         raise VinOfflineFormatError(f"cannot open block file: {exc.strerror}", path=path) from None
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # mmap of a directory or FIFO fails with ENODEV
+            raise VinOfflineFormatError("expected a regular block file", path=path)
+        size = st.st_size
         if size == 0:
             return b"", 0
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size

@@ -354,11 +354,19 @@ def check_inventory(manifest: VinOfflineManifest, path: Path | str) -> None:
         if reference is None:
             reference = layout
         elif layout != reference:
+            if sorted(layout) != sorted(reference):
+                raise InventoryError(
+                    f"blocks differ from the first shard's: expected {sorted(reference)}, "
+                    f"found {sorted(layout)}",
+                    path=path,
+                    field=f"{where}.blocks",
+                )
+            key = next(k for k in sorted(layout) if layout[k] != reference[k])
             raise InventoryError(
-                f"blocks differ from the first shard's: expected {sorted(reference)}, found "
-                f"{sorted(layout)} (or a different kind, dtype or row shape)",
+                "(kind, dtype, row shape) differs from the first shard's: expected "
+                f"{reference[key]}, found {layout[key]}",
                 path=path,
-                field=f"{where}.blocks",
+                field=f"{where}.blocks.{key}",
             )
     names = [] if reference is None else list(reference)
     present = VinOfflineMaterializedBlocks.from_block_names(names)
