@@ -37,8 +37,8 @@ def scan_tree(root: Path) -> list[SourceFile]:
     """
     try:
         top = unpack.PinnedDir.open_root(str(root), create=False)
-    except (OSError, unpack.UnpackError) as exc:
-        raise UnsafeTreeError(f"cannot open the tree ({exc})", path=root) from None
+    except unpack.UnpackError as exc:  # names the path itself
+        raise UnsafeTreeError(f"cannot open the tree: {exc}") from None
     files: list[SourceFile] = []
     issues: list[str] = []
     stack: list[tuple[str, unpack.PinnedDir]] = [("", top)]
