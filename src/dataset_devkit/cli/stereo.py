@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
-from dataset_devkit.errors import DestinationExistsError
+from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
 
@@ -90,6 +90,10 @@ def validate(
                 handle.write(msgspec.json.format(msgspec.json.encode(reader), indent=2) + b"\n")
         except FileExistsError as exc:
             raise DestinationExistsError(f"{report}: exists; a report is never replaced") from exc
+        except OSError as exc:  # a missing parent, a parent that is a file
+            raise ConfigError(
+                f"--report {report}: cannot be created ({exc.strerror})", key="report"
+            ) from exc
     if as_json:
         print_json(
             {

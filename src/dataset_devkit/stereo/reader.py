@@ -9,6 +9,7 @@ in the main process and in fork or spawn DataLoader workers.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,10 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
 from dataset_devkit.stereo.cameras import per_frame
 from dataset_devkit.stereo.depth import DepthReader
-from dataset_devkit.stereo.errors import DepthNotInstalledError
+from dataset_devkit.stereo.errors import DepthNotInstalledError, OutOfRangeError
 from dataset_devkit.stereo.index import decode_json, load_index, load_requirements, row_path
 from dataset_devkit.stereo.spec import (
     DEPTH_INSTALL_HINT,
@@ -64,6 +65,17 @@ class StereoSample:
     depth: dict[str, npt.NDArray[np.float32]] | None
 
 
+def _frame_list(frames: object) -> list[int]:
+    """*frames* as a list of ints; a str, a bare number or floats are refused, not coerced."""
+    if isinstance(frames, np.ndarray) and frames.ndim == 1 and frames.dtype.kind in "iu":
+        return [int(f) for f in frames]
+    if not isinstance(frames, Sequence) or isinstance(frames, str | bytes):
+        raise ConfigError(f"frames must be a list of frame numbers, found {frames!r}", key="frames")
+    if not all(isinstance(f, int | np.integer) and not isinstance(f, bool) for f in frames):
+        raise ConfigError(f"frames must be ints, found {list(frames)!r}", key="frames")
+    return [int(f) for f in frames]
+
+
 class StereoDataset:
     """Read stereo pairs of a GenVR-duo root by sample number.
 
@@ -91,7 +103,20 @@ class StereoDataset:
         frames: int | FrameSelector | None = None,
         decoder_threads: int = 1,
     ) -> None:
+        if not isinstance(root, str | os.PathLike) or not os.fspath(root):
+            # Path("") is the working directory: reading it would answer the wrong question
+            raise ConfigError(f"root must be a non-empty str or Path, found {root!r}", key="root")
+        if not isinstance(use_depth, bool):
+            raise ConfigError(
+                f"use_depth must be True or False, found {use_depth!r}", key="use_depth"
+            )
         self.root = Path(root)
+        if not self.root.is_dir():
+            if self.root.exists():
+                raise ConfigError(
+                    f"{self.root}: expected a dataset directory, found a file", key="root"
+                )
+            raise MissingPathError("no such dataset directory", path=self.root)
         self.decoder_threads = decoder_threads
         self.index = index or (INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT)
         self.requirements = load_requirements(self.root, self.index)
@@ -166,8 +191,10 @@ class StereoDataset:
         return reader
 
     def _row(self, sample: int) -> IndexRow:
+        if isinstance(sample, bool) or not isinstance(sample, int | np.integer):
+            raise ConfigError(f"sample must be an int, found {sample!r}", key="sample")
         if not -len(self.rows) <= sample < len(self.rows):
-            raise IndexError(f"sample {sample} outside 0..{len(self.rows) - 1}")
+            raise OutOfRangeError(f"sample {sample} outside 0..{len(self.rows) - 1}")
         return self.rows[sample]
 
     def default_frames(self, sample: int) -> list[int]:
@@ -186,14 +213,16 @@ class StereoDataset:
         """Read ``length`` consecutive frames from ``start``."""
         return self.read(sample, list(range(start, start + length)))
 
-    def read(self, sample: int, frames: Sequence[int]) -> StereoSample:
+    def read(
+        self, sample: int, frames: Sequence[int] | npt.NDArray[np.integer[Any]]
+    ) -> StereoSample:
         """Read exactly the given frames of both eyes, their cameras, prompt and depth."""
         row = self._row(sample)
         sample %= len(self.rows)
-        frames = [int(f) for f in frames]
+        frames = _frame_list(frames)
         bad = [f for f in frames if not 0 <= f < row.num_frames]
         if bad:
-            raise IndexError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
+            raise OutOfRangeError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
         picked = np.asarray(frames, dtype=np.intp)
         ks: dict[str, npt.NDArray[np.float64]] = {}
         poses: dict[str, npt.NDArray[np.float64]] = {}

@@ -7,6 +7,7 @@ track per eye and optional per-frame depth (``.npy``, float metres, camera Z) pe
 
 from __future__ import annotations
 
+import math
 import re
 import stat
 from dataclasses import dataclass
@@ -314,7 +315,16 @@ def load_source(root: Path) -> LoadedSource:
             continue
         seen.add(pair.pair_id)
         if pair.num_frames < 1 or pair.width < 1 or pair.height < 1 or not pair.fps > 0:
-            issues.append(f"$.pairs[{index}]: frames, size and fps must be positive")
+            issues.append(
+                f"$.pairs[{index}]: num_frames, width, height and fps must be positive, found "
+                f"{pair.num_frames}, {pair.width}, {pair.height} and {pair.fps}"
+            )
+            continue
+        if pair.depth_far_m is not None and not 0 < pair.depth_far_m < math.inf:
+            issues.append(
+                f"$.pairs[{index}].depth_far_m: expected a positive number of metres, "
+                f"found {pair.depth_far_m}"
+            )
             continue
         checked = _check_pair(root, index, pair, issues)
         if checked is not None:
