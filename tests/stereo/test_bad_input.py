@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -12,10 +13,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dataset_devkit.errors import ConfigError, MissingPathError
+from dataset_devkit.errors import ConfigError, FormatError, MissingPathError
 from dataset_devkit.stereo import (
     BuildResult,
     OutOfRangeError,
+    SourceError,
     SourceIssues,
     StereoDataset,
     build_stereo_dataset,
@@ -167,4 +169,38 @@ def test_export_numbers_out_of_range_are_refused_before_writing(
     with pytest.raises(SourceIssues) as caught:
         build_stereo_dataset(root, tmp_path / "out")
     assert any(re.search(message, issue) for issue in caught.value.issues)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["genvr_i2s.jsonl", f"{PAIR}/videos/left.mp4", f"{PAIR}/cameras/right.json"],
+)
+def test_a_fifo_in_a_dataset_is_reported_never_opened(
+    built: BuildResult, tmp_path: Path, package_env: dict[str, str], rel: str
+) -> None:
+    root = writable_copy(built.root, tmp_path / "ds")
+    (root / rel).unlink()
+    os.mkfifo(root / rel)
+    # a regression blocks in open(): the child's timeout turns that into a test failure
+    result = run_devkit(package_env, "stereo", "validate", str(root), timeout=60)
+    assert result.returncode == 1
+    assert f"{rel}: expected a regular file or directory, found a FIFO" in result.stderr
+    with pytest.raises(FormatError, match="expected a regular file, found a FIFO"):
+        StereoDataset(root)
+
+
+@pytest.mark.parametrize(
+    "rel", ["renders/shot000/left_camera.json", "renders/shot000/left_depth.npy", "export.json"]
+)
+def test_a_fifo_or_link_in_the_source_is_refused_before_it_is_opened(
+    source: Path, tmp_path: Path, rel: str
+) -> None:
+    root = _source_copy(source, tmp_path)
+    (root / rel).unlink()
+    os.mkfifo(root / rel)
+    with pytest.raises((SourceIssues, SourceError)) as caught:
+        build_stereo_dataset(root, tmp_path / "out")
+    text = str(caught.value) + "\n".join(getattr(caught.value, "issues", []))
+    assert "is not a regular file" in text
     assert not (tmp_path / "out").exists()

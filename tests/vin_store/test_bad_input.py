@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,29 @@ def test_an_empty_block_list_on_the_command_line_is_an_error_not_an_empty_table(
     result = run_devkit(package_env, "store", "sample", str(store), "1", "--blocks", ",")
     assert result.returncode == 1
     assert result.stderr == "error: --blocks: expected comma-separated block names, found ','\n"
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "manifest.json",
+        "splits/all.npy",
+        "sample_index.npy",
+        "shards/shard-000000/vin/lengths/c/0/0",
+        "shards/shard-000000/oracle.candidate_pcs.offsets.npy",
+    ],
+)
+def test_a_fifo_in_place_of_a_store_file_is_an_error_never_a_hang(
+    store: Path, package_env: dict[str, str], rel: str
+) -> None:
+    path = store / rel
+    _writable(store, *[p for p in path.parents if store in p.parents], path)
+    path.unlink()
+    os.mkfifo(path)
+    # a regression blocks in open(): the child's timeout turns that into a test failure
+    sample = run_devkit(package_env, "store", "sample", str(store), "1", timeout=60)
+    assert sample.returncode == 1
+    assert f"{path}: expected a regular" in sample.stderr
+    verify = run_devkit(package_env, "store", "verify", str(store), timeout=60)
+    assert verify.returncode == 1
+    assert f"{rel}: not-regular: is a FIFO" in verify.stderr

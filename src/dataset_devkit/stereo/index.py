@@ -21,9 +21,11 @@ from dataset_devkit.stereo.spec import (
     IndexRow,
     LoaderRequirements,
 )
+from dataset_devkit.stereo.special_files import require_regular
 
 
 def decode_json(path: Path, kind: type[Any]) -> Any:
+    require_regular(path)
     try:
         return msgspec.json.decode(path.read_bytes(), type=kind)
     except FileNotFoundError as exc:
@@ -38,7 +40,7 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
     """The requirements document whose ``indexes`` lists ``index``."""
     for name in (REQUIREMENTS, REQUIREMENTS_WITH_DEPTH):
         path = root / name
-        if not path.is_file():
+        if not path.exists():  # anything else present is read, and refused if not a file
             continue
         found: LoaderRequirements = decode_json(path, LoaderRequirements)
         if found.version != FORMAT_VERSION:
@@ -54,10 +56,13 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
 
 def load_index(path: Path) -> list[IndexRow]:
     """Strictly decode a ``genvr_i2s*.jsonl`` index, naming the line of any bad row."""
+    require_regular(path)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError as exc:
         raise NotFoundError(f"{path}: index missing") from exc
+    except OSError as exc:
+        raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
     decoder = msgspec.json.Decoder(IndexRow)
     rows = []
     for number, line in enumerate(lines, start=1):

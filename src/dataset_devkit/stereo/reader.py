@@ -32,6 +32,7 @@ from dataset_devkit.stereo.spec import (
     CameraFile,
     IndexRow,
 )
+from dataset_devkit.stereo.special_files import require_regular
 from dataset_devkit.stereo.video import VideoInfo, VideoReader
 
 FrameSelector = Callable[[int, int], Sequence[int]]
@@ -147,6 +148,8 @@ class StereoDataset:
                 rel = row_path(row, dotted)
                 if not (self.root / rel).exists():
                     (missing_depth if dotted.startswith("depth.") else missing).append(rel)
+                elif not (self.root / rel).is_dir():  # depth.zarr is a folder
+                    require_regular(self.root / rel)  # a FIFO would block the first read
         if missing:
             raise NotFoundError(
                 f"{self.root}: {len(missing)} file(s) required by {self.index} are missing, "

@@ -179,6 +179,10 @@ def _camera(
     root: Path, pair: SourcePair, eye: str, field: str, issues: list[str]
 ) -> CameraFile | None:
     path = source_path(root, getattr(pair, eye).camera, field)
+    problem = _not_copyable(path)  # a FIFO would block the read forever
+    if problem:
+        issues.append(f"{path}: camera file {problem}")
+        return None
     try:
         track: UECameraTrack = _decode(path, path.read_bytes(), UECameraTrack)
     except OSError as exc:
@@ -273,6 +277,10 @@ def _check_depth(
     root: Path, index: int, pair: SourcePair, eye: str, relative: str, issues: list[str]
 ) -> None:
     path = source_path(root, relative, f"$.pairs[{index}].{eye}.depth")
+    problem = _not_copyable(path)  # np.load would follow a link or block on a FIFO
+    if problem:
+        issues.append(f"{path}: depth file {problem}")
+        return
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -291,6 +299,9 @@ def _check_depth(
 def load_source(root: Path) -> LoadedSource:
     """Read and check a whole export; raise once with every problem found."""
     path = root / SOURCE_FILE
+    problem = _not_copyable(path)
+    if problem and problem != "is missing":  # missing: the read below names the reason
+        raise SourceError(problem, path=path)
     try:
         data = path.read_bytes()
     except OSError as exc:

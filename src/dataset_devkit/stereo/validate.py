@@ -47,6 +47,7 @@ from dataset_devkit.stereo.spec import (
     ReleaseManifest,
     SourceMappingRow,
 )
+from dataset_devkit.stereo.special_files import special_files
 from dataset_devkit.stereo.video import probe_video
 
 
@@ -293,6 +294,11 @@ def validate_stereo(
         if root.exists():
             raise ConfigError(f"{root}: expected a dataset directory, found a file", key="root")
         raise MissingPathError("no such dataset directory", path=root)
+    special = special_files(root)
+    if special:  # opening a FIFO blocks forever: report them and read nothing
+        return StereoValidationReport(
+            root=root, pairs=0, with_depth=with_depth, issues=special, reader=None
+        )
     issues: list[str] = []
     rows: list[IndexRow] = []
     try:

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -41,6 +42,7 @@ __all__ = ["VinOfflineStoreReader"]
 
 
 def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
+    require_regular(path)
     try:  # mapped, not read: opening a 10M-sample store must not read 80 MB per file
         values = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
     except FileNotFoundError:

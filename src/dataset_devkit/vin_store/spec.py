@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store.errors import (
     InventoryError,
     UnsupportedVersionError,
@@ -405,6 +406,7 @@ def check_record_offsets(
 
 
 def _read_bytes(path: Path | str) -> bytes:
+    require_regular(path)
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
