@@ -180,7 +180,7 @@ def publish_tree(
             raise PublicationError(
                 f"{staging}: staging must be a sibling of {final} (same parent directory)"
             )
-        staging_fd = open_dir_nofollow(staging.name, dir_fd=parent_fd)
+        staging_fd = open_dir_nofollow(staging.name, dir_fd=parent_fd, shown=staging)
         try:
             identity = os.fstat(staging_fd)
             phase("checked")

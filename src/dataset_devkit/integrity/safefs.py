@@ -71,26 +71,27 @@ def check_relative_path(rel: str | PurePosixPath) -> tuple[str, ...]:
     return parts
 
 
-def open_dir_nofollow(name: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
+def open_dir_nofollow(
+    name: str | os.PathLike[str], *, dir_fd: int | None = None, shown: Path | None = None
+) -> int:
     """Open a directory without following a symlink in its last component.
 
     Raises :class:`UnsafePathError` when *name* is a symlink or not a directory, and
-    :class:`FileNotFoundError` when it does not exist.
+    :class:`FileNotFoundError` when it does not exist. Messages name *shown* (the full
+    path) when *name* is relative to *dir_fd*.
     """
+    where = os.fspath(shown if shown is not None else name)
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
-            raise MissingPathError("no such directory", path=os.fspath(name)) from exc
+            raise MissingPathError("no such directory", path=where) from exc
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
-            raise UnsafePathError(
-                f"cannot open directory: {exc.strerror}", path=os.fspath(name)
-            ) from exc
+            raise UnsafePathError(f"cannot open directory: {exc.strerror}", path=where) from exc
         raise UnsafePathError(
-            f"expected a real directory, found a {describe_mode(st.st_mode)}",
-            path=os.fspath(name),
+            f"expected a real directory, found a {describe_mode(st.st_mode)}", path=where
         ) from exc
 
 
