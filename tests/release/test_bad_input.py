@@ -29,6 +29,16 @@ def release(tmp_path: Path) -> Path:
     return pack(make_tree(tmp_path / "ds", SMALL), tmp_path / "rel", restore_test="none")
 
 
+def _shipped(release: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the release's own unpack.py as a downloader would."""
+    return subprocess.run(
+        [sys.executable, str(release / "unpack.py"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def _edit_manifest(release: Path, key: str, value: object, package: bool = False) -> None:
     path = release / "manifest.json"
     data = json.loads(path.read_bytes())
@@ -143,12 +153,7 @@ def test_an_output_that_is_not_a_directory_is_refused_and_kept(
     )
     assert cli.returncode == 1
     assert expected in cli.stderr and "Errno" not in cli.stderr
-    shipped = subprocess.run(
-        [sys.executable, str(release / "unpack.py"), "--all", "--output", str(output)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shipped = _shipped(release, "--all", "--output", str(output))
     assert shipped.returncode == 1
     assert shipped.stderr.strip().endswith(expected)
     assert fingerprint(tmp_path) == before
@@ -159,19 +164,7 @@ def test_a_release_dir_that_is_a_file_is_named_by_the_shipped_script(
 ) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
-    shipped = subprocess.run(
-        [
-            sys.executable,
-            str(release / "unpack.py"),
-            "--all",
-            "--verify-only",
-            "--release-dir",
-            str(afile),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shipped = _shipped(release, "--all", "--verify-only", "--release-dir", str(afile))
     assert shipped.returncode == 1
     assert shipped.stderr == f"FAILED: release directory {afile}: exists and is not a directory\n"
 
@@ -193,3 +186,12 @@ def test_a_damaged_restore_state_file_is_named_not_taken_for_another_snapshot(
     with pytest.raises(ReleaseVerificationError, match=message):
         restore_release(release, output, ["all"], fsync=False)
     assert fingerprint(output) == before
+
+
+def test_verify_only_with_an_output_is_a_usage_error_not_a_silent_no_restore(
+    release: Path, tmp_path: Path
+) -> None:
+    shipped = _shipped(release, "--all", "--verify-only", "--output", str(tmp_path / "data"))
+    assert shipped.returncode == 2
+    assert "--verify-only writes nothing: drop --output DIR" in shipped.stderr
+    assert not (tmp_path / "data").exists()

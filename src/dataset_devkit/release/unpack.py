@@ -1481,6 +1481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("choose --base, --depth, --family NAME or --all")
     if not args.verify_only and not args.output:
         parser.error("--output DIR is required unless --verify-only")
+    if args.verify_only and args.output:
+        parser.error("--verify-only writes nothing: drop --output DIR, or drop --verify-only")
 
     def log(message: str) -> None:
         if not args.quiet:
