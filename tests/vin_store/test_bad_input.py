@@ -14,6 +14,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import (
+    PositionOutOfRangeError,
     SampleIndexNotFoundError,
     VinOfflineFormatError,
     VinOfflineSample,
@@ -206,3 +207,28 @@ def test_a_fifo_in_place_of_a_store_file_is_an_error_never_a_hang(
     verify = run_devkit(package_env, "store", "verify", str(store), timeout=60)
     assert verify.returncode == 1
     assert f"{rel}: not-regular: is a FIFO" in verify.stderr
+
+
+def test_iterating_a_reader_or_torch_dataset_ends_after_the_last_sample(store: Path) -> None:
+    from dataset_devkit.vin_store import VinOfflineTorchDataset
+
+    reader = VinOfflineStoreReader(VinOfflineStoreConfig(store_dir=store, split="train"))
+    assert len(list(reader)) == len(reader)  # the end is an IndexError, as Python expects
+    assert len(list(VinOfflineTorchDataset(reader))) == len(reader)
+    with pytest.raises(PositionOutOfRangeError, match="is outside split 'train'"):
+        reader[len(reader)]
+
+
+def test_the_torch_dataset_checks_indexes_and_blocks_like_the_reader(store: Path) -> None:
+    from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset, VinOfflineTorchDataset
+
+    with pytest.raises(ConfigError, match="blocks must be a list of block names"):
+        VinOfflineTorchDataset(store, "vin.lengths")  # type: ignore[arg-type]
+    dataset = VinOfflineBatchedTorchDataset(store)
+    with pytest.raises(ConfigError, match="index must be an int, found 'a'"):
+        dataset["a"]  # type: ignore[index]
+    with pytest.raises(PositionOutOfRangeError, match="position 11 is outside split 'all'"):
+        dataset[11]
+    with pytest.raises(PositionOutOfRangeError, match="position -1 is outside split 'all'"):
+        dataset.__getitems__([0, -1])
+    assert int(dataset[-1]["vin.lengths"][0]) == 10

@@ -26,6 +26,7 @@ from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import (
     InventoryError,
+    PositionOutOfRangeError,
     SampleIndexNotFoundError,
     VinOfflineFormatError,
 )
@@ -104,7 +105,7 @@ class _Located:
         listed = self.positions.tolist()  # min/max of a short list beat two numpy reductions
         if listed and (min(listed) < 0 or max(listed) >= state.sample_indices.shape[0]):
             bad = next(p for p in listed if not 0 <= p < state.sample_indices.shape[0])
-            raise SampleIndexNotFoundError(
+            raise PositionOutOfRangeError(
                 f"row {bad} is outside the store (rows 0..{state.sample_indices.shape[0] - 1})"
             )
         if state.rows_per_shard is not None:
@@ -351,7 +352,7 @@ class VinOfflineStoreReader:
         state = self._open()
         position = _as_index(position, "position")
         if not 0 <= position < state.sample_indices.shape[0]:
-            raise SampleIndexNotFoundError(f"row {position} is outside the store")
+            raise PositionOutOfRangeError(f"row {position} is outside the store")
         shard, row = self._locate(state, position)
         out: dict[str, Any] = {}
         for name in _block_names(blocks, state):
@@ -438,12 +439,16 @@ class VinOfflineStoreReader:
         state = self._open()
         i = _as_index(i, "position")
         if not -len(self) <= i < len(self):
-            raise SampleIndexNotFoundError(f"position {i} is outside split {self.config.split!r}")
+            raise PositionOutOfRangeError(f"position {i} is outside split {self.config.split!r}")
         position = i % len(self) if state.view is None else int(state.view[i])
         return self.read_position(position)
 
     def __getitems__(self, indices: Sequence[int]) -> dict[str, Any]:
         """Read many positions of the configured split as one collated batch."""
+        return self.read_positions(self.split_positions(indices))
+
+    def split_positions(self, indices: Sequence[int]) -> npt.NDArray[np.int64]:
+        """Global rows of positions of the configured split, checked (type and range)."""
         state = self._open()
         positions = np.asarray(indices)
         if positions.size == 0:
@@ -452,13 +457,11 @@ class VinOfflineStoreReader:
             raise ConfigError(
                 f"positions must be a flat list of ints, found {indices!r}", key="positions"
             )
-        if state.view is not None:
-            listed = positions.tolist()
-            if listed and (min(listed) < 0 or max(listed) >= len(state.view)):
-                bad = next(p for p in listed if not 0 <= p < len(state.view))
-                raise SampleIndexNotFoundError(
-                    f"position {bad} is outside split {self.config.split!r} "
-                    f"(positions 0..{len(state.view) - 1})"
-                )
-            positions = state.view[positions]
-        return self.read_positions(positions)
+        size = state.sample_indices.shape[0] if state.view is None else len(state.view)
+        listed = positions.tolist()  # min/max of a short list beat two numpy reductions
+        if listed and (min(listed) < 0 or max(listed) >= size):
+            bad = next(p for p in listed if not 0 <= p < size)
+            raise PositionOutOfRangeError(
+                f"position {bad} is outside split {self.config.split!r} (positions 0..{size - 1})"
+            )
+        return positions.astype(np.int64) if state.view is None else state.view[positions]
