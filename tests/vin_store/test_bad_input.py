@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -213,7 +214,8 @@ def test_iterating_a_reader_or_torch_dataset_ends_after_the_last_sample(store: P
     from dataset_devkit.vin_store import VinOfflineTorchDataset
 
     reader = VinOfflineStoreReader(VinOfflineStoreConfig(store_dir=store, split="train"))
-    assert len(list(reader)) == len(reader)  # the end is an IndexError, as Python expects
+    # no __iter__: Python calls __getitem__ until an IndexError, as a DataLoader-less loop does
+    assert len(list(cast(Iterable[Any], reader))) == len(reader)
     assert len(list(VinOfflineTorchDataset(reader))) == len(reader)
     with pytest.raises(PositionOutOfRangeError, match="is outside split 'train'"):
         reader[len(reader)]
@@ -223,10 +225,10 @@ def test_the_torch_dataset_checks_indexes_and_blocks_like_the_reader(store: Path
     from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset, VinOfflineTorchDataset
 
     with pytest.raises(ConfigError, match="blocks must be a list of block names"):
-        VinOfflineTorchDataset(store, "vin.lengths")  # type: ignore[arg-type]
+        VinOfflineTorchDataset(store, "vin.lengths")
     dataset = VinOfflineBatchedTorchDataset(store)
     with pytest.raises(ConfigError, match="index must be an int, found 'a'"):
-        dataset["a"]  # type: ignore[index]
+        dataset["a"]
     with pytest.raises(PositionOutOfRangeError, match="position 11 is outside split 'all'"):
         dataset[11]
     with pytest.raises(PositionOutOfRangeError, match="position -1 is outside split 'all'"):
