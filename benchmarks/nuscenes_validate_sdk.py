@@ -6,7 +6,8 @@ the real publisher, then times in the same run:
 
 * the limit: ``integrity.build_manifest`` over the dataroot (every byte hashed once, both
   cores) and a bare single-thread ``read + sha256`` loop over the same files;
-* the decode floor: read and draft-decode every JPEG once on two threads, no checks;
+* the decode floor: read and decode every JPEG once (the strict 1/8-scale decode validation
+  runs) on two threads, no checks;
 * ``validate_dataroot`` (content manifest, tables, chains, extensions, every JPEG decoded)
   and ``inspect_dataroot`` (validate, then summarize);
 * ``Dataset(...)`` (our SDK: strict load, structural checks, indexes) against
@@ -82,7 +83,7 @@ def bare_hash(root: Path) -> None:
 
 
 def decode_floor(final: Path) -> None:
-    """Read and draft-decode every JPEG once on two threads (batches of 64): no checks."""
+    """Read and decode every JPEG once on two threads (batches of 64): no checks."""
     paths = [
         os.path.join(d, n)
         for top in ("samples", "sweeps")
@@ -214,7 +215,7 @@ def main() -> None:
     rows = [
         ("hash once: build_manifest (limit)", t_manifest, 1.0),
         ("hash once: bare read+sha256 loop", t_bare, t_bare / t_manifest),
-        ("read + draft-decode every JPEG", t_decode, t_decode / t_manifest),
+        ("read + decode every JPEG", t_decode, t_decode / t_manifest),
         ("validate_dataroot (published)", t_validate, t_validate / t_manifest),
         ("inspect_dataroot", t_inspect, t_inspect / t_manifest),
     ]

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import os
 
-from dataset_devkit.errors import DestinationExistsError, UnsafePathError
-from dataset_devkit.integrity.safefs import (
-    _CREATE_FLAGS,
-    SafeDir,
-    _identity,
-    _open_regular,
-)
+from dataset_devkit.errors import UnsafePathError
+from dataset_devkit.integrity.safefs import SafeDir, _create_leaf, _identity, _open_regular
 
 __all__ = ["read_stable", "write_new"]
 
@@ -68,12 +63,7 @@ def write_new(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> os.
         Anything already has that name: nothing is ever overwritten.
     """
     _check_leaf(name, parent)
-    try:
-        fd = os.open(name, _CREATE_FLAGS, mode, dir_fd=parent.fd)
-    except FileExistsError as exc:
-        raise DestinationExistsError(
-            f"{parent.path / name}: already exists; nothing is ever overwritten"
-        ) from exc
+    fd = _create_leaf(parent, name, mode)
     try:
         view = memoryview(data)
         while view:

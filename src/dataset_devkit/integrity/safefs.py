@@ -189,12 +189,7 @@ class SafeDir:
         """Create a new file exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``) for writing."""
         parent, leaf, owned = self._parent_of(rel)
         try:
-            try:
-                fd = os.open(leaf, _CREATE_FLAGS, mode, dir_fd=parent.fd)
-            except FileExistsError as exc:
-                raise DestinationExistsError(
-                    f"{parent.path / leaf}: already exists; nothing is ever overwritten"
-                ) from exc
+            fd = _create_leaf(parent, leaf, mode)
         finally:
             if owned:
                 parent.close()
@@ -293,6 +288,16 @@ def _iter_files(dir_fd: int, prefix: str) -> Iterator[str]:
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _create_leaf(parent: SafeDir, leaf: str, mode: int) -> int:
+    """Create *leaf* in *parent* with ``O_CREAT | O_EXCL | O_NOFOLLOW``; return its descriptor."""
+    try:
+        return os.open(leaf, _CREATE_FLAGS, mode, dir_fd=parent.fd)
+    except FileExistsError as exc:
+        raise DestinationExistsError(
+            f"{parent.path / leaf}: already exists; nothing is ever overwritten"
+        ) from exc
 
 
 def _open_regular(name: str | os.PathLike[str], dir_fd: int | None, shown: Path) -> int:
