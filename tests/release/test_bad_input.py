@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,11 @@ def test_verify_only_with_an_output_is_a_usage_error_not_a_silent_no_restore(
     assert shipped.returncode == 2
     assert "--verify-only writes nothing: drop --output DIR" in shipped.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_at_scan_time(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "ds", SMALL)
+    (tree / os.fsdecode(b"bad\xffname")).write_bytes(b"x")
+    with pytest.raises(UnsafeTreeError, match=r"bad\\xffname: name is not valid UTF-8"):
+        pack_release(tree, tmp_path / "rel")  # a read-back failure about 'hdrcharset' before
+    assert not (tmp_path / "rel").exists()

@@ -47,6 +47,12 @@ def scan_tree(root: Path) -> list[SourceFile]:
         try:
             for name, st in folder.entries():
                 rel = prefix + name
+                try:
+                    name.encode("utf-8")  # os.listdir keeps undecodable bytes as surrogates
+                except UnicodeEncodeError:
+                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                    issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
+                    continue
                 if stat.S_ISDIR(st.st_mode):
                     stack.append((rel + "/", folder.child(name, create=False)))
                 elif stat.S_ISREG(st.st_mode):
