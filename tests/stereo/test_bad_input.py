@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from dataset_devkit.errors import ConfigError, FormatError, MissingPathError
+from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
 from dataset_devkit.stereo import (
     BuildResult,
     OutOfRangeError,
@@ -204,3 +204,15 @@ def test_a_fifo_or_link_in_the_source_is_refused_before_it_is_opened(
     text = str(caught.value) + "\n".join(getattr(caught.value, "issues", []))
     assert "is not a regular file" in text
     assert not (tmp_path / "out").exists()
+
+
+def test_missing_depth_requirements_are_named_without_follow_on_noise(
+    built: BuildResult, tmp_path: Path
+) -> None:
+    root = writable_copy(built.root, tmp_path / "ds")
+    (root / "loader_requirements_with_depth.json").unlink()
+    with pytest.raises(NotFoundError, match=r"\(loader_requirements_with_depth.json missing\)"):
+        StereoDataset(root, use_depth=True)
+    issues = validate_stereo(root, with_depth=True).issues
+    assert any("(loader_requirements_with_depth.json missing)" in issue for issue in issues)
+    assert not any(issue.startswith("source_mapping.jsonl") for issue in issues)

@@ -234,3 +234,16 @@ def test_the_torch_dataset_checks_indexes_and_blocks_like_the_reader(store: Path
     with pytest.raises(PositionOutOfRangeError, match="position -1 is outside split 'all'"):
         dataset.__getitems__([0, -1])
     assert int(dataset[-1]["vin.lengths"][0]) == 10
+
+
+def test_one_verify_issue_is_counted_in_the_singular(
+    store: Path, package_env: dict[str, str]
+) -> None:
+    chunk = store / "shards" / "shard-000000" / "vin" / "lengths" / "c" / "0" / "0"
+    _writable(store, *chunk.parents[:6], chunk)
+    data = bytearray(chunk.read_bytes())
+    data[0] ^= 0xFF  # one row's value: only its hash can tell
+    chunk.write_bytes(bytes(data))
+    result = run_devkit(package_env, "store", "verify", str(store))
+    assert result.returncode == 1
+    assert "does not verify (1 issue)\n" in result.stderr

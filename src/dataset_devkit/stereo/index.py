@@ -38,9 +38,11 @@ def decode_json(path: Path, kind: type[Any]) -> Any:
 
 def load_requirements(root: Path, index: str) -> LoaderRequirements:
     """The requirements document whose ``indexes`` lists ``index``."""
+    missing = []
     for name in (REQUIREMENTS, REQUIREMENTS_WITH_DEPTH):
         path = root / name
         if not path.exists():  # anything else present is read, and refused if not a file
+            missing.append(name)
             continue
         found: LoaderRequirements = decode_json(path, LoaderRequirements)
         if found.version != FORMAT_VERSION:
@@ -49,9 +51,10 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
             )
         if index in found.indexes:
             return found
-    if index == INDEX_WITH_DEPTH:
+    absent = f" ({', '.join(missing)} missing)" if missing else ""
+    if index == INDEX_WITH_DEPTH and not (root / index).exists():
         raise NotFoundError(f"{root}: this dataset has no depth index ({INDEX_WITH_DEPTH})")
-    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}")
+    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}{absent}")
 
 
 def load_index(path: Path) -> list[IndexRow]:

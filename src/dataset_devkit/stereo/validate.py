@@ -241,7 +241,7 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
 
 
-def _check_source_records(root: Path, rows: list[IndexRow], issues: list[str]) -> None:
+def _check_source_records(root: Path, rows: list[IndexRow] | None, issues: list[str]) -> None:
     """``source_mapping.jsonl`` maps every sample; the source manifest decodes strictly."""
     try:
         lines = (root / SOURCE_MAPPING).read_bytes().splitlines()
@@ -249,7 +249,7 @@ def _check_source_records(root: Path, rows: list[IndexRow], issues: list[str]) -
     except (OSError, msgspec.MsgspecError) as exc:
         issues.append(f"{SOURCE_MAPPING}: {_why(exc)}")
     else:
-        if mapped != [row.id for row in rows]:
+        if rows is not None and mapped != [row.id for row in rows]:
             issues.append(f"{SOURCE_MAPPING}: does not map the samples of {INDEX_DEFAULT}")
     try:
         msgspec.json.decode((root / SOURCE_RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
@@ -301,14 +301,16 @@ def validate_stereo(
         )
     issues: list[str] = []
     rows: list[IndexRow] = []
+    indexed = False  # whether the indexes loaded: without them there is nothing to compare
     try:
         rows = _check_indexes(root, with_depth, issues)
+        indexed = True
     except DevkitError as exc:
         issues.append(str(exc))
     for row in rows:
         _check_pair(root, row, with_depth, issues)
     _check_manifest(root, with_depth, issues)
-    _check_source_records(root, rows, issues)
+    _check_source_records(root, rows if indexed else None, issues)
     reader = None
     try:
         reader = reader_validation(root, use_depth=with_depth, full=full)

@@ -60,7 +60,8 @@ class VinOfflineVerifyReport:
         """Raise :class:`VerificationFailed` listing every issue, if there is any."""
         if self.issues:
             raise VerificationFailed(
-                f"{self.store_dir}: VIN offline store does not verify ({len(self.issues)} issues)",
+                f"{self.store_dir}: VIN offline store does not verify ({len(self.issues)} "
+                f"issue{'' if len(self.issues) == 1 else 's'})",
                 self.issues,
             )
 
