@@ -216,3 +216,27 @@ def test_missing_depth_requirements_are_named_without_follow_on_noise(
     issues = validate_stereo(root, with_depth=True).issues
     assert any("(loader_requirements_with_depth.json missing)" in issue for issue in issues)
     assert not any(issue.startswith("source_mapping.jsonl") for issue in issues)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"frames": -1}, "frames must be None, an int >= 1 or a callable, found -1"),
+        ({"frames": "3"}, "frames must be None, an int >= 1 or a callable, found '3'"),
+        ({"decoder_threads": -3}, "decoder_threads must be >= 0, found -3"),
+    ],
+)
+def test_reader_options_out_of_range_are_config_errors(
+    built: BuildResult, options: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        StereoDataset(built.root, **options)
+
+
+def test_a_clip_with_a_negative_start_or_length_is_refused_not_empty(built: BuildResult) -> None:
+    ds = StereoDataset(built.root)
+    with pytest.raises(ConfigError, match="length must be an int >= 1, found -2"):
+        ds.read_clip(0, 5, -2)
+    with pytest.raises(ConfigError, match="start must be an int >= 0, found -1"):
+        ds.read_clip(0, -1, 2)
+    assert ds.read_clip(0, 10, 3).frames == (10, 11, 12)

@@ -111,6 +111,22 @@ class StereoDataset:
             raise ConfigError(
                 f"use_depth must be True or False, found {use_depth!r}", key="use_depth"
             )
+        if (
+            frames is not None
+            and not callable(frames)
+            and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1)
+        ):
+            raise ConfigError(
+                f"frames must be None, an int >= 1 or a callable, found {frames!r}", key="frames"
+            )
+        if isinstance(decoder_threads, bool) or not isinstance(decoder_threads, int):
+            raise ConfigError(
+                f"decoder_threads must be an int, found {decoder_threads!r}", key="decoder_threads"
+            )
+        if decoder_threads < 0:
+            raise ConfigError(
+                f"decoder_threads must be >= 0, found {decoder_threads}", key="decoder_threads"
+            )
         self.root = Path(root)
         if not self.root.is_dir():
             if self.root.exists():
@@ -214,6 +230,9 @@ class StereoDataset:
 
     def read_clip(self, sample: int, start: int, length: int) -> StereoSample:
         """Read ``length`` consecutive frames from ``start``."""
+        for name, value, low in (("start", start, 0), ("length", length, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an int >= {low}, found {value!r}", key=name)
         return self.read(sample, list(range(start, start + length)))
 
     def read(
