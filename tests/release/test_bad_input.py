@@ -204,3 +204,20 @@ def test_a_file_name_that_is_not_utf8_is_refused_at_scan_time(tmp_path: Path) ->
     with pytest.raises(UnsafeTreeError, match=r"bad\\xffname: name is not valid UTF-8"):
         pack_release(tree, tmp_path / "rel")  # a read-back failure about 'hdrcharset' before
     assert not (tmp_path / "rel").exists()
+
+
+def test_library_entry_points_refuse_arguments_of_the_wrong_type(
+    release: Path, tmp_path: Path
+) -> None:
+    tree = make_tree(tmp_path / "ds2", SMALL)
+    with pytest.raises(ConfigError, match="tree must be a non-empty str or Path, found None"):
+        pack_release(None, tmp_path / "r")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="out must be a non-empty str or Path, found ''"):
+        pack_release(tree, "")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="options must be PackOptions, found dict"):
+        pack_release(tree, tmp_path / "r", {"name": "x"})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="families must be a list of names, found 'base'"):
+        restore_release(release, tmp_path / "data", "base")
+    with pytest.raises(ConfigError, match="output must be a non-empty str or Path"):
+        restore_release(release, "", ["base"])  # type: ignore[arg-type]
+    assert not (tmp_path / "r").exists() and not (tmp_path / "data").exists()

@@ -240,3 +240,12 @@ def test_a_clip_with_a_negative_start_or_length_is_refused_not_empty(built: Buil
     with pytest.raises(ConfigError, match="start must be an int >= 0, found -1"):
         ds.read_clip(0, -1, 2)
     assert ds.read_clip(0, 10, 3).frames == (10, 11, 12)
+
+
+@pytest.mark.parametrize(("source", "out"), [(None, "x"), ("src", ""), ("src", None)])
+def test_build_refuses_a_source_or_out_that_is_not_a_path(
+    source: Any, out: Any, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match="must be a non-empty str or Path"):
+        build_stereo_dataset(source, out if out != "x" else tmp_path / "x")
+    assert list(tmp_path.iterdir()) == []

@@ -182,6 +182,13 @@ def pack_release(
     SnapshotMismatchError
         *previous* was cut from a different snapshot.
     """
+    for label, value in (("tree", tree), ("out", out)):
+        if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+            raise ConfigError(
+                f"{label} must be a non-empty str or Path, found {value!r}", key=label
+            )
+    if options is not None and not isinstance(options, PackOptions):
+        raise ConfigError(f"options must be PackOptions, found {type(options).__name__}")
     opts = options or PackOptions()
     tree, out = Path(tree), Path(out).absolute()
     name = opts.name if opts.name is not None else tree.resolve().name
