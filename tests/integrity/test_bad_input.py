@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dataset_devkit.errors import MissingPathError, UnsafePathError
-from dataset_devkit.integrity import publish_tree, write_manifest
+from dataset_devkit.errors import ConfigError, MissingPathError, UnsafePathError
+from dataset_devkit.integrity import (
+    build_manifest,
+    publish_tree,
+    read_manifest,
+    verify_tree,
+    write_manifest,
+)
 from tests.cli_run import run_devkit
 from tests.integrity.helpers import make_tree
 
@@ -40,3 +47,17 @@ def test_an_unsafe_manifest_location_is_named_as_the_manifest_location(
     with pytest.raises(UnsafePathError, match=r"^manifest location: not a safe relative POSIX"):
         write_manifest(root, location=location)
     assert not (root / "content_manifest.json").exists()
+
+
+@pytest.mark.parametrize("root", [None, "", 3])
+def test_a_root_that_is_not_a_non_empty_path_is_refused_not_read_as_the_working_dir(
+    root: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_tree(tmp_path / "t")
+    monkeypatch.chdir(tmp_path)  # Path("") would have meant this directory
+    for call in (build_manifest, verify_tree, read_manifest, write_manifest):
+        with pytest.raises(ConfigError, match="root must be a non-empty str or Path"):
+            call(root)
+    with pytest.raises(ConfigError, match="staging must be a non-empty str or Path"):
+        publish_tree(root, tmp_path / "final")
+    assert not (tmp_path / "content_manifest.json").exists()

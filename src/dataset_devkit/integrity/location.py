@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 
 from dataset_devkit.errors import ConfigError, DevkitError, FormatError, UnsafePathError
-from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode
+from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode, tree_path
 
 __all__ = [
     "CONTENT_MANIFEST_NAME",
@@ -87,7 +87,7 @@ def locate_manifest(root: Path) -> str:
     AmbiguousManifestError
         More than one nested candidate; pass the location explicitly.
     """
-    root = Path(root)
+    root = tree_path(root)
     with SafeDir.open(root) as pinned:
         if pinned.exists(CONTENT_MANIFEST_NAME):
             return CONTENT_MANIFEST_NAME

@@ -17,7 +17,12 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from dataset_devkit.errors import DestinationExistsError, MissingPathError, UnsafePathError
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    MissingPathError,
+    UnsafePathError,
+)
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -25,6 +30,7 @@ __all__ = [
     "check_relative_path",
     "describe_mode",
     "open_dir_nofollow",
+    "tree_path",
 ]
 
 #: Block size for streaming reads and copies: large enough that syscalls and hashing
@@ -53,6 +59,18 @@ def describe_mode(mode: int) -> str:
     if stat.S_ISBLK(mode):
         return "block device"
     return "unknown file type"
+
+
+def tree_path(value: object, name: str = "root") -> Path:
+    """*value* as a :class:`Path`, or a :class:`ConfigError` naming the argument.
+
+    ``Path("")`` is the working directory and ``Path(None)`` a ``TypeError``: neither is
+    what a caller who passed a wrong value meant, so both are refused here.
+    """
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"{name} must be a non-empty str or Path, found {value!r}", key=name)
+    return Path(text)
 
 
 def check_relative_path(rel: str | PurePosixPath) -> tuple[str, ...]:
