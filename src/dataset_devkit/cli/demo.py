@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.demo import DEMO_STEPS, run_demo
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 
@@ -20,7 +20,10 @@ __all__ = ["register"]
 def demo(
     out: Annotated[
         Path | None,
-        typer.Argument(help="An absent or empty directory for the results (default: a temp dir)."),
+        typer.Argument(
+            help="An absent or empty directory for the results (default: a temp dir).",
+            parser=path_parser,
+        ),
     ] = None,
 ) -> None:
     """Build, publish, verify and read small datasets with every system, and show them."""

@@ -9,7 +9,7 @@ import msgspec
 import typer
 from rich.table import Table
 
-from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
+from dataset_devkit.cli.render import path_parser, print_json, stderr_console, stdout_console
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
@@ -23,8 +23,13 @@ stereo_app = typer.Typer(
 
 @stereo_app.command("build")
 def build(
-    source: Annotated[Path, typer.Argument(help="Rendered export directory with export.json.")],
-    out: Annotated[Path, typer.Option("--out", help="Dataset root to publish (must not exist).")],
+    source: Annotated[
+        Path, typer.Argument(help="Rendered export directory with export.json.", parser=path_parser)
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Dataset root to publish (must not exist).", parser=path_parser),
+    ],
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
     ] = 0,
@@ -66,7 +71,7 @@ def build(
 
 @stereo_app.command("validate")
 def validate(
-    root: Annotated[Path, typer.Argument(help="A stereo dataset root.")],
+    root: Annotated[Path, typer.Argument(help="A stereo dataset root.", parser=path_parser)],
     with_depth: Annotated[
         bool, typer.Option("--with-depth", help="Also check and read the depth family.")
     ] = False,
@@ -75,7 +80,11 @@ def validate(
     ] = False,
     report: Annotated[
         Path | None,
-        typer.Option("--report", help="Write the reader_validation.json record to this file."),
+        typer.Option(
+            "--report",
+            help="Write the reader_validation.json record to this file.",
+            parser=path_parser,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:

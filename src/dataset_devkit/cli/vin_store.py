@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dataset_devkit.cli.render import print_json, stdout_console
+from dataset_devkit.cli.render import path_parser, print_json, stdout_console
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
@@ -21,7 +21,9 @@ __all__ = ["register"]
 store_app = typer.Typer(
     name="store", help="Inspect, verify and sample VIN offline stores.", no_args_is_help=True
 )
-StoreArg = Annotated[Path, typer.Argument(help="A published VIN offline store.")]
+StoreArg = Annotated[
+    Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
