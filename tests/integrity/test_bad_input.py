@@ -61,3 +61,17 @@ def test_a_root_that_is_not_a_non_empty_path_is_refused_not_read_as_the_working_
     with pytest.raises(ConfigError, match="staging must be a non-empty str or Path"):
         publish_tree(root, tmp_path / "final")
     assert not (tmp_path / "content_manifest.json").exists()
+
+
+def test_a_symlinked_root_names_its_target_so_the_user_can_pass_that(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    root = make_tree(tmp_path / "t")
+    write_manifest(root)
+    (tmp_path / "link").symlink_to(root)
+    result = run_devkit(package_env, "verify", str(tmp_path / "link"))
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"error: {tmp_path / 'link'}: expected a real directory, found a symlink to "
+        f"'{root}' (links are not followed)\n"
+    )

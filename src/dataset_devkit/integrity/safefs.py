@@ -108,8 +108,11 @@ def open_dir_nofollow(
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
             raise UnsafePathError(f"cannot open directory: {exc.strerror}", path=where) from exc
+        hint = ""
+        if stat.S_ISLNK(st.st_mode):  # name the target so the user can pass it instead
+            hint = f" to {os.readlink(name, dir_fd=dir_fd)!r} (links are not followed)"
         raise UnsafePathError(
-            f"expected a real directory, found a {describe_mode(st.st_mode)}", path=where
+            f"expected a real directory, found a {describe_mode(st.st_mode)}{hint}", path=where
         ) from exc
 
 
