@@ -115,7 +115,7 @@ def test_a_dtype_or_block_set_mismatch_is_caught(tmp_path: Path, sample_factory:
 
 def test_sample_indices_must_increase(tmp_path: Path, sample_factory: Factory) -> None:
     samples = sample_factory(3)
-    with pytest.raises(VinOfflineSchemaError, match="must increase"):
+    with pytest.raises(VinOfflineSchemaError, match="must be >= 0 and increase, found 1 after 4"):
         _build([samples[1], samples[0]], tmp_path / "out")
 
 

@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.demo import DEMO_STEPS, run_demo
-from dataset_devkit.errors import DestinationExistsError
+from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
 
@@ -20,15 +20,23 @@ __all__ = ["register"]
 def demo(
     out: Annotated[
         Path | None,
-        typer.Argument(help="An absent or empty directory for the results (default: a temp dir)."),
+        typer.Argument(
+            help="An absent or empty directory for the results (default: a temp dir).",
+            parser=path_parser,
+        ),
     ] = None,
 ) -> None:
     """Build, publish, verify and read small datasets with every system, and show them."""
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="dataset-devkit-demo-"))
-    elif out.exists() and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
+    elif out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
         raise DestinationExistsError(f"{out}: demo output must be absent or an empty directory")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent that is a file, a read-only parent
+        raise ConfigError(
+            f"{out}: cannot create the demo output directory ({exc.strerror})", key="out"
+        ) from None
     console = stdout_console()
     console.print(Text.assemble(("dataset-devkit demo", "bold"), f" → {out}"))
     for report in run_demo(out, DEMO_STEPS):

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from dataset_devkit.cli.render import byte_progress, print_json, stdout_console
+from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     build_manifest,
@@ -27,7 +27,7 @@ _LOCATION_HELP = (
 
 
 def manifest(
-    directory: Annotated[Path, typer.Argument(help="The tree to hash.")],
+    directory: Annotated[Path, typer.Argument(help="The tree to hash.", parser=path_parser)],
     location: Annotated[
         str, typer.Option("--location", help=_LOCATION_HELP)
     ] = CONTENT_MANIFEST_NAME,
@@ -53,7 +53,9 @@ def manifest(
 
 
 def verify(
-    directory: Annotated[Path, typer.Argument(help="A tree holding content_manifest.json.")],
+    directory: Annotated[
+        Path, typer.Argument(help="A tree holding content_manifest.json.", parser=path_parser)
+    ],
     location: Annotated[
         str | None,
         typer.Option(
@@ -82,8 +84,10 @@ def verify(
 
 
 def publish(
-    staging: Annotated[Path, typer.Argument(help="The complete staged tree.")],
-    to: Annotated[Path, typer.Option("--to", help="The final name (must not exist).")],
+    staging: Annotated[Path, typer.Argument(help="The complete staged tree.", parser=path_parser)],
+    to: Annotated[
+        Path, typer.Option("--to", help="The final name (must not exist).", parser=path_parser)
+    ],
     manifest_location: Annotated[
         str, typer.Option("--manifest-location", help=_LOCATION_HELP)
     ] = CONTENT_MANIFEST_NAME,

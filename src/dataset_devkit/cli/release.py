@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 import typer
 
-from dataset_devkit.cli.render import byte_progress, print_json, stdout_console
+from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -37,8 +37,10 @@ def _families(base: bool, depth: bool, everything: bool, family: list[str] | Non
 
 @release_app.command("pack")
 def pack(
-    tree: Annotated[Path, typer.Argument(help="The tree to release.")],
-    out: Annotated[Path, typer.Option("--out", help="The new release directory.")],
+    tree: Annotated[Path, typer.Argument(help="The tree to release.", parser=path_parser)],
+    out: Annotated[
+        Path, typer.Option("--out", help="The new release directory.", parser=path_parser)
+    ],
     name: Annotated[str | None, typer.Option(help="Root folder inside packages.")] = None,
     package_limit: Annotated[
         int, typer.Option("--package-limit", help="Max bytes per package.")
@@ -52,7 +54,10 @@ def pack(
         list[str] | None, typer.Option("--deliver", help="Families to package now (default all).")
     ] = None,
     previous: Annotated[
-        Path | None, typer.Option(help="Earlier release of the same snapshot to carry over.")
+        Path | None,
+        typer.Option(
+            help="Earlier release of the same snapshot to carry over.", parser=path_parser
+        ),
     ] = None,
     restore_test: Annotated[
         str, typer.Option(help="Restore test: full, sample or none.")
@@ -94,7 +99,7 @@ def pack(
 
 @release_app.command("verify")
 def verify(
-    release_dir: Annotated[Path, typer.Argument(help="The release directory.")],
+    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
     base: Annotated[bool, typer.Option("--base")] = False,
     depth: Annotated[bool, typer.Option("--depth")] = False,
     everything: Annotated[bool, typer.Option("--all")] = False,
@@ -120,8 +125,10 @@ def verify(
 
 @release_app.command("unpack")
 def unpack(
-    release_dir: Annotated[Path, typer.Argument(help="The release directory.")],
-    output: Annotated[Path, typer.Option("--output", help="Restore into OUTPUT/<name>.")],
+    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
+    output: Annotated[
+        Path, typer.Option("--output", help="Restore into OUTPUT/<name>.", parser=path_parser)
+    ],
     base: Annotated[bool, typer.Option("--base")] = False,
     depth: Annotated[bool, typer.Option("--depth")] = False,
     everything: Annotated[bool, typer.Option("--all")] = False,

@@ -6,8 +6,10 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -18,7 +20,18 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-__all__ = ["byte_progress", "print_json", "stderr_console", "stdout_console"]
+__all__ = ["byte_progress", "path_parser", "print_json", "stderr_console", "stdout_console"]
+
+
+def path_parser(value: str) -> Path:
+    """Parse a path argument, refusing ``""`` (``Path("")`` is the working directory).
+
+    ``dataset-devkit manifest "$DIR"`` with ``DIR`` unset must be a usage error, not a
+    manifest written into whatever directory the shell is in.
+    """
+    if not value:
+        raise typer.BadParameter("must not be empty (an unset shell variable?)")
+    return Path(value)
 
 
 def stdout_console() -> Console:

@@ -9,8 +9,8 @@ import msgspec
 import typer
 from rich.table import Table
 
-from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
-from dataset_devkit.errors import DestinationExistsError
+from dataset_devkit.cli.render import path_parser, print_json, stderr_console, stdout_console
+from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
 
@@ -23,8 +23,13 @@ stereo_app = typer.Typer(
 
 @stereo_app.command("build")
 def build(
-    source: Annotated[Path, typer.Argument(help="Rendered export directory with export.json.")],
-    out: Annotated[Path, typer.Option("--out", help="Dataset root to publish (must not exist).")],
+    source: Annotated[
+        Path, typer.Argument(help="Rendered export directory with export.json.", parser=path_parser)
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Dataset root to publish (must not exist).", parser=path_parser),
+    ],
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
     ] = 0,
@@ -66,7 +71,7 @@ def build(
 
 @stereo_app.command("validate")
 def validate(
-    root: Annotated[Path, typer.Argument(help="A stereo dataset root.")],
+    root: Annotated[Path, typer.Argument(help="A stereo dataset root.", parser=path_parser)],
     with_depth: Annotated[
         bool, typer.Option("--with-depth", help="Also check and read the depth family.")
     ] = False,
@@ -75,7 +80,11 @@ def validate(
     ] = False,
     report: Annotated[
         Path | None,
-        typer.Option("--report", help="Write the reader_validation.json record to this file."),
+        typer.Option(
+            "--report",
+            help="Write the reader_validation.json record to this file.",
+            parser=path_parser,
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
@@ -90,6 +99,10 @@ def validate(
                 handle.write(msgspec.json.format(msgspec.json.encode(reader), indent=2) + b"\n")
         except FileExistsError as exc:
             raise DestinationExistsError(f"{report}: exists; a report is never replaced") from exc
+        except OSError as exc:  # a missing parent, a parent that is a file
+            raise ConfigError(
+                f"--report {report}: cannot be created ({exc.strerror})", key="report"
+            ) from exc
     if as_json:
         print_json(
             {

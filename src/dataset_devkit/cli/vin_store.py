@@ -12,7 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dataset_devkit.cli.render import print_json, stdout_console
+from dataset_devkit.cli.render import path_parser, print_json, stdout_console
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
 __all__ = ["register"]
@@ -20,7 +21,9 @@ __all__ = ["register"]
 store_app = typer.Typer(
     name="store", help="Inspect, verify and sample VIN offline stores.", no_args_is_help=True
 )
-StoreArg = Annotated[Path, typer.Argument(help="A published VIN offline store.")]
+StoreArg = Annotated[
+    Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
@@ -100,6 +103,8 @@ def sample_command(
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
+    if names == []:
+        raise ConfigError(f"--blocks: expected comma-separated block names, found {blocks!r}")
     values = reader.read_sample(index, names)
     if as_json:
         print_json({"record": msgspec.to_builtins(record), "blocks": _jsonable(values)})

@@ -16,8 +16,8 @@ from typing import Final
 
 import msgspec
 
-from dataset_devkit.errors import ConfigError, DevkitError, FormatError
-from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode
+from dataset_devkit.errors import ConfigError, DevkitError, FormatError, UnsafePathError
+from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode, tree_path
 
 __all__ = [
     "CONTENT_MANIFEST_NAME",
@@ -60,7 +60,10 @@ def check_manifest_location(location: str) -> str:
         raise ConfigError(
             f"manifest location must be a str, found {type(location).__name__}", key="location"
         )
-    parts = check_relative_path(location)
+    try:
+        parts = check_relative_path(location)
+    except UnsafePathError as exc:
+        raise UnsafePathError(f"manifest location: {exc}") from None
     if parts[-1] != CONTENT_MANIFEST_NAME:
         raise ConfigError(
             f"a manifest location must end in {CONTENT_MANIFEST_NAME!r}, found {location!r}",
@@ -84,7 +87,7 @@ def locate_manifest(root: Path) -> str:
     AmbiguousManifestError
         More than one nested candidate; pass the location explicitly.
     """
-    root = Path(root)
+    root = tree_path(root)
     with SafeDir.open(root) as pinned:
         if pinned.exists(CONTENT_MANIFEST_NAME):
             return CONTENT_MANIFEST_NAME

@@ -17,7 +17,12 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Final
 
-from dataset_devkit.errors import DestinationExistsError, MissingPathError, UnsafePathError
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    MissingPathError,
+    UnsafePathError,
+)
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -25,6 +30,7 @@ __all__ = [
     "check_relative_path",
     "describe_mode",
     "open_dir_nofollow",
+    "tree_path",
 ]
 
 #: Block size for streaming reads and copies: large enough that syscalls and hashing
@@ -55,6 +61,18 @@ def describe_mode(mode: int) -> str:
     return "unknown file type"
 
 
+def tree_path(value: object, name: str = "root") -> Path:
+    """*value* as a :class:`Path`, or a :class:`ConfigError` naming the argument.
+
+    ``Path("")`` is the working directory and ``Path(None)`` a ``TypeError``: neither is
+    what a caller who passed a wrong value meant, so both are refused here.
+    """
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f"{name} must be a non-empty str or Path, found {value!r}", key=name)
+    return Path(text)
+
+
 def check_relative_path(rel: str | PurePosixPath) -> tuple[str, ...]:
     """Split a relative POSIX path into safe components, or raise :class:`UnsafePathError`.
 
@@ -71,26 +89,30 @@ def check_relative_path(rel: str | PurePosixPath) -> tuple[str, ...]:
     return parts
 
 
-def open_dir_nofollow(name: str | os.PathLike[str], *, dir_fd: int | None = None) -> int:
+def open_dir_nofollow(
+    name: str | os.PathLike[str], *, dir_fd: int | None = None, shown: Path | None = None
+) -> int:
     """Open a directory without following a symlink in its last component.
 
     Raises :class:`UnsafePathError` when *name* is a symlink or not a directory, and
-    :class:`FileNotFoundError` when it does not exist.
+    :class:`FileNotFoundError` when it does not exist. Messages name *shown* (the full
+    path) when *name* is relative to *dir_fd*.
     """
+    where = os.fspath(shown if shown is not None else name)
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
-            raise MissingPathError("no such directory", path=os.fspath(name)) from exc
+            raise MissingPathError("no such directory", path=where) from exc
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
-            raise UnsafePathError(
-                f"cannot open directory: {exc.strerror}", path=os.fspath(name)
-            ) from exc
+            raise UnsafePathError(f"cannot open directory: {exc.strerror}", path=where) from exc
+        hint = ""
+        if stat.S_ISLNK(st.st_mode):  # name the target so the user can pass it instead
+            hint = f" to {os.readlink(name, dir_fd=dir_fd)!r} (links are not followed)"
         raise UnsafePathError(
-            f"expected a real directory, found a {describe_mode(st.st_mode)}",
-            path=os.fspath(name),
+            f"expected a real directory, found a {describe_mode(st.st_mode)}{hint}", path=where
         ) from exc
 
 

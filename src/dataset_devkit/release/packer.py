@@ -182,16 +182,31 @@ def pack_release(
     SnapshotMismatchError
         *previous* was cut from a different snapshot.
     """
+    for label, value in (("tree", tree), ("out", out)):
+        if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+            raise ConfigError(
+                f"{label} must be a non-empty str or Path, found {value!r}", key=label
+            )
+    if options is not None and not isinstance(options, PackOptions):
+        raise ConfigError(f"options must be PackOptions, found {type(options).__name__}")
     opts = options or PackOptions()
     tree, out = Path(tree), Path(out).absolute()
-    name = opts.name or tree.resolve().name
+    name = opts.name if opts.name is not None else tree.resolve().name
     if "/" in name or unpack.check_tree_names([name]):
         raise ConfigError(f"release name {name!r} is not a portable directory name", key="name")
-    if opts.package_limit < 4096:
-        raise ConfigError("package limit must be at least 4096 bytes", key="package_limit")
+    limit = opts.package_limit
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 4096 <= limit < 1 << 63:
+        raise ConfigError(
+            f"package limit must be an int of 4096 to 2**63 - 1 bytes, found {limit!r}",
+            key="package_limit",
+        )
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
     files = scan_tree(tree)
+    if not files:
+        raise ConfigError(
+            f"{tree}: the tree holds no files; there is nothing to release", key="tree"
+        )
     source = check_source_manifest(tree, files)
     families = opts.rules.assign(f.path for f in files)
     present = set(families.values())

@@ -37,8 +37,8 @@ def scan_tree(root: Path) -> list[SourceFile]:
     """
     try:
         top = unpack.PinnedDir.open_root(str(root), create=False)
-    except (OSError, unpack.UnpackError) as exc:
-        raise UnsafeTreeError(f"cannot open the tree ({exc})", path=root) from None
+    except unpack.UnpackError as exc:  # names the path itself
+        raise UnsafeTreeError(f"cannot open the tree: {exc}") from None
     files: list[SourceFile] = []
     issues: list[str] = []
     stack: list[tuple[str, unpack.PinnedDir]] = [("", top)]
@@ -47,6 +47,12 @@ def scan_tree(root: Path) -> list[SourceFile]:
         try:
             for name, st in folder.entries():
                 rel = prefix + name
+                try:
+                    name.encode("utf-8")  # os.listdir keeps undecodable bytes as surrogates
+                except UnicodeEncodeError:
+                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                    issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
+                    continue
                 if stat.S_ISDIR(st.st_mode):
                     stack.append((rel + "/", folder.child(name, create=False)))
                 elif stat.S_ISREG(st.st_mode):

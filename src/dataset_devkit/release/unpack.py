@@ -267,6 +267,10 @@ def _need(obj: Any, key: str, kind: Any, where: str) -> Any:
     return value
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def _is_sha(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
 
@@ -278,12 +282,17 @@ def load_release(directory: str) -> Release:
     the snapshot's ``root_sha256``, every path must be portable, and each package's member
     count and family must match its rows.
     """
+    problem = _not_a_directory(directory)
+    if problem:
+        raise UnpackError(f"release directory {directory}: {problem}")
     raw = _read_small(directory, MANIFEST_NAME)
     try:
-        manifest = json.loads(raw.decode("utf-8"))
+        manifest = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except ValueError as exc:
         raise UnpackError(f"{MANIFEST_NAME}: not valid UTF-8 JSON ({exc})") from None
     where = MANIFEST_NAME
+    if not isinstance(manifest, dict):
+        raise UnpackError(f"{where}: expected a JSON object, found {type(manifest).__name__}")
     if _need(manifest, "format", str, where) != FORMAT:
         raise UnpackError(f"{where}: format is {manifest['format']!r}, expected {FORMAT!r}")
     version = _need(manifest, "format_version", int, where)
@@ -294,7 +303,10 @@ def load_release(directory: str) -> Release:
         raise UnsafeNameError(f"{where}: release root name {name!r} is not a safe directory name")
     snapshot = _need(manifest, "snapshot", dict, where)
     root = _need(snapshot, "root_sha256", str, where + " snapshot")
-    excluded = set(_need(snapshot, "excluded", list, where + " snapshot"))
+    listed = _need(snapshot, "excluded", list, where + " snapshot")
+    if not all(isinstance(path, str) for path in listed):
+        raise UnpackError(f"{where} snapshot: field 'excluded' must list paths (strings)")
+    excluded = set(listed)
     families = _need(manifest, "families", list, where)
     status = {}
     for fam in families:
@@ -306,8 +318,9 @@ def load_release(directory: str) -> Release:
     for pkg in packages:
         pname = _need(pkg, "name", str, where + " packages[]")
         fam = _need(pkg, "family", str, f"{where} package {pname}")
-        _need(pkg, "size", int, f"{where} package {pname}")
-        _need(pkg, "member_count", int, f"{where} package {pname}")
+        for key in ("size", "member_count"):
+            if _need(pkg, key, int, f"{where} package {pname}") < 0:
+                raise UnpackError(f"{where} package {pname}: field {key!r} must be >= 0")
         if not _is_sha(_need(pkg, "sha256", str, f"{where} package {pname}")):
             raise UnpackError(f"{where}: package {pname} sha256 is not 64 lowercase hex digits")
         if status.get(fam) != "delivered":
@@ -334,7 +347,7 @@ def load_release(directory: str) -> Release:
     for number, line in enumerate(lines[:-1], 1):
         at = f"{FILES_NAME} line {number}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_no_constant)
         except ValueError:
             raise UnpackError(f"{at}: not valid JSON") from None
         pkg_name = obj.get("package") if isinstance(obj, dict) else None
@@ -379,12 +392,29 @@ def _at_row(row: FileRow) -> str:
     return f"{FILES_NAME} row {row.path!r}"
 
 
+def _not_a_directory(path: str) -> str:
+    """Why an existing *path* cannot serve as a directory ("" if it can or does not exist)."""
+    try:
+        st = os.stat(path)  # the user's own path: a link to a directory is fine
+    except FileNotFoundError:
+        try:
+            os.lstat(path)
+        except OSError:
+            return ""
+        return "is a symbolic link to a missing target, not a directory"
+    except OSError:
+        return ""  # reported with its reason where the path is used
+    return "" if stat.S_ISDIR(st.st_mode) else "exists and is not a directory"
+
+
 def _read_small(directory: str, name: str, limit: int = 1 << 26) -> bytes:
     path = os.path.join(directory, name)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         raise UnpackError(f"{path}: missing; download it next to unpack.py") from None
+    except OSError as exc:
+        raise UnpackError(f"{path}: cannot read ({exc.strerror})") from None
     if not stat.S_ISREG(st.st_mode):
         raise UnpackError(f"{path}: not a regular file (links are not followed)")
     if st.st_size > limit:
@@ -657,6 +687,11 @@ def _stat_package(release: Release, pkg: dict[str, Any]) -> str:
         st = os.lstat(path)
     except FileNotFoundError:
         return f"package {pkg['name']} is missing (download every package of the family)"
+    except OSError as exc:  # e.g. the family folder is a file
+        return (
+            f"package {pkg['name']} cannot be read ({exc.strerror}: "
+            f"{pkg['family']}/ must be a folder)"
+        )
     if not stat.S_ISREG(st.st_mode):
         return f"package {pkg['name']} is not a regular file (links are not followed)"
     if st.st_size != pkg["size"]:
@@ -878,11 +913,21 @@ class PinnedDir:
         entries were added to it, and so is the parent of a newly created root.
         """
         made = create and not os.path.lexists(path)
-        if create:
-            os.makedirs(path, exist_ok=True)
-        st = os.stat(path)
+        problem = _not_a_directory(path)
+        if problem:
+            raise UnpackError(f"{path}: {problem}")
+        try:
+            if create:
+                os.makedirs(path, exist_ok=True)
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise UnpackError(f"{path}: no such directory") from None
+        except OSError as exc:  # e.g. a regular file or a read-only parent on the way
+            raise UnpackError(
+                f"{path}: cannot open or create the directory ({exc.strerror})"
+            ) from None
         if not stat.S_ISDIR(st.st_mode):
-            raise UnpackError(f"output {path} is not a directory")
+            raise UnpackError(f"{path}: exists and is not a directory")
         if made and sync and _DIR_FD:
             parent = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
             try:
@@ -1072,10 +1117,18 @@ def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     with output.open_read(name) as fh:
         try:
             state = json.loads(fh.read(1 << 20).decode("utf-8"))
-        except ValueError:
-            raise UnpackError(f"{output.path}/{name}: unreadable restore state") from None
-    if not isinstance(state, dict) or state.get("snapshot_root_sha256") != release.snapshot_root:
-        found = state.get("snapshot_root_sha256") if isinstance(state, dict) else None
+        except ValueError as exc:
+            raise UnpackError(
+                f"{output.path}/{name}: unreadable restore state, expected UTF-8 JSON ({exc}); "
+                "remove it to restore again (existing files are then hashed)"
+            ) from None
+    if not isinstance(state, dict) or not _is_sha(state.get("snapshot_root_sha256")):
+        raise UnpackError(
+            f"{output.path}/{name}: unreadable restore state, expected an object with "
+            "snapshot_root_sha256; remove it to restore again (existing files are then hashed)"
+        )
+    if state.get("snapshot_root_sha256") != release.snapshot_root:
+        found = state.get("snapshot_root_sha256")
         raise UnpackError(
             f"{output.path}/{release.name} holds files of snapshot {found}, this release is "
             f"snapshot {release.snapshot_root}; refusing to mix packages of different "
@@ -1428,6 +1481,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("choose --base, --depth, --family NAME or --all")
     if not args.verify_only and not args.output:
         parser.error("--output DIR is required unless --verify-only")
+    if args.verify_only and args.output:
+        parser.error("--verify-only writes nothing: drop --output DIR, or drop --verify-only")
 
     def log(message: str) -> None:
         if not args.quiet:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataset_devkit.stereo.errors import (
     DepthNotInstalledError,
     DepthOverflowError,
+    OutOfRangeError,
     SourceError,
     SourceIssues,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "BuildResult",
     "DepthNotInstalledError",
     "DepthOverflowError",
+    "OutOfRangeError",
     "SourceError",
     "SourceIssues",
     "StereoDataset",

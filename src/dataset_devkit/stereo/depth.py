@@ -29,6 +29,7 @@ from dataset_devkit.stereo.spec import (
     DEPTH_SCALE,
     EYES,
 )
+from dataset_devkit.stereo.special_files import require_regular
 
 U32 = npt.NDArray[np.uint32]
 F32 = npt.NDArray[np.float32]
@@ -155,6 +156,7 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
     """Every difference between a depth group on disk and the exact expected layout."""
     problems: list[str] = []
     try:
+        require_regular(group_path / ".zgroup")
         zgroup = json.loads((group_path / ".zgroup").read_bytes())
     except (OSError, ValueError) as exc:
         return [f"{group_path / '.zgroup'}: cannot be read ({exc})"]
@@ -167,6 +169,7 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
     for eye in EYES:
         array_dir = group_path / eye
         try:
+            require_regular(array_dir / ".zarray")
             found = json.loads((array_dir / ".zarray").read_bytes())
         except (OSError, ValueError) as exc:
             problems.append(f"{array_dir / '.zarray'}: cannot be read ({exc})")
@@ -210,6 +213,7 @@ class DepthReader:
         expected = expected_zarray(*self.shape)
         for eye in EYES:
             path = self.group_path / eye / ".zarray"
+            require_regular(path)
             try:
                 found = json.loads(path.read_bytes())
             except (OSError, ValueError) as exc:
@@ -232,6 +236,7 @@ class DepthReader:
 
         self._check()
         path = self.group_path / eye / f"{chunk}.0.0"
+        require_regular(path)
         try:
             raw = path.read_bytes()
         except OSError as exc:

@@ -22,5 +22,12 @@ class DepthOverflowError(FormatError):
     """A finite depth value does not fit the uint32 millimetre encoding."""
 
 
+class OutOfRangeError(NotFoundError, IndexError):
+    """A sample or frame number outside the dataset.
+
+    Also an :class:`IndexError`, so sequence iteration and samplers stop as they expect.
+    """
+
+
 class DepthNotInstalledError(NotFoundError):
     """Depth was asked for but the depth family is not installed under the root."""

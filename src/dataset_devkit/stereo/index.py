@@ -21,9 +21,11 @@ from dataset_devkit.stereo.spec import (
     IndexRow,
     LoaderRequirements,
 )
+from dataset_devkit.stereo.special_files import require_regular
 
 
 def decode_json(path: Path, kind: type[Any]) -> Any:
+    require_regular(path)
     try:
         return msgspec.json.decode(path.read_bytes(), type=kind)
     except FileNotFoundError as exc:
@@ -36,9 +38,11 @@ def decode_json(path: Path, kind: type[Any]) -> Any:
 
 def load_requirements(root: Path, index: str) -> LoaderRequirements:
     """The requirements document whose ``indexes`` lists ``index``."""
+    missing = []
     for name in (REQUIREMENTS, REQUIREMENTS_WITH_DEPTH):
         path = root / name
-        if not path.is_file():
+        if not path.exists():  # anything else present is read, and refused if not a file
+            missing.append(name)
             continue
         found: LoaderRequirements = decode_json(path, LoaderRequirements)
         if found.version != FORMAT_VERSION:
@@ -47,17 +51,21 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
             )
         if index in found.indexes:
             return found
-    if index == INDEX_WITH_DEPTH:
+    absent = f" ({', '.join(missing)} missing)" if missing else ""
+    if index == INDEX_WITH_DEPTH and not (root / index).exists():
         raise NotFoundError(f"{root}: this dataset has no depth index ({INDEX_WITH_DEPTH})")
-    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}")
+    raise NotFoundError(f"{root}: no loader requirements file lists the index {index!r}{absent}")
 
 
 def load_index(path: Path) -> list[IndexRow]:
     """Strictly decode a ``genvr_i2s*.jsonl`` index, naming the line of any bad row."""
+    require_regular(path)
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError as exc:
         raise NotFoundError(f"{path}: index missing") from exc
+    except OSError as exc:
+        raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
     decoder = msgspec.json.Decoder(IndexRow)
     rows = []
     for number, line in enumerate(lines, start=1):

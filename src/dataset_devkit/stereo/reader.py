@@ -9,6 +9,7 @@ in the main process and in fork or spawn DataLoader workers.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -18,10 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
 from dataset_devkit.stereo.cameras import per_frame
 from dataset_devkit.stereo.depth import DepthReader
-from dataset_devkit.stereo.errors import DepthNotInstalledError
+from dataset_devkit.stereo.errors import DepthNotInstalledError, OutOfRangeError
 from dataset_devkit.stereo.index import decode_json, load_index, load_requirements, row_path
 from dataset_devkit.stereo.spec import (
     DEPTH_INSTALL_HINT,
@@ -31,6 +32,7 @@ from dataset_devkit.stereo.spec import (
     CameraFile,
     IndexRow,
 )
+from dataset_devkit.stereo.special_files import require_regular
 from dataset_devkit.stereo.video import VideoInfo, VideoReader
 
 FrameSelector = Callable[[int, int], Sequence[int]]
@@ -64,6 +66,17 @@ class StereoSample:
     depth: dict[str, npt.NDArray[np.float32]] | None
 
 
+def _frame_list(frames: object) -> list[int]:
+    """*frames* as a list of ints; a str, a bare number or floats are refused, not coerced."""
+    if isinstance(frames, np.ndarray) and frames.ndim == 1 and frames.dtype.kind in "iu":
+        return [int(f) for f in frames]
+    if not isinstance(frames, Sequence) or isinstance(frames, str | bytes):
+        raise ConfigError(f"frames must be a list of frame numbers, found {frames!r}", key="frames")
+    if not all(isinstance(f, int | np.integer) and not isinstance(f, bool) for f in frames):
+        raise ConfigError(f"frames must be ints, found {list(frames)!r}", key="frames")
+    return [int(f) for f in frames]
+
+
 class StereoDataset:
     """Read stereo pairs of a GenVR-duo root by sample number.
 
@@ -91,7 +104,36 @@ class StereoDataset:
         frames: int | FrameSelector | None = None,
         decoder_threads: int = 1,
     ) -> None:
+        if not isinstance(root, str | os.PathLike) or not os.fspath(root):
+            # Path("") is the working directory: reading it would answer the wrong question
+            raise ConfigError(f"root must be a non-empty str or Path, found {root!r}", key="root")
+        if not isinstance(use_depth, bool):
+            raise ConfigError(
+                f"use_depth must be True or False, found {use_depth!r}", key="use_depth"
+            )
+        if (
+            frames is not None
+            and not callable(frames)
+            and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1)
+        ):
+            raise ConfigError(
+                f"frames must be None, an int >= 1 or a callable, found {frames!r}", key="frames"
+            )
+        if isinstance(decoder_threads, bool) or not isinstance(decoder_threads, int):
+            raise ConfigError(
+                f"decoder_threads must be an int, found {decoder_threads!r}", key="decoder_threads"
+            )
+        if decoder_threads < 0:
+            raise ConfigError(
+                f"decoder_threads must be >= 0, found {decoder_threads}", key="decoder_threads"
+            )
         self.root = Path(root)
+        if not self.root.is_dir():
+            if self.root.exists():
+                raise ConfigError(
+                    f"{self.root}: expected a dataset directory, found a file", key="root"
+                )
+            raise MissingPathError("no such dataset directory", path=self.root)
         self.decoder_threads = decoder_threads
         self.index = index or (INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT)
         self.requirements = load_requirements(self.root, self.index)
@@ -122,6 +164,8 @@ class StereoDataset:
                 rel = row_path(row, dotted)
                 if not (self.root / rel).exists():
                     (missing_depth if dotted.startswith("depth.") else missing).append(rel)
+                elif not (self.root / rel).is_dir():  # depth.zarr is a folder
+                    require_regular(self.root / rel)  # a FIFO would block the first read
         if missing:
             raise NotFoundError(
                 f"{self.root}: {len(missing)} file(s) required by {self.index} are missing, "
@@ -166,8 +210,10 @@ class StereoDataset:
         return reader
 
     def _row(self, sample: int) -> IndexRow:
+        if isinstance(sample, bool) or not isinstance(sample, int | np.integer):
+            raise ConfigError(f"sample must be an int, found {sample!r}", key="sample")
         if not -len(self.rows) <= sample < len(self.rows):
-            raise IndexError(f"sample {sample} outside 0..{len(self.rows) - 1}")
+            raise OutOfRangeError(f"sample {sample} outside 0..{len(self.rows) - 1}")
         return self.rows[sample]
 
     def default_frames(self, sample: int) -> list[int]:
@@ -184,16 +230,21 @@ class StereoDataset:
 
     def read_clip(self, sample: int, start: int, length: int) -> StereoSample:
         """Read ``length`` consecutive frames from ``start``."""
+        for name, value, low in (("start", start, 0), ("length", length, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an int >= {low}, found {value!r}", key=name)
         return self.read(sample, list(range(start, start + length)))
 
-    def read(self, sample: int, frames: Sequence[int]) -> StereoSample:
+    def read(
+        self, sample: int, frames: Sequence[int] | npt.NDArray[np.integer[Any]]
+    ) -> StereoSample:
         """Read exactly the given frames of both eyes, their cameras, prompt and depth."""
         row = self._row(sample)
         sample %= len(self.rows)
-        frames = [int(f) for f in frames]
+        frames = _frame_list(frames)
         bad = [f for f in frames if not 0 <= f < row.num_frames]
         if bad:
-            raise IndexError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
+            raise OutOfRangeError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
         picked = np.asarray(frames, dtype=np.intp)
         ks: dict[str, npt.NDArray[np.float64]] = {}
         poses: dict[str, npt.NDArray[np.float64]] = {}

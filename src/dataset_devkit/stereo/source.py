@@ -7,6 +7,7 @@ track per eye and optional per-frame depth (``.npy``, float metres, camera Z) pe
 
 from __future__ import annotations
 
+import math
 import re
 import stat
 from dataclasses import dataclass
@@ -178,6 +179,10 @@ def _camera(
     root: Path, pair: SourcePair, eye: str, field: str, issues: list[str]
 ) -> CameraFile | None:
     path = source_path(root, getattr(pair, eye).camera, field)
+    problem = _not_copyable(path)  # a FIFO would block the read forever
+    if problem:
+        issues.append(f"{path}: camera file {problem}")
+        return None
     try:
         track: UECameraTrack = _decode(path, path.read_bytes(), UECameraTrack)
     except OSError as exc:
@@ -272,6 +277,10 @@ def _check_depth(
     root: Path, index: int, pair: SourcePair, eye: str, relative: str, issues: list[str]
 ) -> None:
     path = source_path(root, relative, f"$.pairs[{index}].{eye}.depth")
+    problem = _not_copyable(path)  # np.load would follow a link or block on a FIFO
+    if problem:
+        issues.append(f"{path}: depth file {problem}")
+        return
     try:
         array = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -290,6 +299,9 @@ def _check_depth(
 def load_source(root: Path) -> LoadedSource:
     """Read and check a whole export; raise once with every problem found."""
     path = root / SOURCE_FILE
+    problem = _not_copyable(path)
+    if problem and problem != "is missing":  # missing: the read below names the reason
+        raise SourceError(problem, path=path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -314,7 +326,16 @@ def load_source(root: Path) -> LoadedSource:
             continue
         seen.add(pair.pair_id)
         if pair.num_frames < 1 or pair.width < 1 or pair.height < 1 or not pair.fps > 0:
-            issues.append(f"$.pairs[{index}]: frames, size and fps must be positive")
+            issues.append(
+                f"$.pairs[{index}]: num_frames, width, height and fps must be positive, found "
+                f"{pair.num_frames}, {pair.width}, {pair.height} and {pair.fps}"
+            )
+            continue
+        if pair.depth_far_m is not None and not 0 < pair.depth_far_m < math.inf:
+            issues.append(
+                f"$.pairs[{index}].depth_far_m: expected a positive number of metres, "
+                f"found {pair.depth_far_m}"
+            )
             continue
         checked = _check_pair(root, index, pair, issues)
         if checked is not None:

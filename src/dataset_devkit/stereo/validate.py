@@ -8,12 +8,18 @@ check, not a training run.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
-from dataset_devkit.errors import DevkitError, VerificationFailed
+from dataset_devkit.errors import (
+    ConfigError,
+    DevkitError,
+    MissingPathError,
+    VerificationFailed,
+)
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
 from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
@@ -41,6 +47,7 @@ from dataset_devkit.stereo.spec import (
     ReleaseManifest,
     SourceMappingRow,
 )
+from dataset_devkit.stereo.special_files import special_files
 from dataset_devkit.stereo.video import probe_video
 
 
@@ -65,11 +72,20 @@ class StereoValidationReport:
             raise VerificationFailed(f"{self.root}: stereo validation failed", self.issues)
 
 
+def _why(exc: Exception) -> str:
+    """An OSError's reason without its errno and repeated path; a decode error as is."""
+    return (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+
+
 def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) -> None:
     try:
         meta = msgspec.json.decode((root / row.meta_path).read_bytes(), type=PairMeta)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{row.meta_path}: {exc}")
+        issues.append(f"{row.meta_path}: {_why(exc)}")
+        return
+    stray = _stray_paths(row, meta)
+    if stray:  # never open what a damaged meta.json points at outside the pair's files
+        issues.extend(f"{row.meta_path} at {problem}" for problem in stray)
         return
     size = (meta.resolution.width, meta.resolution.height)
     if (meta.id, meta.num_frames, meta.fps, size) != (
@@ -98,7 +114,7 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
         try:
             camera = msgspec.json.decode((root / camera_path).read_bytes(), type=CameraFile)
         except (OSError, msgspec.MsgspecError) as exc:
-            issues.append(f"{camera_path}: {exc}")
+            issues.append(f"{camera_path}: {_why(exc)}")
             continue
         issues.extend(
             f"{camera_path}: {p}" for p in camera_problems(camera, meta.num_frames, *size)
@@ -114,12 +130,38 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
         _check_depth(root, meta, meta.depth, issues)
 
 
+def _stray_paths(row: IndexRow, meta: PairMeta) -> list[str]:
+    """Paths of *meta* that are not the index row's files or not inside the root."""
+    problems = []
+    for eye in EYES:
+        for field, expected in (
+            ("videos", getattr(row, f"{eye}_video")),
+            ("cameras", getattr(row, f"{eye}_camera")),
+        ):
+            found = getattr(meta, field).get(eye)
+            if found != expected:
+                problems.append(f"$.{field}.{eye}: {found!r}, the index says {expected!r}")
+    if meta.depth is not None:
+        ref = meta.depth
+        named = {
+            "zarr": ref.zarr,
+            "meta": ref.meta,
+            **{f"arrays.{k}": v for k, v in ref.arrays.items()},
+        }
+        problems.extend(
+            f"$.depth.{key}: {value!r} is not a relative POSIX path inside the dataset root"
+            for key, value in named.items()
+            if not is_inside(value)
+        )
+    return problems
+
+
 def _check_depth(root: Path, meta: PairMeta, ref: DepthRef, issues: list[str]) -> None:
     width, height = meta.resolution.width, meta.resolution.height
     try:
         depth = msgspec.json.decode((root / ref.meta).read_bytes(), type=DepthMeta)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{ref.meta}: {exc}")
+        issues.append(f"{ref.meta}: {_why(exc)}")
     else:
         expected = {
             "kind": "camera_z_depth",
@@ -141,8 +183,11 @@ def _check_depth(root: Path, meta: PairMeta, ref: DepthRef, issues: list[str]) -
 
 def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[IndexRow]:
     rows = load_index(root / INDEX_DEFAULT)
-    if (root / INDEX_DEFAULT).read_bytes() != (root / INDEX_NODEPTH).read_bytes():
-        issues.append(f"{INDEX_NODEPTH}: differs from {INDEX_DEFAULT}")
+    try:
+        if (root / INDEX_DEFAULT).read_bytes() != (root / INDEX_NODEPTH).read_bytes():
+            issues.append(f"{INDEX_NODEPTH}: differs from {INDEX_DEFAULT}")
+    except OSError as exc:
+        issues.append(f"{Path(exc.filename or INDEX_NODEPTH).name}: {_why(exc)}")
     plain = load_requirements(root, INDEX_DEFAULT)
     for name, req, use_depth in [("default", plain, False)] + (
         [("with-depth", load_requirements(root, INDEX_WITH_DEPTH), True)]
@@ -181,7 +226,7 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
     try:
         manifest = msgspec.json.decode((root / RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{RELEASE_MANIFEST}: {exc}")
+        issues.append(f"{RELEASE_MANIFEST}: {_why(exc)}")
         return
     for entry in manifest.files:
         if not is_inside(entry.path):
@@ -196,20 +241,20 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
 
 
-def _check_source_records(root: Path, rows: list[IndexRow], issues: list[str]) -> None:
+def _check_source_records(root: Path, rows: list[IndexRow] | None, issues: list[str]) -> None:
     """``source_mapping.jsonl`` maps every sample; the source manifest decodes strictly."""
     try:
         lines = (root / SOURCE_MAPPING).read_bytes().splitlines()
         mapped = [msgspec.json.decode(line, type=SourceMappingRow).id for line in lines]
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{SOURCE_MAPPING}: {exc}")
+        issues.append(f"{SOURCE_MAPPING}: {_why(exc)}")
     else:
-        if mapped != [row.id for row in rows]:
+        if rows is not None and mapped != [row.id for row in rows]:
             issues.append(f"{SOURCE_MAPPING}: does not map the samples of {INDEX_DEFAULT}")
     try:
         msgspec.json.decode((root / SOURCE_RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{SOURCE_RELEASE_MANIFEST}: {exc}")
+        issues.append(f"{SOURCE_RELEASE_MANIFEST}: {_why(exc)}")
 
 
 def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]) -> None:
@@ -218,7 +263,7 @@ def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]
     try:
         recorded = msgspec.json.decode(path.read_bytes(), type=ReaderValidation)
     except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{READER_VALIDATION}: {exc}")
+        issues.append(f"{READER_VALIDATION}: {_why(exc)}")
         return
     if not recorded.passed:
         issues.append(f"{READER_VALIDATION}: the build's reader check did not pass")
@@ -235,18 +280,37 @@ def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]
 def validate_stereo(
     root: Path, *, with_depth: bool = False, full: bool = False
 ) -> StereoValidationReport:
-    """Check everything about a stereo root and run the reader check; never raises on issues."""
+    """Check everything about a stereo root and run the reader check; never raises on issues.
+
+    Raises
+    ------
+    ConfigError, MissingPathError
+        *root* is not a path, is a file, or does not exist: nothing to validate.
+    """
+    if not isinstance(root, str | os.PathLike) or not os.fspath(root):
+        raise ConfigError(f"root must be a non-empty str or Path, found {root!r}", key="root")
     root = Path(root)
+    if not root.is_dir():
+        if root.exists():
+            raise ConfigError(f"{root}: expected a dataset directory, found a file", key="root")
+        raise MissingPathError("no such dataset directory", path=root)
+    special = special_files(root)
+    if special:  # opening a FIFO blocks forever: report them and read nothing
+        return StereoValidationReport(
+            root=root, pairs=0, with_depth=with_depth, issues=special, reader=None
+        )
     issues: list[str] = []
     rows: list[IndexRow] = []
+    indexed = False  # whether the indexes loaded: without them there is nothing to compare
     try:
         rows = _check_indexes(root, with_depth, issues)
+        indexed = True
     except DevkitError as exc:
         issues.append(str(exc))
     for row in rows:
         _check_pair(root, row, with_depth, issues)
     _check_manifest(root, with_depth, issues)
-    _check_source_records(root, rows, issues)
+    _check_source_records(root, rows if indexed else None, issues)
     reader = None
     try:
         reader = reader_validation(root, use_depth=with_depth, full=full)

@@ -74,7 +74,19 @@ class VideoInfo:
         return self.keyframes[position]
 
 
+def _cannot_open(exc: Exception) -> str:
+    """FFmpeg's reason without its errno number and the repeated path."""
+    reason = getattr(exc, "strerror", None) or str(exc)
+    return f"cannot be opened as a video ({reason}); expected an MP4 file"
+
+
 def _index(container: Any, path: Path) -> VideoInfo:
+    if "mp4" not in str(container.format.name).split(","):
+        raise FormatError(
+            f"is a {container.format.long_name or container.format.name} file, "
+            "expected an MP4 video",
+            path=path,
+        )
     if not container.streams.video:
         raise FormatError("has no video stream", path=path)
     stream = container.streams.video[0]
@@ -111,7 +123,7 @@ def probe_video(path: Path) -> VideoInfo:
         with av.open(str(path)) as container:
             return _index(container, path)
     except av.FFmpegError as exc:
-        raise FormatError(f"cannot be opened as a video ({exc})", path=path) from exc
+        raise FormatError(_cannot_open(exc), path=path) from exc
 
 
 class VideoReader:
@@ -180,7 +192,7 @@ class VideoReader:
             info = self._info or _index(container, self.path)
             container.streams.video[0].codec_context.thread_count = self.threads
         except av.FFmpegError as exc:
-            raise FormatError(f"cannot be opened as a video ({exc})", path=self.path) from exc
+            raise FormatError(_cannot_open(exc), path=self.path) from exc
         self._container, self._pid, self._info = container, os.getpid(), info
         self._frames, self._position = None, -1
         self._frame_of_pts = {p: i for i, p in enumerate(info.pts)}

@@ -15,7 +15,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, VerificationFailed
+from dataset_devkit.errors import ConfigError, DestinationExistsError, VerificationFailed
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     SafeDir,
@@ -267,6 +267,9 @@ def build_stereo_dataset(
         Reader validation of the staged tree failed.
     """
     say = progress or (lambda _message: None)
+    for name, value in (("source", source), ("out", out)):
+        if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+            raise ConfigError(f"{name} must be a non-empty str or Path, found {value!r}", key=name)
     if os.path.lexists(out):  # fail before the source check, which reads every video
         raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
     say("checking source")

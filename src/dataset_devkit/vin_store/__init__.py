@@ -16,6 +16,7 @@ from dataset_devkit.vin_store.builder import (
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import (
     InventoryError,
+    PositionOutOfRangeError,
     SampleIndexNotFoundError,
     UnsupportedVersionError,
     VinOfflineFormatError,
@@ -37,6 +38,7 @@ from dataset_devkit.vin_store.writer import VinOfflineShardWriter
 __all__ = [
     "OFFLINE_DATASET_VERSION",
     "InventoryError",
+    "PositionOutOfRangeError",
     "SampleIndexNotFoundError",
     "UnsupportedVersionError",
     "VinOfflineBatchedTorchDataset",

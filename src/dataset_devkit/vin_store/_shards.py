@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store.errors import VinOfflineFormatError
 from dataset_devkit.vin_store.spec import VinOfflineBlockSpec, check_record_offsets
 from dataset_devkit.vin_store.writer import chunk_file_path, shard_index_nbytes
@@ -29,13 +31,17 @@ _RECORD_DECODER = msgspec.msgpack.Decoder()
 
 def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO in place of a block file fails the type check below, never blocks
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         raise VinOfflineFormatError("block file is missing", path=path) from None
     except OSError as exc:
         raise VinOfflineFormatError(f"cannot open block file: {exc.strerror}", path=path) from None
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # mmap of a directory or FIFO fails with ENODEV
+            raise VinOfflineFormatError("expected a regular block file", path=path)
+        size = st.st_size
         if size == 0:
             return b"", 0
         return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size
@@ -89,6 +95,7 @@ class RecordBlockHandle:
         self.path = shard_dir / spec.paths[0]
         offsets_path = shard_dir / spec.paths[1]
         self.payload, size = _map_file(self.path)
+        require_regular(offsets_path)
         try:
             offsets = np.load(offsets_path, allow_pickle=False)
         except FileNotFoundError:

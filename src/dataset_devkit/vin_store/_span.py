@@ -116,7 +116,7 @@ class BlockSpan:
         """Map the rows of one shard's chunk file into its slot (the size is checked again)."""
         assert _LIBC is not None
         map_fn = _LIBC[0]
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
             size = os.fstat(fd).st_size
             if size != file_nbytes:

@@ -150,6 +150,35 @@ class _Schema:
         return arrays
 
 
+def _check_fields(sample: object, number: int) -> None:
+    """Refuse a sample of the wrong type before anything reaches the index or a worker."""
+    if not isinstance(sample, VinOfflineSample):
+        raise VinOfflineSchemaError(
+            f"sample #{number}: expected a VinOfflineSample, found {type(sample).__name__}"
+        )
+    for name in ("sample_key", "scene_id", "snippet_id"):
+        value = getattr(sample, name)
+        if not isinstance(value, str) or not value:
+            raise VinOfflineSchemaError(
+                f"sample #{number}: {name} must be a non-empty str, found {value!r}", key=name
+            )
+    if sample.sample_index is not None and (
+        isinstance(sample.sample_index, bool)
+        or not isinstance(sample.sample_index, int | np.integer)
+    ):
+        raise VinOfflineSchemaError(
+            f"sample {sample.sample_key!r}: sample_index must be an int or None, "
+            f"found {sample.sample_index!r}",
+            key="sample_index",
+        )
+    for name in ("arrays", "records"):
+        if not isinstance(getattr(sample, name), Mapping):
+            raise VinOfflineSchemaError(
+                f"sample {sample.sample_key!r}: {name} must be a mapping of block name -> value",
+                key=name,
+            )
+
+
 def _shards(
     samples: Iterable[VinOfflineSample],
     rows_per_shard: int,
@@ -168,15 +197,16 @@ def _shards(
         batch.clear()
         return shard_id, start, stacked, lists
 
-    for sample in samples:
+    for number, sample in enumerate(samples):
+        _check_fields(sample, number)
         if schema is None:
             schema = _Schema(sample)
         arrays = schema.check(sample)
         sample_index = last_index + 1 if sample.sample_index is None else int(sample.sample_index)
         if sample_index <= last_index or sample_index < 0:
             raise VinOfflineSchemaError(
-                f"sample {sample.sample_key!r}: sample_index must increase, found {sample_index} "
-                f"after {last_index}",
+                f"sample {sample.sample_key!r}: sample_index must be >= 0 and increase, found "
+                f"{sample_index}" + (f" after {last_index}" if last_index >= 0 else ""),
                 key="sample_index",
             )
         split = (
@@ -185,7 +215,11 @@ def _shards(
             else assign_split(sample.sample_key, val_fraction)
         )
         if split not in SPLIT_NAMES:
-            raise VinOfflineSchemaError(f"sample {sample.sample_key!r}: unknown split {split!r}")
+            raise VinOfflineSchemaError(
+                f"sample {sample.sample_key!r}: split must be one of {', '.join(SPLIT_NAMES)}, "
+                f"found {split!r}",
+                key="split",
+            )
         last_index = sample_index
         row = len(index) % rows_per_shard
         index.append(
@@ -243,13 +277,28 @@ def build_vin_offline_store(
     materialized_blocks
         Family flags; default inferred from block names. Checked against the shards.
     """
-    if rows_per_shard < 1:
+    if (
+        isinstance(rows_per_shard, bool)
+        or not isinstance(rows_per_shard, int)
+        or rows_per_shard < 1
+    ):
         raise ConfigError(
-            f"rows_per_shard must be >= 1, found {rows_per_shard}", key="rows_per_shard"
+            f"rows_per_shard must be an int >= 1, found {rows_per_shard!r}", key="rows_per_shard"
+        )
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, int | float):
+        raise ConfigError(
+            f"val_fraction must be a number in [0, 1), found {val_fraction!r}", key="val_fraction"
         )
     if not 0.0 <= val_fraction < 1.0:
         raise ConfigError(
             f"val_fraction must be in [0, 1), found {val_fraction}", key="val_fraction"
+        )
+    if not isinstance(out, str | os.PathLike) or not os.fspath(out):
+        raise ConfigError(f"out must be a non-empty str or Path, found {out!r}", key="out")
+    if not isinstance(samples, Iterable):
+        raise ConfigError(
+            f"samples must be an iterable of VinOfflineSample, found {type(samples).__name__}",
+            key="samples",
         )
     # Imported here: verify imports the reader, which no builder-only user needs at import.
     from dataset_devkit.vin_store.verify import raise_for_store_issues

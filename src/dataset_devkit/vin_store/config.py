@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,16 @@ class VinOfflineStoreConfig:
     split: Split = "all"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "store_dir", Path(self.store_dir))
+        store_dir: object = self.store_dir
+        if isinstance(store_dir, os.PathLike):
+            store_dir = os.fspath(store_dir)
+        if not isinstance(store_dir, str) or not store_dir:
+            # Path("") is the working directory: reading it silently would be a wrong answer.
+            raise ConfigError(
+                f"store_dir must be a non-empty str or Path, found {self.store_dir!r}",
+                key="store_dir",
+            )
+        object.__setattr__(self, "store_dir", Path(store_dir))
         if self.split not in SPLIT_NAMES:
             raise ConfigError(
                 f"split must be one of {', '.join(SPLIT_NAMES)}, found {self.split!r}", key="split"

@@ -10,6 +10,7 @@
     └── VinOfflineSchemaError            samples disagree on block names, dtypes or shapes
     NotFoundError
     └── SampleIndexNotFoundError         a sample index or block the store does not hold
+        └── PositionOutOfRangeError      a position outside the split (also an IndexError)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 
 __all__ = [
     "InventoryError",
+    "PositionOutOfRangeError",
     "SampleIndexNotFoundError",
     "UnsupportedVersionError",
     "VinOfflineFormatError",
@@ -43,3 +45,11 @@ class VinOfflineSchemaError(ConfigError):
 
 class SampleIndexNotFoundError(NotFoundError):
     """A sample index, position or block name the store does not hold."""
+
+
+class PositionOutOfRangeError(SampleIndexNotFoundError, IndexError):
+    """A position outside the split or the store.
+
+    Also an :class:`IndexError`, so ``for sample in reader`` ends after the last sample and
+    samplers stop as they expect.
+    """

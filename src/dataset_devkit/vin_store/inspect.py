@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.reader import _load_int64
 from dataset_devkit.vin_store.spec import SPLIT_NAMES, VinOfflineManifest
 
 __all__ = ["VinOfflineBlockSummary", "VinOfflineStoreSummary", "inspect_store"]
@@ -52,7 +51,8 @@ def inspect_store(store_dir: Path) -> VinOfflineStoreSummary:
         for b in first.values()
     )
     splits = {
-        name: int(np.load(config.split_path(name), mmap_mode="r").shape[0]) for name in SPLIT_NAMES
+        name: int(_load_int64(config.split_path(name), f"split {name!r}").shape[0])
+        for name in SPLIT_NAMES
     }
     return VinOfflineStoreSummary(
         store_dir=config.store_dir,

@@ -14,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import (
     InventoryError,
+    PositionOutOfRangeError,
     SampleIndexNotFoundError,
     VinOfflineFormatError,
 )
@@ -41,6 +43,7 @@ __all__ = ["VinOfflineStoreReader"]
 
 
 def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
+    require_regular(path)
     try:  # mapped, not read: opening a 10M-sample store must not read 80 MB per file
         values = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
     except FileNotFoundError:
@@ -72,6 +75,22 @@ class _OpenState:
     spans: dict[str, BlockSpan | None] = field(default_factory=dict)
 
 
+def _as_index(value: object, what: str) -> int:
+    """*value* as a plain int, or a ConfigError naming what was expected (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ConfigError(f"{what} must be an int, found {value!r}", key=what)
+    return int(value)
+
+
+def _block_names(blocks: Sequence[str] | None, state: _OpenState) -> Sequence[str]:
+    """The chosen block names (default all); a bare string would be read letter by letter."""
+    if blocks is None:
+        return list(state.blocks)
+    if isinstance(blocks, str | bytes) or not all(isinstance(b, str) for b in blocks):
+        raise ConfigError(f"blocks must be a list of block names, found {blocks!r}", key="blocks")
+    return blocks
+
+
 class _Located:
     """Checked global rows of one batched read, with their shards and rows in the shard."""
 
@@ -85,7 +104,10 @@ class _Located:
             raise SampleIndexNotFoundError("positions must be a flat sequence of rows")
         listed = self.positions.tolist()  # min/max of a short list beat two numpy reductions
         if listed and (min(listed) < 0 or max(listed) >= state.sample_indices.shape[0]):
-            raise SampleIndexNotFoundError("a requested row is outside the store")
+            bad = next(p for p in listed if not 0 <= p < state.sample_indices.shape[0])
+            raise PositionOutOfRangeError(
+                f"row {bad} is outside the store (rows 0..{state.sample_indices.shape[0] - 1})"
+            )
         if state.rows_per_shard is not None:
             self.shards, self.rows = np.divmod(self.positions, state.rows_per_shard)
         else:
@@ -106,7 +128,7 @@ class VinOfflineStoreReader:
 
     def __init__(self, config: VinOfflineStoreConfig | Path | str) -> None:
         if not isinstance(config, VinOfflineStoreConfig):
-            config = VinOfflineStoreConfig(store_dir=Path(config))
+            config = VinOfflineStoreConfig(store_dir=cast(Path, config))  # checked there
         self.config = config
         self._state: _OpenState | None = None
         self._records: list[VinOfflineIndexRecord] | None = None
@@ -204,6 +226,7 @@ class VinOfflineStoreReader:
 
     def position_of(self, sample_index: int) -> int:
         """Global row of a sample index; a missing index raises SampleIndexNotFoundError."""
+        sample_index = _as_index(sample_index, "sample_index")
         state = self._open()
         total = state.sample_indices.shape[0]
         if state.dense:
@@ -211,8 +234,10 @@ class VinOfflineStoreReader:
         else:
             position = int(np.searchsorted(state.sample_indices, sample_index))
         if not 0 <= position < total or int(state.sample_indices[position]) != sample_index:
+            held = f"indexes {state.sample_indices[0]}..{state.sample_indices[-1]}" if total else ""
             raise SampleIndexNotFoundError(
-                f"sample index {sample_index} is not in {self.config.store_dir}"
+                f"sample index {sample_index} is not in {self.config.store_dir} "
+                f"({total} samples{', ' + held if held else ''})"
             )
         return position
 
@@ -325,11 +350,12 @@ class VinOfflineStoreReader:
         ``decode_records=False`` returns each record's MessagePack bytes undecoded.
         """
         state = self._open()
+        position = _as_index(position, "position")
         if not 0 <= position < state.sample_indices.shape[0]:
-            raise SampleIndexNotFoundError(f"row {position} is outside the store")
+            raise PositionOutOfRangeError(f"row {position} is outside the store")
         shard, row = self._locate(state, position)
         out: dict[str, Any] = {}
-        for name in state.blocks if blocks is None else blocks:
+        for name in _block_names(blocks, state):
             handle = self._handle(state, shard, name)
             if isinstance(handle, NumericBlockHandle):
                 value = handle.rows[row].copy()
@@ -356,7 +382,7 @@ class VinOfflineStoreReader:
         state = self._open()
         located = _Located(state, positions)
         result: dict[str, Any] = {}
-        for name in state.blocks if blocks is None else blocks:
+        for name in _block_names(blocks, state):
             spec = state.blocks.get(name)
             if spec is None:
                 raise self._missing_block(state, name)
@@ -411,15 +437,31 @@ class VinOfflineStoreReader:
     def __getitem__(self, i: int) -> dict[str, Any]:
         """Read the *i*-th sample of the configured split (all blocks)."""
         state = self._open()
+        i = _as_index(i, "position")
         if not -len(self) <= i < len(self):
-            raise SampleIndexNotFoundError(f"position {i} is outside split {self.config.split!r}")
+            raise PositionOutOfRangeError(f"position {i} is outside split {self.config.split!r}")
         position = i % len(self) if state.view is None else int(state.view[i])
         return self.read_position(position)
 
     def __getitems__(self, indices: Sequence[int]) -> dict[str, Any]:
         """Read many positions of the configured split as one collated batch."""
+        return self.read_positions(self.split_positions(indices))
+
+    def split_positions(self, indices: Sequence[int]) -> npt.NDArray[np.int64]:
+        """Global rows of positions of the configured split, checked (type and range)."""
         state = self._open()
-        positions = np.asarray(indices, dtype=np.int64)
-        if state.view is not None:
-            positions = state.view[positions]
-        return self.read_positions(positions)
+        positions = np.asarray(indices)
+        if positions.size == 0:
+            positions = positions.astype(np.int64)
+        if positions.ndim != 1 or positions.dtype.kind not in "iu":
+            raise ConfigError(
+                f"positions must be a flat list of ints, found {indices!r}", key="positions"
+            )
+        size = state.sample_indices.shape[0] if state.view is None else len(state.view)
+        listed = positions.tolist()  # min/max of a short list beat two numpy reductions
+        if listed and (min(listed) < 0 or max(listed) >= size):
+            bad = next(p for p in listed if not 0 <= p < size)
+            raise PositionOutOfRangeError(
+                f"position {bad} is outside split {self.config.split!r} (positions 0..{size - 1})"
+            )
+        return positions.astype(np.int64) if state.view is None else state.view[positions]

@@ -16,6 +16,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store.errors import (
     InventoryError,
     UnsupportedVersionError,
@@ -354,11 +355,19 @@ def check_inventory(manifest: VinOfflineManifest, path: Path | str) -> None:
         if reference is None:
             reference = layout
         elif layout != reference:
+            if sorted(layout) != sorted(reference):
+                raise InventoryError(
+                    f"blocks differ from the first shard's: expected {sorted(reference)}, "
+                    f"found {sorted(layout)}",
+                    path=path,
+                    field=f"{where}.blocks",
+                )
+            key = next(k for k in sorted(layout) if layout[k] != reference[k])
             raise InventoryError(
-                f"blocks differ from the first shard's: expected {sorted(reference)}, found "
-                f"{sorted(layout)} (or a different kind, dtype or row shape)",
+                "(kind, dtype, row shape) differs from the first shard's: expected "
+                f"{reference[key]}, found {layout[key]}",
                 path=path,
-                field=f"{where}.blocks",
+                field=f"{where}.blocks.{key}",
             )
     names = [] if reference is None else list(reference)
     present = VinOfflineMaterializedBlocks.from_block_names(names)
@@ -397,6 +406,7 @@ def check_record_offsets(
 
 
 def _read_bytes(path: Path | str) -> bytes:
+    require_regular(path)
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:

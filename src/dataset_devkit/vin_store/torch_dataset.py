@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from dataset_devkit.errors import MissingDependencyError
+from dataset_devkit.errors import ConfigError, MissingDependencyError
 from dataset_devkit.vin_store._shm_batch import (
     Layout,
     ShmBatch,
@@ -83,6 +83,10 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
             self.reader = config  # share its open handles
         else:
             self.reader = VinOfflineStoreReader(config)
+        if isinstance(blocks, str | bytes):  # a bare name would be read letter by letter
+            raise ConfigError(
+                f"blocks must be a list of block names, found {blocks!r}", key="blocks"
+            )
         self.blocks = None if blocks is None else tuple(blocks)
         self.decode_records = not raw_records
 
@@ -90,11 +94,13 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
         return len(self.reader)
 
     def _positions(self, indices: Sequence[int]) -> Any:
-        view = self.reader._open().view
-        positions = np.asarray(indices, dtype=np.int64)
-        return positions if view is None else view[positions]
+        return self.reader.split_positions(indices)  # checked: type and range
 
     def __getitem__(self, index: int) -> dict[str, Any]:
+        if isinstance(index, bool) or not isinstance(index, int | np.integer):
+            raise ConfigError(f"index must be an int, found {index!r}", key="index")
+        if index < 0:  # as the reader and Python sequences do
+            index += len(self)
         position = int(self._positions([index])[0])
         values = self.reader.read_position(
             position, self.blocks, writeable=True, decode_records=self.decode_records

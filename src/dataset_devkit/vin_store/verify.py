@@ -18,6 +18,7 @@ import numpy as np
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.spec import (
@@ -59,7 +60,8 @@ class VinOfflineVerifyReport:
         """Raise :class:`VerificationFailed` listing every issue, if there is any."""
         if self.issues:
             raise VerificationFailed(
-                f"{self.store_dir}: VIN offline store does not verify ({len(self.issues)} issues)",
+                f"{self.store_dir}: VIN offline store does not verify ({len(self.issues)} "
+                f"issue{'' if len(self.issues) == 1 else 's'})",
                 self.issues,
             )
 
@@ -79,6 +81,7 @@ def _expected_shard_files(shard: VinOfflineShardSpec) -> set[str]:
 
 def _check_zarr_metadata(path: Path, block: VinOfflineBlockSpec) -> Iterator[str]:
     try:
+        require_regular(path)
         meta = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         yield f"{path}: unreadable Zarr metadata: {exc}"
@@ -156,6 +159,7 @@ def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) ->
             position += 1
     indices = np.array([r.sample_index for r in records], dtype="<i8")
     try:
+        require_regular(config.sample_index_sidecar_path)
         sidecar = np.load(config.sample_index_sidecar_path, allow_pickle=False)
         if sidecar.dtype != indices.dtype or not np.array_equal(sidecar, indices):
             yield f"{config.sample_index_sidecar_path}: differs from {SAMPLE_INDEX_NAME}"
@@ -164,6 +168,7 @@ def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) ->
     for split in SPLIT_NAMES:
         wanted = indices if split == "all" else indices[[r.split == split for r in records]]
         try:
+            require_regular(config.split_path(split))
             values = np.load(config.split_path(split), allow_pickle=False)
             if values.dtype != wanted.dtype or not np.array_equal(values, wanted):
                 yield f"{config.split_path(split)}: differs from the {split!r} records of the index"
