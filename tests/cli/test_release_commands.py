@@ -80,3 +80,17 @@ def test_failures_exit_1_with_one_clear_message(
     assert again.returncode == 1 and "never overwritten" in again.stderr
     usage = _run(package_env, "release", "unpack", str(release), "--output", "x")
     assert usage.returncode == 2
+
+
+def test_a_typed_rule_that_matches_no_file_is_refused(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    tree = make_tree(tmp_path / "ds")
+    release = tmp_path / "rel"
+    done = _run(
+        package_env, "release", "pack", str(tree), "--out", str(release),
+        "--rule", "depth-*/**=depth", "--rule", "**/*.mpg=video",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "'**/*.mpg=video' matches no file" in done.stderr
+    assert not release.exists()

@@ -42,3 +42,15 @@ def test_malformed_rules_are_config_errors(text: str) -> None:
 def test_family_names_must_be_folder_safe() -> None:
     with pytest.raises(ConfigError, match="family name"):
         FamilyRules(default="Base/../x")
+
+
+def test_rules_a_user_typed_must_each_take_a_file() -> None:
+    paths = ["videos/a.mp4", "depth-x/y.zarr", "notes.txt"]
+    typed = (parse_rule("**/*.mp4=video"), parse_rule("**=x=y"), parse_rule("videos/**=other"))
+    assert FamilyRules(rules=typed).assign(paths)["videos/a.mp4"] == "video"  # lenient
+    with pytest.raises(ConfigError, match=r"'\*\*=x=y', 'videos/\*\*=other' matches no file"):
+        FamilyRules(rules=typed, require_matches=True).assign(paths)
+
+
+def test_the_default_rules_stay_optional_for_a_tree_without_depth() -> None:
+    assert set(FamilyRules().assign(["a.mp4", "meta/b.json"]).values()) == {"base"}

@@ -72,6 +72,7 @@ def pack(
     rules = FamilyRules(
         rules=tuple(parse_rule(r) for r in rule) if rule else FamilyRules().rules,
         default=default_family,
+        require_matches=bool(rule),
     )
     options = PackOptions(
         name=name,

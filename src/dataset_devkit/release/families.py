@@ -66,10 +66,15 @@ class FamilyRules:
         First match wins, so family paths can never overlap.
     default
         The family of files no rule matches (``base``).
+    require_matches
+        Refuse rules that take no file. Rules a user typed (``--rule``) should each take
+        something: one that matches nothing is a typo, and would silently ship its files in
+        another family. The default rules stay optional (not every tree has depth).
     """
 
     rules: Sequence[FamilyRule] = DEFAULT_RULES
     default: str = DEFAULT_FAMILY
+    require_matches: bool = False
     _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -94,5 +99,28 @@ class FamilyRules:
         return self.default
 
     def assign(self, paths: Iterable[str]) -> dict[str, str]:
-        """Map each path to its family."""
-        return {path: self.family_of(path) for path in paths}
+        """Map each path to its family.
+
+        Raises
+        ------
+        ConfigError
+            With *require_matches*, a rule took no file (none left by earlier rules).
+        """
+        families: dict[str, str] = {}
+        used: set[int] = set()
+        for path in paths:
+            for index, regex in enumerate(self._compiled):
+                if regex.match(path):
+                    families[path] = self.rules[index].family
+                    used.add(index)
+                    break
+            else:
+                families[path] = self.default
+        idle = [f"{r.pattern}={r.family}" for i, r in enumerate(self.rules) if i not in used]
+        if self.require_matches and idle:
+            raise ConfigError(
+                f"family rule {', '.join(repr(text) for text in idle)} matches no file "
+                "(none left by earlier rules, first match wins); check the pattern",
+                key="rule",
+            )
+        return families
