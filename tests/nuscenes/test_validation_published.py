@@ -134,6 +134,8 @@ def test_inspect_summarizes_a_published_dataroot(published: tuple[Path, Fixture]
         "recording_local_enu_v1",
     )
     assert summary["validation_state"] == "passed"
+    assert summary["content_manifest"] == "mz_extensions/content_manifest.json"
+    assert (published[0] / summary["content_manifest"]).is_file()
     assert summary == inspect_dataroot(published[0]).to_json()
 
 

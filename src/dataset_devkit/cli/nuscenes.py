@@ -126,6 +126,7 @@ def inspect(
     table.add_row("privacy", data["privacy"])
     table.add_row("pose frame", data["pose_frame"])
     table.add_row("validation", data["validation_state"])
+    table.add_row("content manifest", data["content_manifest"])
     console = stdout_console()
     console.print(table)
     console.print(f"root_sha256 {data['root_sha256']}")

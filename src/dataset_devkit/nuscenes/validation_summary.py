@@ -58,6 +58,7 @@ class DatarootSummary:
             "privacy": self.privacy,
             "pose_frame": self.pose_frame,
             "validation_state": self.validation_state,
+            "content_manifest": spec.CONTENT_MANIFEST_PATH,
             "root_sha256": self.root_sha256,
         }
 
