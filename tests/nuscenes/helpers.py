@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,37 @@ def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
                 topic = f"/{p['frame_id']}/image/compressed"
             writer.write(conn(topic, msgtype), t, ts.serialize_cdr(msg, msgtype))
     return next(folder.glob("*.mcap"))
+
+
+def rewrite_mcap(
+    src: Path,
+    dst: Path,
+    edit: Callable[[str, bytes], bytes] = lambda _schema, data: data,
+    *,
+    metadata: dict[str, str] | None = None,
+) -> Path:
+    """Copy every message of *src* into *dst* through ``edit(schema_name, data)``.
+
+    Tests damage one message (or add a ``recording`` metadata record) this way, with the
+    real ``mcap`` writer, instead of hand-editing bytes.
+    """
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+
+    with src.open("rb") as f, dst.open("wb") as out:
+        writer = Writer(out)
+        writer.start()
+        channels: dict[int, int] = {}
+        for schema, channel, message in make_reader(f).iter_messages():
+            assert schema is not None
+            if channel.id not in channels:
+                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
+                channels[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, sid
+                )
+            data = edit(schema.name, message.data)
+            writer.add_message(channels[channel.id], message.log_time, data, message.publish_time)
+        if metadata is not None:
+            writer.add_metadata("recording", metadata)
+        writer.finish()
+    return dst

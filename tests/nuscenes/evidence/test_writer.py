@@ -22,7 +22,7 @@ from dataset_devkit.nuscenes import PipelineConfig, build_evidence, read_evidenc
 from dataset_devkit.nuscenes.evidence import Evidence, config_fingerprint
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
 from dataset_devkit.nuscenes.spec import ImageConfig
-from tests.nuscenes.helpers import CONFIG, DRIVE
+from tests.nuscenes.helpers import CONFIG, DRIVE, rewrite_mcap
 
 
 def test_evidence_is_a_verified_tree_with_config_fingerprint(mcap_evidence: Evidence) -> None:
@@ -275,30 +275,19 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
 def test_a_key_frame_that_does_not_decode_names_the_recording_path(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:
-    from mcap.reader import make_reader
-    from mcap.writer import Writer
-
-    bad = tmp_path / "cut-jpeg.mcap"
     cut = False
-    with recordings["json"].open("rb") as f, bad.open("wb") as out:
-        writer = Writer(out)
-        writer.start()
-        channels: dict[int, int] = {}
-        for schema, channel, message in make_reader(f).iter_messages():
-            assert schema is not None
-            if channel.id not in channels:
-                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
-                channels[channel.id] = writer.register_channel(
-                    channel.topic, channel.message_encoding, sid
-                )
-            data = message.data
-            if schema.name == "foxglove.CompressedImage" and not cut:
-                doc = json.loads(data)
-                jpeg = base64.b64decode(doc["data"])
-                doc["data"] = base64.b64encode(jpeg[: len(jpeg) * 2 // 3]).decode()
-                data, cut = json.dumps(doc).encode(), True
-            writer.add_message(channels[channel.id], message.log_time, data, message.publish_time)
-        writer.finish()
+
+    def cut_first_image(name: str, data: bytes) -> bytes:
+        nonlocal cut
+        if name != "foxglove.CompressedImage" or cut:
+            return data
+        doc = json.loads(data)
+        jpeg = base64.b64decode(doc["data"])
+        doc["data"] = base64.b64encode(jpeg[: len(jpeg) * 2 // 3]).decode()
+        cut = True
+        return json.dumps(doc).encode()
+
+    bad = rewrite_mcap(recordings["json"], tmp_path / "cut-jpeg.mcap", cut_first_image)
     with pytest.raises(FormatError, match=r"camera 'cam_\w+' frame \d+ does not decode") as info:
         build_evidence([bad], CONFIG, tmp_path / "ev")
     assert str(info.value).startswith(f"{bad}: camera"), info.value

@@ -10,7 +10,7 @@ import pytest
 from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.nuscenes.ingest import read_mcap
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
-from tests.nuscenes.helpers import DRIVE
+from tests.nuscenes.helpers import DRIVE, rewrite_mcap
 
 FRAMES = int(DRIVE.duration_s * DRIVE.fps)
 
@@ -399,26 +399,7 @@ def test_a_bad_message_is_refused_naming_file_topic_and_log_time(
 
 def _with_metadata(src: Path, dst: Path, metadata: dict[str, str]) -> Path:
     """Copy every message of *src* into *dst* and add a ``recording`` metadata record."""
-    from mcap.reader import make_reader
-    from mcap.writer import Writer
-
-    with src.open("rb") as f, dst.open("wb") as out:
-        writer = Writer(out)
-        writer.start()
-        channels: dict[int, int] = {}
-        for schema, channel, message in make_reader(f).iter_messages():
-            if channel.id not in channels:
-                assert schema is not None
-                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
-                channels[channel.id] = writer.register_channel(
-                    channel.topic, channel.message_encoding, sid
-                )
-            writer.add_message(
-                channels[channel.id], message.log_time, message.data, message.publish_time
-            )
-        writer.add_metadata("recording", metadata)
-        writer.finish()
-    return dst
+    return rewrite_mcap(src, dst, metadata=metadata)
 
 
 def test_the_metadata_recording_id_names_the_recording_and_must_be_safe(
@@ -436,29 +417,16 @@ def test_the_metadata_recording_id_names_the_recording_and_must_be_safe(
 
 def _corrupt_one(src: Path, dst: Path, schema_name: str) -> Path:
     """Copy *src* with the second message of *schema_name* cut to half its bytes."""
-    from mcap.reader import make_reader
-    from mcap.writer import Writer
-
     seen = 0
-    with src.open("rb") as f, dst.open("wb") as out:
-        writer = Writer(out)
-        writer.start()
-        channels: dict[int, int] = {}
-        for schema, channel, message in make_reader(f).iter_messages():
-            assert schema is not None
-            if channel.id not in channels:
-                sid = writer.register_schema(schema.name, schema.encoding, schema.data)
-                channels[channel.id] = writer.register_channel(
-                    channel.topic, channel.message_encoding, sid
-                )
-            data = message.data
-            if schema.name == schema_name:
-                seen += 1
-                if seen == 2:
-                    data = data[: len(data) // 2]
-            writer.add_message(channels[channel.id], message.log_time, data, message.publish_time)
-        writer.finish()
-    return dst
+
+    def cut_second(name: str, data: bytes) -> bytes:
+        nonlocal seen
+        if name != schema_name:
+            return data
+        seen += 1
+        return data[: len(data) // 2] if seen == 2 else data
+
+    return rewrite_mcap(src, dst, cut_second)
 
 
 @pytest.mark.parametrize(
