@@ -38,7 +38,12 @@ from dataset_devkit.integrity.publish import (
     staged_publication,
 )
 from dataset_devkit.integrity.records import decode_json_record
-from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, open_dir_nofollow
+from dataset_devkit.integrity.safefs import (
+    SafeDir,
+    check_relative_path,
+    open_dir_nofollow,
+    path_argument,
+)
 from dataset_devkit.integrity.scan import ScanResult, hash_fd, hash_file, scan_tree
 from dataset_devkit.integrity.verify import VerificationReport, verify_tree
 
@@ -69,6 +74,7 @@ __all__ = [
     "new_staging_dir",
     "open_dir_nofollow",
     "parse_manifest",
+    "path_argument",
     "pretty_json",
     "publish_tree",
     "read_manifest",

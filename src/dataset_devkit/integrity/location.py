@@ -17,7 +17,12 @@ from typing import Final
 import msgspec
 
 from dataset_devkit.errors import ConfigError, DevkitError, FormatError, UnsafePathError
-from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, describe_mode, tree_path
+from dataset_devkit.integrity.safefs import (
+    SafeDir,
+    check_relative_path,
+    describe_mode,
+    path_argument,
+)
 
 __all__ = [
     "CONTENT_MANIFEST_NAME",
@@ -87,7 +92,7 @@ def locate_manifest(root: Path) -> str:
     AmbiguousManifestError
         More than one nested candidate; pass the location explicitly.
     """
-    root = tree_path(root)
+    root = path_argument(root)
     with SafeDir.open(root) as pinned:
         if pinned.exists(CONTENT_MANIFEST_NAME):
             return CONTENT_MANIFEST_NAME

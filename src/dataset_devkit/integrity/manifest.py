@@ -32,7 +32,7 @@ from dataset_devkit.integrity.location import (
     locate_manifest,
 )
 from dataset_devkit.integrity.records import decode_json_record
-from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, tree_path
+from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, path_argument
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
 __all__ = [
@@ -146,7 +146,7 @@ def build_manifest(
     """
     location = check_manifest_location(location)
     scan = scan_tree(
-        tree_path(root), exclude=frozenset({location}), progress=progress, workers=workers
+        path_argument(root), exclude=frozenset({location}), progress=progress, workers=workers
     )
     if scan.issues:
         raise VerificationFailed(
@@ -181,7 +181,7 @@ def write_manifest(
     MissingPathError, UnsafePathError
         The parent directory of *location* is missing or is not a real directory.
     """
-    root, location = tree_path(root), check_manifest_location(location)
+    root, location = path_argument(root), check_manifest_location(location)
     parent_rel, _, leaf = location.rpartition("/")
     with SafeDir.open(root) as pinned, _pin(pinned, parent_rel) as parent:
         if parent.exists(leaf):
@@ -212,7 +212,7 @@ def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest
         (:class:`AmbiguousManifestError`), or a document that breaks an invariant (the
         error names the field, with expected and found values).
     """
-    root = tree_path(root)
+    root = path_argument(root)
     rel = locate_manifest(root) if location is None else check_manifest_location(location)
     path = root / rel
     try:

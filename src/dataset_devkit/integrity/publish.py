@@ -27,7 +27,7 @@ from dataset_devkit.errors import PublicationError, UnsafePathError
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
 from dataset_devkit.integrity.rename import rename_noreplace
-from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, tree_path
+from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, path_argument
 from dataset_devkit.integrity.scan import ProgressCallback
 from dataset_devkit.integrity.staging import (
     new_staging_dir,
@@ -165,8 +165,8 @@ def publish_tree(
     PublicationError
         Any other failure; *final* is absent or untouched and *staging* is left for audit.
     """
-    final = tree_path(final, "final").absolute()
-    staging = tree_path(staging, "staging").absolute()
+    final = path_argument(final, "final").absolute()
+    staging = path_argument(staging, "staging").absolute()
     location = check_manifest_location(manifest_location)
     phase = on_phase or (lambda _name: None)
     parent_fd = pin_parent(final)
@@ -282,7 +282,7 @@ def staged_publication(
     removed (``keep_failed=True`` keeps it for audit) and *final* is untouched. Staging
     trees of *final* abandoned by killed builders are removed first; live ones are kept.
     """
-    final = tree_path(final, "final").absolute()
+    final = path_argument(final, "final").absolute()
     remove_stale_staging(final)  # what killed builders of this name left behind
     staging = new_staging_dir(final)
     try:

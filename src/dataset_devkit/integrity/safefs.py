@@ -30,7 +30,7 @@ __all__ = [
     "check_relative_path",
     "describe_mode",
     "open_dir_nofollow",
-    "tree_path",
+    "path_argument",
 ]
 
 #: Block size for streaming reads and copies: large enough that syscalls and hashing
@@ -61,8 +61,10 @@ def describe_mode(mode: int) -> str:
     return "unknown file type"
 
 
-def tree_path(value: object, name: str = "root") -> Path:
+def path_argument(value: object, name: str = "root") -> Path:
     """*value* as a :class:`Path`, or a :class:`ConfigError` naming the argument.
+
+    Every public entry point that takes a path from user code checks it with this.
 
     ``Path("")`` is the working directory and ``Path(None)`` a ``TypeError``: neither is
     what a caller who passed a wrong value meant, so both are refused here.

@@ -21,7 +21,7 @@ from dataset_devkit.integrity.manifest import (
     compute_root_sha256,
     read_manifest,
 )
-from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow, tree_path
+from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow, path_argument
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
 __all__ = ["VerificationReport", "verify_tree"]
@@ -133,7 +133,7 @@ def verify_tree(
     progress, workers
         As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
     """
-    root = tree_path(root)
+    root = path_argument(root)
     os.close(open_dir_nofollow(root))  # a missing or linked root is an error, not a report
     report = VerificationReport(root=root)
     if location is None and manifest is not None:

@@ -7,25 +7,11 @@ deep inside, possibly after output was started.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import ConfigError
 
-__all__ = ["check_instance", "check_workers", "user_path"]
-
-
-def user_path(value: object, key: str) -> Path:
-    """*value* as a Path; a ConfigError unless it is a non-empty ``str`` or ``PathLike``.
-
-    ``Path("")`` is the working directory: an empty name must not silently open it.
-    """
-    if isinstance(value, str | os.PathLike):
-        name = os.fspath(value)
-        if isinstance(name, str) and name:
-            return Path(name)
-    raise ConfigError(f"{key} must be a non-empty str or Path, found {value!r}", key=key)
+__all__ = ["check_instance", "check_workers"]
 
 
 def check_workers(value: object, key: str = "workers") -> None:

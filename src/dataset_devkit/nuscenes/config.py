@@ -49,8 +49,8 @@ from typing import Any, Literal
 import msgspec
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity import path_argument
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.arguments import user_path
 from dataset_devkit.nuscenes.evidence.derive import check_config
 
 __all__ = ["BuildConfig", "SourcesConfig", "load_build_config", "parse_build_config"]
@@ -219,7 +219,7 @@ def load_build_config(path: str | Path) -> BuildConfig:
 
     Every error names the file, then the dotted key: ``build.toml at paths.output_dir: ...``.
     """
-    path = user_path(path, "config")
+    path = path_argument(path, "config")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -25,8 +25,8 @@ from dataset_devkit.errors import (
     IntegrityError,
     UnsafePathError,
 )
-from dataset_devkit.integrity import SafeDir, open_dir_nofollow
-from dataset_devkit.nuscenes.arguments import check_instance, check_workers, user_path
+from dataset_devkit.integrity import SafeDir, open_dir_nofollow, path_argument
+from dataset_devkit.nuscenes.arguments import check_instance, check_workers
 from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence.records import Derived, EvidenceDocument
 from dataset_devkit.nuscenes.export_extensions import build_extensions
@@ -209,13 +209,13 @@ def export_dataset(
         Threads verifying and copying JPEGs (hashing and decoding release the GIL);
         defaults to ``min(4, os.cpu_count())``.
     """
-    staging_dataroot = user_path(staging_dataroot, "staging_dataroot")
+    staging_dataroot = path_argument(staging_dataroot, "staging_dataroot")
     if config is not None:
         check_instance(config, PipelineConfig, "config")
     check_workers(workers)
     report = progress or (lambda stage, done, total: None)
     if not isinstance(evidence, Evidence):
-        evidence = user_path(evidence, "evidence")
+        evidence = path_argument(evidence, "evidence")
     ev = read_evidence(evidence) if not isinstance(evidence, Evidence) else evidence
     if isinstance(evidence, Evidence):
         recheck_evidence(ev)

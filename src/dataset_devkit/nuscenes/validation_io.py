@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from types import TracebackType
 
 from dataset_devkit.errors import FormatError, UnsafePathError
-from dataset_devkit.nuscenes.arguments import user_path
+from dataset_devkit.integrity import path_argument
 
 __all__ = ["DatarootReader", "check_relative_name", "dataroot_path"]
 
@@ -38,7 +38,7 @@ def dataroot_path(dataroot: object) -> Path:
 
     ``Path("")`` is the working directory: an empty name must not silently open it.
     """
-    return user_path(dataroot, "dataroot")
+    return path_argument(dataroot, "dataroot")
 
 
 class DatarootReader:

@@ -20,6 +20,7 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import (
     new_staging_dir,
     open_dir_nofollow,
+    path_argument,
     remove_staging,
     remove_stale_staging,
 )
@@ -182,11 +183,8 @@ def pack_release(
     SnapshotMismatchError
         *previous* was cut from a different snapshot.
     """
-    for label, value in (("tree", tree), ("out", out)):
-        if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-            raise ConfigError(
-                f"{label} must be a non-empty str or Path, found {value!r}", key=label
-            )
+    path_argument(tree, "tree")
+    path_argument(out, "out")
     if options is not None and not isinstance(options, PackOptions):
         raise ConfigError(f"options must be PackOptions, found {type(options).__name__}")
     opts = options or PackOptions()

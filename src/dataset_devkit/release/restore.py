@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity import path_argument
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -20,11 +20,6 @@ from dataset_devkit.release.spec import (
 )
 
 __all__ = ["restore_release", "verify_release"]
-
-
-def _path(name: str, value: object) -> None:
-    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-        raise ConfigError(f"{name} must be a non-empty str or Path, found {value!r}", key=name)
 
 
 def _families(families: Sequence[str]) -> tuple[list[str], bool]:
@@ -42,7 +37,7 @@ def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary
         Listing every problem: missing, truncated, extra or altered packages, members that
         are not exactly the indexed regular files, metadata that does not agree.
     """
-    _path("release_dir", release_dir)
+    path_argument(release_dir, "release_dir")
     names, everything = _families(families)
     try:
         if not names and not everything:
@@ -112,8 +107,8 @@ def restore_release(
     ReleaseVerificationError
         On any failure; files already correct stay, nothing pre-existing is replaced.
     """
-    _path("release_dir", release_dir)
-    _path("output", output)
+    path_argument(release_dir, "release_dir")
+    path_argument(output, "output")
     names, everything = _families(families)
     try:
         return unpack.unpack_release(str(release_dir), str(output), names, everything, fsync=fsync)

@@ -9,7 +9,6 @@ in the main process and in fork or spawn DataLoader workers.
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
+from dataset_devkit.integrity import path_argument
 from dataset_devkit.stereo.cameras import per_frame
 from dataset_devkit.stereo.depth import DepthReader
 from dataset_devkit.stereo.errors import DepthNotInstalledError, OutOfRangeError
@@ -104,9 +104,7 @@ class StereoDataset:
         frames: int | FrameSelector | None = None,
         decoder_threads: int = 1,
     ) -> None:
-        if not isinstance(root, str | os.PathLike) or not os.fspath(root):
-            # Path("") is the working directory: reading it would answer the wrong question
-            raise ConfigError(f"root must be a non-empty str or Path, found {root!r}", key="root")
+        path_argument(root, "root")
         if not isinstance(use_depth, bool):
             raise ConfigError(
                 f"use_depth must be True or False, found {use_depth!r}", key="use_depth"

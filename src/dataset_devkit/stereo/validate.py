@@ -8,7 +8,6 @@ check, not a training run.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from dataset_devkit.errors import (
     MissingPathError,
     VerificationFailed,
 )
+from dataset_devkit.integrity import path_argument
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
 from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
@@ -287,9 +287,7 @@ def validate_stereo(
     ConfigError, MissingPathError
         *root* is not a path, is a file, or does not exist: nothing to validate.
     """
-    if not isinstance(root, str | os.PathLike) or not os.fspath(root):
-        raise ConfigError(f"root must be a non-empty str or Path, found {root!r}", key="root")
-    root = Path(root)
+    root = path_argument(root, "root")
     if not root.is_dir():
         if root.exists():
             raise ConfigError(f"{root}: expected a dataset directory, found a file", key="root")

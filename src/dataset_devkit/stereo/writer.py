@@ -15,11 +15,12 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import ConfigError, DestinationExistsError, VerificationFailed
+from dataset_devkit.errors import DestinationExistsError, VerificationFailed
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     SafeDir,
     hash_file,
+    path_argument,
     read_manifest,
     staged_publication,
 )
@@ -267,9 +268,8 @@ def build_stereo_dataset(
         Reader validation of the staged tree failed.
     """
     say = progress or (lambda _message: None)
-    for name, value in (("source", source), ("out", out)):
-        if not isinstance(value, str | os.PathLike) or not os.fspath(value):
-            raise ConfigError(f"{name} must be a non-empty str or Path, found {value!r}", key=name)
+    path_argument(source, "source")
+    path_argument(out, "out")
     if os.path.lexists(out):  # fail before the source check, which reads every video
         raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
     say("checking source")

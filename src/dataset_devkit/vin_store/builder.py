@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.integrity import read_manifest, staged_publication
+from dataset_devkit.integrity import path_argument, read_manifest, staged_publication
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.spec import (
@@ -293,8 +293,7 @@ def build_vin_offline_store(
         raise ConfigError(
             f"val_fraction must be in [0, 1), found {val_fraction}", key="val_fraction"
         )
-    if not isinstance(out, str | os.PathLike) or not os.fspath(out):
-        raise ConfigError(f"out must be a non-empty str or Path, found {out!r}", key="out")
+    path_argument(out, "out")
     if not isinstance(samples, Iterable):
         raise ConfigError(
             f"samples must be an iterable of VinOfflineSample, found {type(samples).__name__}",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity import path_argument
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,
     SAMPLE_INDEX_NAME,
@@ -40,16 +40,7 @@ class VinOfflineStoreConfig:
     split: Split = "all"
 
     def __post_init__(self) -> None:
-        store_dir: object = self.store_dir
-        if isinstance(store_dir, os.PathLike):
-            store_dir = os.fspath(store_dir)
-        if not isinstance(store_dir, str) or not store_dir:
-            # Path("") is the working directory: reading it silently would be a wrong answer.
-            raise ConfigError(
-                f"store_dir must be a non-empty str or Path, found {self.store_dir!r}",
-                key="store_dir",
-            )
-        object.__setattr__(self, "store_dir", Path(store_dir))
+        object.__setattr__(self, "store_dir", path_argument(self.store_dir, "store_dir"))
         if self.split not in SPLIT_NAMES:
             raise ConfigError(
                 f"split must be one of {', '.join(SPLIT_NAMES)}, found {self.split!r}", key="split"

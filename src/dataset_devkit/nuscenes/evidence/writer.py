@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
-from dataset_devkit.integrity import SafeDir, remove_staging, write_manifest
-from dataset_devkit.nuscenes.arguments import check_instance, user_path
+from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
+from dataset_devkit.nuscenes.arguments import check_instance
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -156,9 +156,9 @@ def build_evidence(
         )
     if not recordings:
         raise ConfigError("at least one recording is needed", key="sources")
-    paths = [user_path(p, f"recordings[{i}]") for i, p in enumerate(recordings)]
-    out = user_path(out, "out")
-    labels = None if labels is None else user_path(labels, "labels")
+    paths = [path_argument(p, f"recordings[{i}]") for i, p in enumerate(recordings)]
+    out = path_argument(out, "out")
+    labels = None if labels is None else path_argument(labels, "labels")
     report = progress or (lambda stage, done, total: None)
     sources = []
     for i, path in enumerate(paths):
