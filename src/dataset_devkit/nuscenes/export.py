@@ -207,7 +207,7 @@ def export_dataset(
         ``progress(stage, done, total)``, called from the calling thread.
     workers
         Threads verifying and copying JPEGs (hashing and decoding release the GIL);
-        defaults to ``min(4, os.cpu_count())``.
+        defaults to one per core (at most 32).
     """
     staging_dataroot = path_argument(staging_dataroot, "staging_dataroot")
     if config is not None:

@@ -30,7 +30,12 @@ from dataset_devkit.integrity import (
 from dataset_devkit.nuscenes.evidence.records import EvImage
 from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 
-__all__ = ["FrameSource", "copy_all", "copy_verified"]
+__all__ = ["MAX_DEFAULT_WORKERS", "FrameSource", "copy_all", "copy_verified"]
+
+#: Default copying threads: one per core, up to this many. The export is bound by the JPEG
+#: decode, which releases the GIL, so it keeps scaling with cores; past a few dozen the
+#: disk, not the CPU, is the limit.
+MAX_DEFAULT_WORKERS = 32
 
 
 class FrameSource:
@@ -120,7 +125,7 @@ def copy_all(
     The first failure (in job order) is raised after the pending copies are cancelled.
     """
     source.pin(image.path.rsplit("/", 1)[0] for image, _, _ in jobs)
-    count = workers if workers is not None else min(4, os.cpu_count() or 1)
+    count = workers if workers is not None else min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1)
     total = 0
     if count <= 1:
         for i, (image, dest, name) in enumerate(jobs):
