@@ -66,3 +66,13 @@ def test_copy_from_hashes_while_copying_and_refuses_links(tmp_path: Path) -> Non
     assert (tmp_path / "dst/copy.bin").read_bytes() == data
     assert not (tmp_path / "dst/other.bin").exists()
     assert hash_file(source) == (len(data), hashlib.sha256(data).hexdigest())
+
+
+def test_a_walk_names_the_full_path_of_the_component_it_refuses(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "c").symlink_to(tmp_path)
+    with SafeDir.open(tmp_path) as root:
+        for walk in (root.opendir, root.makedirs):
+            with pytest.raises(UnsafePathError) as info:
+                walk("a/b/c/d")
+            assert str(tmp_path / "a" / "b" / "c") in str(info.value)

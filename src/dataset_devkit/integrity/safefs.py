@@ -169,10 +169,17 @@ class SafeDir:
 
     def opendir(self, rel: str | PurePosixPath) -> SafeDir:
         """Pin an existing subdirectory, walking one no-follow component at a time."""
+        return self._walk(rel, None)
+
+    def _walk(self, rel: str | PurePosixPath, create_mode: int | None) -> SafeDir:
+        """Pin *rel* one no-follow component at a time, creating missing ones if asked."""
         current = self
         for part in check_relative_path(rel):
             try:
-                fd = open_dir_nofollow(part, dir_fd=current.fd)
+                if create_mode is not None:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, create_mode, dir_fd=current.fd)
+                fd = open_dir_nofollow(part, dir_fd=current.fd, shown=current.path / part)
             finally:
                 if current is not self:
                     current.close()
@@ -196,17 +203,7 @@ class SafeDir:
 
     def makedirs(self, rel: str | PurePosixPath, mode: int = 0o755) -> SafeDir:
         """Pin *rel*, creating missing components; an existing symlink is refused."""
-        current = self
-        for part in check_relative_path(rel):
-            try:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, mode, dir_fd=current.fd)
-                fd = open_dir_nofollow(part, dir_fd=current.fd)
-            finally:
-                if current is not self:
-                    current.close()
-            current = SafeDir(fd, current.path / part)
-        return current
+        return self._walk(rel, mode)
 
     def open_write(self, rel: str | PurePosixPath, mode: int = 0o644) -> BinaryIO:
         """Create a new file exclusively (``O_CREAT | O_EXCL | O_NOFOLLOW``) for writing."""
