@@ -16,8 +16,9 @@ ensure_venv() {
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
   fi
-  # torch is pinned to the CPU wheel (extra `torch`); nuscenes-devkit pins numpy<2.
-  "$venv/bin/python" -m pip install --quiet -e ".[$extras]"
+  # constraints/ci.txt pins torch to the CPU wheel and the OpenCV we test; the extras
+  # themselves keep ranges. nuscenes-devkit pins numpy<2.
+  "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt -e ".[$extras]"
 }
 
 command="${1:-}"
@@ -44,9 +45,9 @@ case "$command" in
     # pins so this leg proves our code (and the official loader path) on numpy 2.x.
     venv="${VENV_NUMPY2:-.venv-numpy2}"
     ensure_venv "video,mcap,torch,dask,dev"
-    "$venv/bin/python" -m pip install --quiet "numpy>=2"
-    "$venv/bin/python" -m pip install --quiet --no-deps "nuscenes-devkit==1.2.0"
-    "$venv/bin/python" -m pip install --quiet "opencv-python-headless==4.11.0.86" \
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt "numpy>=2"
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt --no-deps nuscenes-devkit
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt opencv-python-headless \
       matplotlib scikit-learn pyquaternion shapely descartes pycocotools fire tqdm scipy \
       cachetools parameterized
     "$venv/bin/python" -c 'import numpy; assert numpy.__version__ >= "2", numpy.__version__'
