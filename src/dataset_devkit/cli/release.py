@@ -47,7 +47,11 @@ def pack(
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
         list[str] | None,
-        typer.Option("--rule", help="PATTERN=FAMILY, first match wins (default depth-*/**=depth)."),
+        typer.Option(
+            "--rule",
+            help="PATTERN=FAMILY (gitignore syntax), first match wins; "
+            "default **/depth-*/**=depth.",
+        ),
     ] = None,
     default_family: Annotated[str, typer.Option(help="Family of unmatched files.")] = "base",
     deliver: Annotated[

@@ -68,7 +68,7 @@ class PackOptions:
     package_limit
         Maximum bytes per package (default 4 GiB - 1, which also fits FAT32).
     rules
-        Family rules (default: ``depth-*/**`` is ``depth``, the rest ``base``).
+        Family rules (default: ``**/depth-*/**`` is ``depth``, the rest ``base``).
     deliver
         Families to package now (default: all); the others are listed as pending.
     previous
