@@ -67,12 +67,18 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
+    readme_lang: Annotated[
+        str, typer.Option("--readme-lang", help="Language of the release README: en or zh.")
+    ] = "en",
     as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
     if restore_test not in ("full", "sample", "none"):
         raise typer.BadParameter("must be full, sample or none", param_hint="--restore-test")
     mode: Literal["full", "sample", "none"] = restore_test  # type: ignore[assignment]
+    if readme_lang not in ("en", "zh"):
+        raise typer.BadParameter("must be en or zh", param_hint="--readme-lang")
+    lang: Literal["en", "zh"] = readme_lang  # type: ignore[assignment]
     rules = FamilyRules(
         rules=tuple(parse_rule(r) for r in rule) if rule else FamilyRules().rules,
         default=default_family,
@@ -86,6 +92,7 @@ def pack(
         previous=previous,
         read_back=read_back,
         restore_test=mode,
+        readme_lang=lang,
     )
     with byte_progress("packing", tree_size(tree)) as advance:
         result = pack_release(tree, out, options, progress=advance)

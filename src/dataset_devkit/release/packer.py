@@ -30,6 +30,7 @@ from dataset_devkit.release.errors import ReleaseExistsError
 from dataset_devkit.release.families import FamilyRules
 from dataset_devkit.release.metadata import write_metadata
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
+from dataset_devkit.release.readme import README_LANGS, ReadmeLang
 from dataset_devkit.release.snapshot import (
     carry_over,
     check_source_manifest,
@@ -79,6 +80,8 @@ class PackOptions:
     restore_test
         Restore with the shipped ``unpack.py`` into scratch space: every new package
         (``full``), the first of each family (``sample``) or none.
+    readme_lang
+        Language of the release ``README.md``: ``en`` (default) or ``zh`` (Chinese).
     """
 
     name: str | None = None
@@ -88,6 +91,14 @@ class PackOptions:
     previous: Path | None = None
     read_back: bool = True
     restore_test: Literal["full", "sample", "none"] = "sample"
+    readme_lang: ReadmeLang = "en"
+
+    def __post_init__(self) -> None:
+        if self.readme_lang not in README_LANGS:
+            raise ConfigError(
+                f"readme_lang must be one of {', '.join(README_LANGS)}, found {self.readme_lang!r}",
+                key="readme_lang",
+            )
 
 
 @dataclass(frozen=True, slots=True)
