@@ -82,7 +82,7 @@ def test_the_chinese_readme_carries_every_section_command_table_and_fact(release
 def test_sizes_read_in_a_unit_that_fits_never_about_zero(release: Path) -> None:
     manifest, validation = _records(release)
     for lang in ("en", "zh"):
-        text = render_readme(manifest, validation, lang)  # type: ignore[arg-type]
+        text = render_readme(manifest, validation, lang)
         assert "0.0 GB" not in text
         assert re.search(r"\d\.\d kB", text)  # a tree of a few kB reads in kB
     assert "约 " in render_readme(manifest, validation, "zh")
