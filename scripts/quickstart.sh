@@ -4,6 +4,8 @@
 #   bash scripts/quickstart.sh test [ARGS]  install into .venv (with dev tools), run every test
 #   bash scripts/quickstart.sh lint         ruff check, ruff format --check, mypy --strict
 #   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
+#   bash scripts/quickstart.sh nuscenes-extra  a fresh venv with only dataset-devkit[nuscenes]
+#                                           validates, inspects and reads a published dataroot
 # Needs only Python >= 3.11 and the package registries. Set VENV to use another folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -58,6 +60,35 @@ case "$command" in
     [ "$status" -eq 5 ] && { echo "quickstart: no tests collected" >&2; exit 1; }
     exit "$status"
     ;;
+  nuscenes-extra)
+    # A user who only reads nuScenes data installs `dataset-devkit[nuscenes]`: prove that
+    # is enough for validate, inspect and the SDK on a dataroot that the full install built.
+    ensure_venv "all,dev"
+    work="$(mktemp -d)"
+    trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+    "$venv/bin/python" -c 'import sys; from pathlib import Path
+from dataset_devkit.demo.nuscenes_publish import run
+run(Path(sys.argv[1]))' "$work/build" > /dev/null
+    dataroot="$work/build/out/v1.0-trainval"
+    python_only="${VENV_NUSCENES:-.venv-nuscenes}"
+    [ -x "$python_only/bin/python" ] || "$python" -m venv "$python_only"
+    "$python_only/bin/python" -m pip install --quiet -c constraints/ci.txt ".[nuscenes]"
+    "$python_only/bin/python" - <<'PY'
+import importlib.util
+extra = [m for m in ("mcap", "av", "torch", "foxglove", "dask", "pyproj") if importlib.util.find_spec(m)]
+assert not extra, f"[nuscenes] pulled in packages of other extras: {extra}"
+PY
+    "$python_only/bin/dataset-devkit" validate --dataroot "$dataroot" --version v1.0-trainval
+    "$python_only/bin/dataset-devkit" inspect --dataroot "$dataroot" --version v1.0-trainval --json > /dev/null
+    "$python_only/bin/python" - "$dataroot" <<'PY'
+import sys
+from dataset_devkit.nuscenes import Dataset
+ds = Dataset(sys.argv[1])
+scene = ds.table("scene")[0]
+sample = ds.scene_samples(scene["token"])[0]
+print("nuscenes-extra: SDK reads", ds.camera(sample["token"], "CAM_FRONT")["filename"])
+PY
+    ;;
   lint)
     ensure_venv "all,dev"
     "$venv/bin/ruff" check src tests benchmarks
@@ -65,7 +96,7 @@ case "$command" in
     "$venv/bin/mypy"
     ;;
   *)
-    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | lint" >&2
+    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | lint" >&2
     exit 2
     ;;
 esac
