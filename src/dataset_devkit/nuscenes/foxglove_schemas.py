@@ -146,7 +146,8 @@ def schema_data(schema: str) -> bytes:
     from google.protobuf import descriptor_pb2
 
     files = [_file_proto(n) for n in _closure(SCHEMA_NAMES[schema])]
-    return descriptor_pb2.FileDescriptorSet(file=files).SerializeToString(deterministic=True)
+    data: bytes = descriptor_pb2.FileDescriptorSet(file=files).SerializeToString(deterministic=True)
+    return data
 
 
 @cache

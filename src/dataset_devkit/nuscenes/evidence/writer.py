@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
-from dataset_devkit.nuscenes.arguments import check_instance
+from dataset_devkit.nuscenes.arguments import check_instance, check_output_location
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -159,6 +159,8 @@ def build_evidence(
     paths = [path_argument(p, f"recordings[{i}]") for i, p in enumerate(recordings)]
     out = path_argument(out, "out")
     labels = None if labels is None else path_argument(labels, "labels")
+    # before the ingest: a missing folder or an existing output would fail only at the end
+    check_output_location(Path(out), "out", apart_from=[Path(p) for p in paths])
     report = progress or (lambda stage, done, total: None)
     sources = []
     for i, path in enumerate(paths):
