@@ -19,7 +19,7 @@ DRIVE = SampleDrive(duration_s=2.0)
 
 def _write_with_foxglove_sdk(path: Path, drive: SampleDrive) -> None:
     """The same drive through foxglove-sdk (a dev dependency): the reference writer."""
-    foxglove = pytest.importorskip("foxglove")
+    import foxglove
     from foxglove import channels as fc
     from foxglove import messages as fm
 
