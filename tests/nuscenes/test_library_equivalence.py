@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 from pyquaternion import Quaternion
 
+from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes import geometry as g
 from dataset_devkit.nuscenes.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.spec import Quat
@@ -102,3 +103,12 @@ def test_geometry_agrees_with_pyquaternion_within_1e_12() -> None:
                 worst, max(abs(x - y) / max(1.0, abs(y)) for x, y in zip(ours, theirs, strict=True))
             )
     assert worst < 1e-12
+
+
+def test_a_jpeg_cut_before_its_scan_header_is_refused_not_sized() -> None:
+    """The marker walk sized such a stream from its SOF alone; libjpeg refuses it."""
+    data = _jpegs()[0]
+    cut = data[: data.index(b"\xff\xda")]
+    assert _marker_walk(data[: len(cut)]) == (64, 48)
+    with pytest.raises(FormatError, match="frame is a malformed JPEG"):
+        jpeg_dimensions(cut, "frame")
