@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dataset_devkit.errors import FormatError
-from dataset_devkit.nuscenes.export import scaffold_png
-from dataset_devkit.nuscenes.geodesy import LocalEnu, to_web_mercator, wgs84_to_ecef
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, encode_jpeg, jpeg_dimensions
-from dataset_devkit.nuscenes.tokens import encode_canonical, make_token, normalize_channel
+from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator, wgs84_to_ecef
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, encode_jpeg, jpeg_dimensions
+from dataset_devkit.nuscenes.common.tokens import encode_canonical, make_token, normalize_channel
+from dataset_devkit.nuscenes.export.dataset import scaffold_png
 
 
 def test_ecef_of_the_equator_and_the_pole_match_the_wgs84_ellipsoid() -> None:

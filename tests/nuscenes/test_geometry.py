@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dataset_devkit.errors import FormatError
-from dataset_devkit.nuscenes.geometry import (
+from dataset_devkit.nuscenes.common.geometry import (
     compose,
     quat_mul,
     quat_rotate,

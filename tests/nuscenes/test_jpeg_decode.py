@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from dataset_devkit.errors import FormatError
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
-from dataset_devkit.nuscenes.validation_images import decode_jpeg_size
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
+from dataset_devkit.nuscenes.validation.images import decode_jpeg_size
 
 
 def _jpeg(mode: str, size: tuple[int, int], **save: object) -> bytes:

@@ -10,8 +10,8 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, FormatError, NotFoundError, UnsafePathError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.sdk_load import MalformedDataset
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.sdk.load import MalformedDataset
 from tests.nuscenes.dataroot_fixture import (
     Fixture,
     publish_fixture,

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.validation_schema import TABLE_FIELDS
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.validation.schema import TABLE_FIELDS
 from tests.nuscenes.dataroot_fixture import write_dataroot
 
 _NON_EMPTY = [t for t in spec.TABLE_NAMES if t not in spec.EMPTY_TABLES]

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.sdk_load import MalformedDataset
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.sdk.load import MalformedDataset
 from tests.nuscenes.dataroot_fixture import read_extension, write_dataroot
 
 Path_ = tuple[str | int, ...]

@@ -8,8 +8,8 @@ import pytest
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes import config as config_module
+from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import load_build_config
-from dataset_devkit.nuscenes.service import build_dataset
 
 BASE = """
 namespace = "fleet"

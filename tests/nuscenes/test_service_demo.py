@@ -6,7 +6,7 @@ from pathlib import Path
 
 from dataset_devkit.demo import DEMO_STEPS
 from dataset_devkit.demo.nuscenes_publish import run
-from dataset_devkit.nuscenes.validation import validate_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
 
 
 def test_the_demo_publishes_a_dataroot_that_revalidates(tmp_path: Path) -> None:

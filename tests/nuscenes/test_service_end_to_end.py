@@ -13,12 +13,12 @@ import pytest
 from PIL import Image
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.nuscenes.build.service import BuildResult, build_dataset
 from dataset_devkit.nuscenes.config import BuildConfig, load_build_config
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_decoded, write_sample_mcap
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.service import BuildResult, build_dataset
-from dataset_devkit.nuscenes.validation import validate_dataroot
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
+from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 
 DRIVE = SampleDrive(duration_s=12.0)
 

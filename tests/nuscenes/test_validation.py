@@ -11,7 +11,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation import DatarootInvalid, validate_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import DatarootInvalid, validate_dataroot
 from tests.nuscenes.dataroot_fixture import (
     Fixture,
     jpeg_bytes,

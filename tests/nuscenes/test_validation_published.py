@@ -18,10 +18,10 @@ import pytest
 from dataset_devkit.errors import DestinationExistsError, MissingDependencyError, UnsafePathError
 from dataset_devkit.integrity import new_staging_dir
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.publish import final_dataroot, publish_dataroot
-from dataset_devkit.nuscenes.validation import DatarootInvalid, validate_dataroot
-from dataset_devkit.nuscenes.validation_loader import check_official_loader
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from dataset_devkit.nuscenes.build.publish import final_dataroot, publish_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import DatarootInvalid, validate_dataroot
+from dataset_devkit.nuscenes.validation.loader import check_official_loader
+from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 from tests.cli_run import run_devkit
 from tests.nuscenes.dataroot_fixture import (
     Fixture,
@@ -190,7 +190,7 @@ def test_a_killed_build_leaves_no_final_dataroot(
     script = textwrap.dedent(
         f"""
         import os, signal
-        from dataset_devkit.nuscenes.publish import publish_dataroot
+        from dataset_devkit.nuscenes.build.publish import publish_dataroot
         def on_phase(name):
             if name == {phase!r}:
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -314,7 +314,7 @@ def test_the_official_loader_and_the_sdk_open_the_published_dataroot(
 ) -> None:
     from nuscenes.nuscenes import NuScenes
 
-    from dataset_devkit.nuscenes.sdk import Dataset
+    from dataset_devkit.nuscenes.sdk.dataset import Dataset
 
     final, fixture = published
     with contextlib.redirect_stdout(io.StringIO()):

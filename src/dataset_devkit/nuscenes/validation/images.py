@@ -1,7 +1,7 @@
 """JPEG existence, decodability and dimension checks, plus the map scaffold PNG.
 
 Every referenced image is read through the no-follow reader and really decoded. The decode
-is :func:`dataset_devkit.nuscenes.jpeg.decode_jpeg`: every entropy-coded block is decoded
+is :func:`dataset_devkit.nuscenes.common.jpeg.decode_jpeg`: every entropy-coded block is decoded
 strictly, so a truncated or corrupt stream fails, while the inverse transform runs at 1/8
 size.
 """
@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dataset_devkit.errors import DevkitError, FormatError
-from dataset_devkit.nuscenes.jpeg import decode_jpeg
-from dataset_devkit.nuscenes.validation_io import DatarootReader
-from dataset_devkit.nuscenes.validation_tables import LoadedTables
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg
+from dataset_devkit.nuscenes.validation.io import DatarootReader
+from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
 __all__ = ["check_images", "decode_jpeg_size"]
 

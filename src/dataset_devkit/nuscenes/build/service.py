@@ -18,9 +18,9 @@ from pathlib import Path
 from dataset_devkit.errors import ConfigError, UnsafePathError
 from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
 from dataset_devkit.nuscenes.config import BuildConfig
-from dataset_devkit.nuscenes.publish import check_final_destination, publish_dataroot
-from dataset_devkit.nuscenes.validation import Progress
-from dataset_devkit.nuscenes.validation_loader import OfficialLoaderCheck
+from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import Progress
+from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
 __all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
 
@@ -73,7 +73,7 @@ def _ensure_output_dir(path: Path) -> None:
 
 
 def _default_exporter(config: BuildConfig, staging: Path, progress: Progress) -> None:
-    from dataset_devkit.nuscenes.service_export import export_from_recordings
+    from dataset_devkit.nuscenes.build.export import export_from_recordings
 
     export_from_recordings(config, staging, progress)
 

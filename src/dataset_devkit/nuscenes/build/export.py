@@ -14,9 +14,9 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
-from dataset_devkit.nuscenes.export import export_dataset
+from dataset_devkit.nuscenes.export.dataset import export_dataset
 from dataset_devkit.nuscenes.ingest.fingerprint import file_sha256, recording_digest
-from dataset_devkit.nuscenes.validation import Progress
+from dataset_devkit.nuscenes.validation.dataroot import Progress
 
 __all__ = ["export_from_recordings"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation import Progress, validate_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import Progress, validate_dataroot
 
 __all__ = ["DatarootSummary", "inspect_dataroot"]
 

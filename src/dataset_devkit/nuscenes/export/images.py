@@ -4,7 +4,7 @@ The source must be a single-link regular file reached without following links, w
 and size do not change while it is read, whose bytes hash to what the evidence and its
 content manifest record, and whose JPEG header has the recorded dimensions. The exclusive
 destination copy is re-opened, re-hashed and decoded (strictly, at 1/8 scale: see
-:func:`dataset_devkit.nuscenes.jpeg.decode_jpeg`). That decode is most of an export's cost —
+:func:`dataset_devkit.nuscenes.common.jpeg.decode_jpeg`). That decode is most of an export's cost —
 libjpeg's entropy decoding runs at about 120 MB/s per core against well over 1 GB/s for
 SHA-256 — so the copies run on a thread pool: reading, hashing, writing and decoding all
 release the GIL.
@@ -27,8 +27,8 @@ from dataset_devkit.integrity import (
     read_stable,
     write_new,
 )
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.evidence.records import EvImage
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 
 __all__ = ["MAX_DEFAULT_WORKERS", "FrameSource", "copy_all", "copy_verified"]
 

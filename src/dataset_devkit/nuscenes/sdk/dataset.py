@@ -15,8 +15,8 @@ import msgspec
 
 from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.sdk_load import DatasetIndex, load_index
-from dataset_devkit.nuscenes.validation_schema import TABLE_FIELDS
+from dataset_devkit.nuscenes.sdk.load import DatasetIndex, load_index
+from dataset_devkit.nuscenes.validation.schema import TABLE_FIELDS
 
 __all__ = ["Dataset"]
 

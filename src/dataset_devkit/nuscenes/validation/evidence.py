@@ -14,9 +14,9 @@ import msgspec
 
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.evidence.writer import config_fingerprint
-from dataset_devkit.nuscenes.validation_chains import walk_scene_samples
-from dataset_devkit.nuscenes.validation_extensions import LoadedExtensions
-from dataset_devkit.nuscenes.validation_tables import LoadedTables
+from dataset_devkit.nuscenes.validation.chains import walk_scene_samples
+from dataset_devkit.nuscenes.validation.extensions import LoadedExtensions
+from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
 __all__ = ["check_evidence"]
 

@@ -17,8 +17,8 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_io import DatarootReader
-from dataset_devkit.nuscenes.validation_schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
+from dataset_devkit.nuscenes.validation.io import DatarootReader
+from dataset_devkit.nuscenes.validation.schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
 
 __all__ = [
     "LoadedTables",

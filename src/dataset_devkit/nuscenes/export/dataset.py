@@ -26,12 +26,13 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity import SafeDir, open_dir_nofollow, path_argument
-from dataset_devkit.nuscenes.arguments import check_instance, check_workers
+from dataset_devkit.nuscenes.common.arguments import check_instance, check_workers
+from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence.records import Derived, EvidenceDocument
-from dataset_devkit.nuscenes.export_extensions import build_extensions
-from dataset_devkit.nuscenes.export_images import FrameSource, copy_all
-from dataset_devkit.nuscenes.export_tables import Tables, build_tables
+from dataset_devkit.nuscenes.export.extensions import build_extensions
+from dataset_devkit.nuscenes.export.images import FrameSource, copy_all
+from dataset_devkit.nuscenes.export.tables import Tables, build_tables
 from dataset_devkit.nuscenes.spec import (
     EMPTY_TABLES,
     EXTENSION_FILES,
@@ -42,7 +43,6 @@ from dataset_devkit.nuscenes.spec import (
     VERSION,
     PipelineConfig,
 )
-from dataset_devkit.nuscenes.tokens import encode_canonical
 
 __all__ = ["ExportResult", "export_dataset", "scaffold_png"]
 

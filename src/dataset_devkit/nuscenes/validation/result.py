@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_tables import LoadedTables
+from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
 __all__ = ["CHECK_NAMES", "expected_validation_document", "loader_target"]
 

@@ -11,8 +11,8 @@ from collections import defaultdict
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_schema import CHAIN_LINKS
-from dataset_devkit.nuscenes.validation_tables import LoadedTables, channel_of
+from dataset_devkit.nuscenes.validation.schema import CHAIN_LINKS
+from dataset_devkit.nuscenes.validation.tables import LoadedTables, channel_of
 
 __all__ = ["check_camera_chains", "check_scenes", "check_symmetry", "walk_scene_samples"]
 

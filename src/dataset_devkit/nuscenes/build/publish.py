@@ -26,14 +26,14 @@ from dataset_devkit.errors import (
 from dataset_devkit.integrity import SafeDir, canonical_json, publish_tree
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation import (
+from dataset_devkit.nuscenes.validation.dataroot import (
     Progress,
     ValidationReport,
     byte_counter,
     validate_dataroot,
 )
-from dataset_devkit.nuscenes.validation_loader import OfficialLoaderCheck, check_official_loader
-from dataset_devkit.nuscenes.validation_result import (
+from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck, check_official_loader
+from dataset_devkit.nuscenes.validation.result import (
     expected_validation_document,
     loader_target,
 )

@@ -15,18 +15,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_chains import (
+from dataset_devkit.nuscenes.validation.chains import (
     check_camera_chains,
     check_scenes,
     check_symmetry,
 )
-from dataset_devkit.nuscenes.validation_schema import (
+from dataset_devkit.nuscenes.validation.schema import (
     CAMERA_CHANNEL_RE,
     FOREIGN_KEYS,
     SAMPLES_DIR,
     TABLE_FIELDS,
 )
-from dataset_devkit.nuscenes.validation_tables import (
+from dataset_devkit.nuscenes.validation.tables import (
     LoadedTables,
     key_frame_channels,
     sample_data_channels,

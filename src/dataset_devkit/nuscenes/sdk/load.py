@@ -22,12 +22,12 @@ import msgspec
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation import check_version
-from dataset_devkit.nuscenes.validation_evidence import check_evidence
-from dataset_devkit.nuscenes.validation_extensions import check_source_contract, load_extensions
-from dataset_devkit.nuscenes.validation_graph import check_references
-from dataset_devkit.nuscenes.validation_io import DatarootReader, dataroot_path
-from dataset_devkit.nuscenes.validation_tables import (
+from dataset_devkit.nuscenes.validation.dataroot import check_version
+from dataset_devkit.nuscenes.validation.evidence import check_evidence
+from dataset_devkit.nuscenes.validation.extensions import check_source_contract, load_extensions
+from dataset_devkit.nuscenes.validation.graph import check_references
+from dataset_devkit.nuscenes.validation.io import DatarootReader, dataroot_path
+from dataset_devkit.nuscenes.validation.tables import (
     key_frame_channels,
     key_frame_tokens,
     load_tables,

@@ -21,19 +21,19 @@ from dataset_devkit.errors import ConfigError, DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest, verify_tree
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.arguments import check_workers
-from dataset_devkit.nuscenes.validation_evidence import check_evidence
-from dataset_devkit.nuscenes.validation_extensions import (
+from dataset_devkit.nuscenes.common.arguments import check_workers
+from dataset_devkit.nuscenes.validation.evidence import check_evidence
+from dataset_devkit.nuscenes.validation.extensions import (
     LoadedExtensions,
     check_source_contract,
     load_extensions,
 )
-from dataset_devkit.nuscenes.validation_graph import check_graph
-from dataset_devkit.nuscenes.validation_images import check_images
-from dataset_devkit.nuscenes.validation_io import DatarootReader, dataroot_path
-from dataset_devkit.nuscenes.validation_result import expected_validation_document
-from dataset_devkit.nuscenes.validation_schema import VERSION_RE
-from dataset_devkit.nuscenes.validation_tables import LoadedTables, load_tables
+from dataset_devkit.nuscenes.validation.graph import check_graph
+from dataset_devkit.nuscenes.validation.images import check_images
+from dataset_devkit.nuscenes.validation.io import DatarootReader, dataroot_path
+from dataset_devkit.nuscenes.validation.result import expected_validation_document
+from dataset_devkit.nuscenes.validation.schema import VERSION_RE
+from dataset_devkit.nuscenes.validation.tables import LoadedTables, load_tables
 
 __all__ = [
     "DatarootInvalid",

@@ -9,7 +9,7 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.labels import resolve_annotations
 from dataset_devkit.nuscenes.evidence.records import EvidenceDocument, EvScene
 from dataset_devkit.nuscenes.evidence.tags import scene_tags
-from dataset_devkit.nuscenes.export_tables import Tables
+from dataset_devkit.nuscenes.export.tables import Tables
 from dataset_devkit.nuscenes.spec import (
     ANNOTATIONS_FILE,
     CONFIG_FILE,

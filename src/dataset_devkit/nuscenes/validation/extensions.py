@@ -18,8 +18,8 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
-from dataset_devkit.nuscenes.validation_io import DatarootReader
-from dataset_devkit.nuscenes.validation_tables import LoadedTables
+from dataset_devkit.nuscenes.validation.io import DatarootReader
+from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
 __all__ = ["LoadedExtensions", "check_source_contract", "load_extensions"]
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.nuscenes.common.geometry import quat_normalize
+from dataset_devkit.nuscenes.common.tokens import make_token
 from dataset_devkit.nuscenes.evidence.records import (
     EvFrame,
     EvidenceDocument,
@@ -21,7 +23,6 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvRecording,
     EvScene,
 )
-from dataset_devkit.nuscenes.geometry import quat_normalize
 from dataset_devkit.nuscenes.spec import (
     CAMERA_MODALITY,
     JPEG_FILEFORMAT,
@@ -39,7 +40,6 @@ from dataset_devkit.nuscenes.spec import (
     Scene,
     Sensor,
 )
-from dataset_devkit.nuscenes.tokens import make_token
 
 __all__ = ["ExportedFrame", "Tables", "build_tables", "scene_name"]
 
