@@ -206,7 +206,7 @@ def test_an_image_swapped_after_the_manifest_check_is_caught(
     copy: Path, published: tuple[Path, Fixture], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dataset_devkit.integrity import verify_tree as real_verify
-    from dataset_devkit.nuscenes import validation
+    from dataset_devkit.nuscenes.validation import dataroot as validation
 
     rel = published[1].tables["sample_data"][0]["filename"]
 
