@@ -8,8 +8,8 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError, MissingPathError
 from dataset_devkit.nuscenes import build_evidence, export_dataset
-from dataset_devkit.nuscenes import export as export_module
 from dataset_devkit.nuscenes.evidence import Evidence, writer
+from dataset_devkit.nuscenes.export import dataset as export_module
 from tests.nuscenes.helpers import CONFIG
 
 
