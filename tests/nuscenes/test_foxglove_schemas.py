@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import descriptor_pb2
 
 from dataset_devkit.nuscenes import read_mcap
-from dataset_devkit.nuscenes.foxglove_schemas import SCHEMA_NAMES, schema_data
+from dataset_devkit.nuscenes.common.foxglove_schemas import SCHEMA_NAMES, schema_data
 from dataset_devkit.nuscenes.samples import SampleDrive, sample_events, write_sample_mcap
 
 DRIVE = SampleDrive(duration_s=2.0)

@@ -2,7 +2,7 @@
 
 A vehicle drives east at constant speed near Munich; each camera sees a frame-numbered
 gradient. :func:`write_sample_mcap` writes it with the ``mcap`` writer as Foxglove messages,
-protobuf (schemas in :mod:`dataset_devkit.nuscenes.foxglove_schemas`) or JSON;
+protobuf (schemas in :mod:`dataset_devkit.nuscenes.common.foxglove_schemas`) or JSON;
 :func:`write_sample_decoded` writes a decoded recording folder (videos through PyAV).
 Nothing here is committed as binary data.
 """
@@ -204,7 +204,7 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
         from mcap.writer import CompressionType, Writer
     except ImportError as exc:
         raise MissingDependencyError("mcap", extra="mcap", purpose="writing sample MCAP") from exc
-    from dataset_devkit.nuscenes.foxglove_schemas import message_class, schema_data
+    from dataset_devkit.nuscenes.common.foxglove_schemas import message_class, schema_data
 
     def msg(name: str, **fields: Any) -> Any:
         return message_class(f"foxglove.{name}")(**fields)

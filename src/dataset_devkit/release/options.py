@@ -12,7 +12,7 @@ from typing import Literal
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.release.families import FamilyRules
-from dataset_devkit.release.readme import README_LANGS, ReadmeLang
+from dataset_devkit.release.readme_text import README_LANGS, ReadmeLang
 from dataset_devkit.release.spec import DEFAULT_PACKAGE_LIMIT
 
 __all__ = ["PackOptions"]

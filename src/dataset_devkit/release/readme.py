@@ -6,33 +6,17 @@ Chinese-speaking users (:mod:`dataset_devkit.release.readme_zh`).
 
 from __future__ import annotations
 
-from typing import Final, Literal
-
-from rich.filesize import decimal
-
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.release.readme_text import README_LANGS, ReadmeLang, approx, flag
 from dataset_devkit.release.spec import ReleaseManifest, ValidationReport
 
-__all__ = ["README_LANGS", "ReadmeLang", "approx", "flag", "render_readme"]
-
-ReadmeLang = Literal["en", "zh"]
-README_LANGS: Final = ("en", "zh")
-
-
-def approx(size: int) -> str:
-    """A decimal size a person reads at a glance: ``146.3 GB``, ``5.0 kB``, ``12 bytes``."""
-    return decimal(size)
+__all__ = ["README_LANGS", "ReadmeLang", "render_readme"]
 
 
 def _gb(size: int) -> str:
     if size < 1000:
         return f"{size:,} bytes"
     return f"{size:,} bytes (about {approx(size)})"
-
-
-def flag(family: str) -> str:
-    """The ``unpack.py`` option that selects *family*."""
-    return f"--{family}" if family in ("base", "depth") else f"--family {family}"
 
 
 _flag = flag

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from dataset_devkit.release.readme import approx, flag
+from dataset_devkit.release.readme_text import approx, flag
 from dataset_devkit.release.spec import ReleaseManifest, ValidationReport
 
 __all__ = ["render_readme_zh"]
