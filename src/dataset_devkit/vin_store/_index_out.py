@@ -1,0 +1,127 @@
+"""The driver's side of the index: shard records in, index files out, in bounded memory.
+
+Shard records arrive in shard order. Their lines go straight to ``sample_index.jsonl``
+(hashed as written); what stays in memory is the compact index itself: an int64 sample
+index, a uint8 split code and a uint64 key hash per sample (17 bytes; 170 MB for ten
+million samples), from which the sidecar, the split files and the duplicate-key check are
+made at the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from dataset_devkit.vin_store._rows import SPLIT_CODES
+from dataset_devkit.vin_store._shard_task import ShardRecord
+from dataset_devkit.vin_store.errors import VinOfflineSchemaError
+from dataset_devkit.vin_store.spec import (
+    SAMPLE_INDEX_NAME,
+    SAMPLE_INDEX_SIDECAR_NAME,
+    SPLIT_NAMES,
+    SPLITS_DIR,
+)
+from dataset_devkit.vin_store.writer import _HashedFile
+
+__all__ = ["IndexWriter", "resolve_indices"]
+
+
+def resolve_indices(raw: npt.NDArray[np.int64], last: int) -> npt.NDArray[np.int64]:
+    """Fill implicit entries (-1) with the previous sample's index + 1, as a running count."""
+    n = raw.shape[0]
+    position = np.arange(n, dtype=np.int64)
+    anchor = np.where(raw >= 0, position, -1)
+    np.maximum.accumulate(anchor, out=anchor)
+    base = np.where(anchor >= 0, raw[np.maximum(anchor, 0)], last)
+    resolved: npt.NDArray[np.int64] = base + (position - anchor)
+    return resolved
+
+
+class IndexWriter:
+    """Stream ``sample_index.jsonl`` from shard records; write sidecar and splits at the end."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self._jsonl = _HashedFile(tree / SAMPLE_INDEX_NAME)
+        self._indices: list[npt.NDArray[np.int64]] = []
+        self._splits: list[npt.NDArray[np.uint8]] = []
+        self._hashes: list[npt.NDArray[np.uint64]] = []
+        self.last = -1
+        self.count = 0
+        self.files: dict[str, tuple[int, str]] = {}
+
+    def add(self, record: ShardRecord) -> None:
+        """Append one shard's lines, checking its sample indices continue to increase."""
+        raw = np.frombuffer(record.raw_index, dtype="<i8")
+        resolved = resolve_indices(raw, self.last)
+        tails = record.tails.split(b"\n")[:-1]
+        previous = np.concatenate([[self.last], resolved[:-1]])
+        bad = np.flatnonzero(resolved <= previous)
+        if bad.size:
+            j = int(bad[0])
+            key = msgspec.json.decode(b"{" + tails[j])["sample_key"]
+            raise VinOfflineSchemaError(
+                f"sample {key!r}: sample_index must be >= 0 and increase, found "
+                f"{int(resolved[j])}" + (f" after {int(previous[j])}" if previous[j] >= 0 else ""),
+                key="sample_index",
+            )
+        self._jsonl.write(
+            b"".join(
+                [
+                    b'{"sample_index":%d,%b\n' % (index, tail)
+                    for index, tail in zip(resolved.tolist(), tails, strict=True)
+                ]
+            )
+        )
+        self._indices.append(resolved)
+        self._splits.append(np.frombuffer(record.splits, dtype="u1"))
+        self._hashes.append(np.frombuffer(record.key_hashes, dtype="<u8"))
+        self.last = int(resolved[-1])
+        self.count += resolved.shape[0]
+
+    def finish(self) -> dict[str, int]:
+        """Close the lines, check keys are unique, write sidecar and splits; split sizes."""
+        self.files[SAMPLE_INDEX_NAME] = self._jsonl.close()
+        self._check_unique_keys()
+        indices = np.concatenate(self._indices) if self._indices else np.empty(0, "<i8")
+        splits = np.concatenate(self._splits) if self._splits else np.empty(0, "u1")
+        self._indices, self._splits = [indices], [splits]
+        self._save(SAMPLE_INDEX_SIDECAR_NAME, indices)
+        (self.tree / SPLITS_DIR).mkdir()
+        sizes = {}
+        for name in SPLIT_NAMES:
+            values = indices if name == "all" else indices[splits == SPLIT_CODES[name]]
+            self._save(f"{SPLITS_DIR}/{name}.npy", values)
+            sizes[name] = int(values.shape[0])
+        return sizes
+
+    def _save(self, relative: str, values: npt.NDArray[Any]) -> None:
+        handle = _HashedFile(self.tree / relative)
+        try:
+            np.lib.format.write_array(handle, np.ascontiguousarray(values, "<i8"), allow_pickle=False)
+        finally:
+            self.files[relative] = handle.close()
+
+    def _check_unique_keys(self) -> None:
+        hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0, "<u8")
+        self._hashes = []
+        order = np.argsort(hashes, kind="stable")
+        same = np.flatnonzero(hashes[order[1:]] == hashes[order[:-1]])
+        if not same.size:
+            return
+        wanted = {int(order[i]): int(order[i + 1]) for i in same.tolist()}
+        keys: dict[int, str] = {}
+        positions = set(wanted) | set(wanted.values())
+        with open(self.tree / SAMPLE_INDEX_NAME, "rb") as stream:
+            for number, line in enumerate(stream):
+                if number in positions:
+                    keys[number] = msgspec.json.decode(line)["sample_key"]
+                if number >= max(positions):
+                    break
+        for first, second in sorted(wanted.items()):
+            if keys[first] == keys[second]:  # not merely a 64-bit hash collision
+                raise VinOfflineSchemaError(f"sample_key {keys[first]!r} appears twice")
