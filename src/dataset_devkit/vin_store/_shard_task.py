@@ -204,6 +204,8 @@ def _write_from_sources(
     keys: set[str] = set()
 
     def flush() -> None:
+        if not block.count:
+            return
         for name, stream in numeric.items():
             stream.write(block.arrays[name][: block.count])
         for name, stream in records.items():

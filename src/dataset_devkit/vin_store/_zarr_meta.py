@@ -5,7 +5,9 @@ pipeline: about 35 MB/s here for one-row chunks, where a shard of a block is one
 buffer. The layout this format pins (one shard per array, one row per inner chunk, no
 compression, index at the end) makes both files pure functions of (dtype, shape): the
 metadata below is byte for byte what ``zarr.create_array`` writes for it (a test compares
-the two for every numeric dtype), and the index is arithmetic plus a CRC32C.
+the two for every numeric dtype), except that the format names the little-endian byte
+order for 1-byte types too, where zarr leaves it out; and the index is arithmetic plus a
+CRC32C.
 """
 
 from __future__ import annotations

@@ -134,6 +134,8 @@ class NumericBlockStream:
                 f"block {self.spec.name!r}: more than the {self.num_rows} rows declared",
                 key=self.spec.name,
             )
+        if not rows.shape[0]:
+            return
         if prehashed is not None:
             if self.rows_written:
                 raise ValueError("prehashed rows must be the block's first write")
