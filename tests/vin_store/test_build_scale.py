@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import psutil
+import psutil  # type: ignore[import-untyped]
 import pytest
 
 from dataset_devkit.vin_store import (
@@ -38,7 +38,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def _sources_of(*bounds: int, produce: object = _sources.produce) -> list[VinOfflineShardSource]:
     return [
         VinOfflineShardSource(produce, a, b)  # type: ignore[arg-type]
-        for a, b in zip(bounds, bounds[1:], strict=False)
+        for a, b in itertools.pairwise(bounds)
     ]
 
 
@@ -79,6 +79,22 @@ def test_a_source_that_gives_the_wrong_count_is_named(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # bad input leaves nothing to resume
 
 
+def test_index_batches_name_the_line_of_the_whole_file(tmp_path: Path) -> None:
+    from dataset_devkit.vin_store import VinOfflineFormatError, VinOfflineIndexRecord
+
+    path = tmp_path / "sample_index.jsonl"
+    good = b'{"sample_index":%d,"sample_key":"k%d","scene_id":"s","snippet_id":"x",'
+    good += b'"split":"all","shard_id":"shard-000000","row":%d}\n'
+    lines = [good % (i, i, i) for i in range(7)]
+    lines[4] = lines[4].replace(b'"row":4', b'"row":-4')
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(VinOfflineFormatError) as caught:
+        list(VinOfflineIndexRecord.read_batches(path, lines=2))
+    assert caught.value.field == "line 5 $.row"
+    path.write_bytes(b"".join(lines[:4]))
+    assert [first for first, _ in VinOfflineIndexRecord.read_batches(path, lines=3)] == [1, 4]
+
+
 def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path: Path) -> None:
     row = 16 * 3 * 4 + 8  # float32 points + int64 length ...
     record = len(
@@ -99,7 +115,10 @@ def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path
     assert seen[0].samples_total == 30 and seen[0].samples_per_s > 0
 
 
-@pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "int32", "uint64", "float16", "float64"])
+DTYPES = ["bool", "int8", "uint16", "int32", "uint64", "float16", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_block_files_are_byte_identical_to_zarr_python(tmp_path: Path, dtype: str) -> None:
     import zarr
     from zarr.storage import LocalStore
@@ -131,7 +150,7 @@ import resource, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 import numpy as np
-from dataset_devkit.vin_store import VinOfflineSample, VinOfflineShardSource, build_vin_offline_store
+from dataset_devkit.vin_store import VinOfflineShardSource, build_vin_offline_store
 from tests.vin_store._big import produce
 
 out, n, partitioned = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
@@ -155,10 +174,15 @@ def test_memory_is_bounded_by_shards_in_flight_not_by_the_sample_count(
     # 48 samples of 2 MiB of float16 voxel features (96 MiB) in 4 MiB shards: the driver
     # holds max_pending + 1 shards, a worker a few blocks. The old builder held them all.
     n = 48
+    command = [sys.executable, "-c", _MEMORY_SCRIPT, str(tmp_path / "out"), str(n)]
     result = subprocess.run(
-        [sys.executable, "-c", _MEMORY_SCRIPT, str(tmp_path / "out"), str(n), str(int(partitioned))],
-        env=ENV, capture_output=True, text=True, check=True, timeout=120,
-    )  # fmt: skip
+        [*command, str(int(partitioned))],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     grown = int(result.stdout.strip())
     assert grown < 40 << 20, f"peak RSS grew by {grown / 2**20:.0f} MiB building {2 * n} MiB"
     assert VinOfflineStoreReader(tmp_path / "out").manifest.stats["num_samples"] == n
@@ -190,7 +214,7 @@ def test_a_killed_build_leaves_no_worker_and_resumes_to_the_same_root(tmp_path: 
     finally:
         if child.poll() is None:
             child.kill()
-    gone, alive = psutil.wait_procs(family, timeout=5)
+    _, alive = psutil.wait_procs(family, timeout=5)
     assert not alive, f"orphaned after the builder was killed: {[p.pid for p in alive]}"
     assert not out.exists()
 

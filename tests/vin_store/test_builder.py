@@ -21,7 +21,6 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreReader,
     build_vin_offline_store,
 )
-
 from tests.vin_store._sources import produce
 
 Factory = Callable[..., list[VinOfflineSample]]

@@ -9,6 +9,7 @@ made at the end.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,9 @@ from dataset_devkit.vin_store.spec import (
     SPLITS_DIR,
 )
 from dataset_devkit.vin_store.writer import _HashedFile
+
+#: ``np.save``'s own writer (the same bytes), into a file that hashes what it writes.
+write_array: Callable[..., None] = np.lib.format.write_array
 
 __all__ = ["IndexWriter", "resolve_indices"]
 
@@ -102,7 +106,8 @@ class IndexWriter:
     def _save(self, relative: str, values: npt.NDArray[Any]) -> None:
         handle = _HashedFile(self.tree / relative)
         try:
-            np.lib.format.write_array(handle, np.ascontiguousarray(values, "<i8"), allow_pickle=False)
+            array = np.ascontiguousarray(values, "<i8")
+            write_array(handle, array, allow_pickle=False)
         finally:
             self.files[relative] = handle.close()
 

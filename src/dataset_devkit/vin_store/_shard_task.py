@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
-from dataset_devkit.vin_store.sources import Piece, VinOfflineShardSource
+from dataset_devkit.vin_store.sources import VinOfflineShardSource
 from dataset_devkit.vin_store.spec import SHARDS_DIR, VinOfflineShardSpec
 from dataset_devkit.vin_store.writer import VinOfflineShardWriter
 
@@ -148,7 +148,15 @@ def run_shard(task: ShardTask) -> ShardRecord:
         index = _write_from_sources(task, writer, shard_id)
     spec = writer.finish(shard_id, f"{SHARDS_DIR}/{shard_id}", task.row_start)
     files = [(rel, size, digest) for rel, (size, digest) in sorted(writer.files.items())]
-    record = ShardRecord(key=key, spec=spec, files=files, **index)
+    record = ShardRecord(
+        key=key,
+        spec=spec,
+        files=files,
+        raw_index=index["raw_index"],
+        splits=index["splits"],
+        key_hashes=index["key_hashes"],
+        tails=index["tails"],
+    )
     _write_record(record_path, record)
     return record
 
@@ -208,9 +216,9 @@ def _write_from_sources(
             return
         for name, stream in numeric.items():
             stream.write(block.arrays[name][: block.count])
-        for name, stream in records.items():
+        for name, record_stream in records.items():
             for item in block.records[name]:
-                stream.append(item)
+                record_stream.append(item)
         n = block.count
         index["raw_index"].append(block.raw_index[:n].tobytes())
         index["splits"].append(block.splits[:n].tobytes())
@@ -242,8 +250,10 @@ def _write_from_sources(
                 f"expected {stop - start}"
             )
     flush()
-    for stream in [*numeric.values(), *records.values()]:
+    for stream in numeric.values():
         stream.close()
+    for record_stream in records.values():
+        record_stream.close()
     return {name: b"".join(parts) for name, parts in index.items()}
 
 
@@ -261,9 +271,7 @@ def _reusable(record_path: Path, shard_dir: Path, key: str) -> ShardRecord | Non
     if record.key != key or not shard_dir.is_dir():
         return None
     found = sorted(
-        os.path.relpath(os.path.join(root, name), shard_dir).replace(os.sep, "/")
-        for root, _, names in os.walk(shard_dir)
-        for name in names
+        p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if not p.is_dir()
     )
     if found != [rel for rel, _, _ in record.files]:
         return None
@@ -273,7 +281,9 @@ def _reusable(record_path: Path, shard_dir: Path, key: str) -> ShardRecord | Non
         except OSError:
             return None
         with os.fdopen(fd, "rb") as stream:
-            if os.fstat(fd).st_size != size or hashlib.file_digest(stream, "sha256").hexdigest() != digest:
+            if os.fstat(fd).st_size != size:
+                return None
+            if hashlib.file_digest(stream, "sha256").hexdigest() != digest:
                 return None
     return msgspec.structs.replace(record, reused=True)
 
@@ -285,4 +295,4 @@ def _write_record(path: Path, record: ShardRecord) -> None:
         stream.write(msgspec.msgpack.encode(record))
         stream.flush()
         os.fsync(stream.fileno())
-    os.replace(temporary, path)
+    temporary.replace(path)

@@ -63,8 +63,8 @@ class BuildDirs:
         """Make an interrupted tree writable and drop all but its shards (rebuilt anyway)."""
         for root, dirs, _ in os.walk(self.tree):
             for name in dirs:
-                os.chmod(os.path.join(root, name), 0o700, follow_symlinks=False)
-        os.chmod(self.tree, 0o700)
+                (Path(root) / name).chmod(0o700, follow_symlinks=False)
+        self.tree.chmod(0o700)
         for entry in self.tree.iterdir():
             if entry.name == SHARDS_DIR and entry.is_dir() and not entry.is_symlink():
                 continue

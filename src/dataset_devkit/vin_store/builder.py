@@ -119,7 +119,11 @@ def _options_key(schema: Schema, rows: int, val_fraction: float) -> str:
 
 
 class _Run:
-    """Submits shard tasks in order with at most *max_pending* in flight; folds results."""
+    """Submits shard tasks in order with at most *max_pending* in flight; folds results.
+
+    A task's row buffers come back to ``free`` once its shard is written, so an iterable
+    build reuses the same few shards' worth of memory instead of faulting in new pages.
+    """
 
     def __init__(
         self,
@@ -128,21 +132,32 @@ class _Run:
         on_record: Callable[[ShardRecord], None],
     ) -> None:
         self.executor, self.max_pending, self.on_record = executor, max_pending, on_record
-        self.pending: collections.deque[Future[ShardRecord]] = collections.deque()
+        self.pending: collections.deque[tuple[Future[ShardRecord], RowBlock | None]] = (
+            collections.deque()
+        )
+        self.free: list[RowBlock] = []
 
-    def submit(self, task: ShardTask) -> None:
+    def _fold_one(self) -> None:
+        future, block = self.pending.popleft()
+        self.on_record(future.result())
+        if block is not None:
+            block.clear()
+            self.free.append(block)
+
+    def submit(self, task: ShardTask, block: RowBlock | None = None) -> None:
         while len(self.pending) >= self.max_pending:
-            self.on_record(self.pending.popleft().result())
-        self.pending.append(self.executor.submit(run_shard, task))
+            self._fold_one()
+        self.pending.append((self.executor.submit(run_shard, task), block))
 
     def drain(self) -> None:
         while self.pending:
-            self.on_record(self.pending.popleft().result())
+            self._fold_one()
 
     def abort(self) -> None:
-        for future in self.pending:
+        futures = [future for future, _ in self.pending]
+        for future in futures:
             future.cancel()
-        wait(self.pending)  # never release the build while a worker still writes into it
+        wait(futures)  # never release the build while a worker still writes into it
 
 
 def _check_options(
@@ -333,7 +348,7 @@ def _submit_samples(
     """Check and pack samples into shards of fixed rows in the driver; return the rows."""
     block: RowBlock | None = None
     schema: Schema | None = None
-    rows = options_key = ""
+    rows, options_key = 0, ""
     position = row_start = 0
     total = len(samples) if isinstance(samples, Sequence) else None
 
@@ -348,12 +363,12 @@ def _submit_samples(
             num_rows=full.count,
             schema=schema,
             val_fraction=val_fraction,
-            options_key=str(options_key),
+            options_key=options_key,
             rows=Rows.of(full),
         )
         position += 1
         row_start += full.count
-        run.submit(task)
+        run.submit(task, full)
 
     last = -1
     for number, sample in enumerate(samples):
@@ -369,12 +384,12 @@ def _submit_samples(
         block.add(sample, shard_id_of(position), block.count)
         if block.full:
             submit(block)
-            block = RowBlock(block.schema, block.capacity, val_fraction)
+            block = run.free.pop() if run.free else RowBlock(block.schema, rows, val_fraction)
     if block is None:
         raise VinOfflineSchemaError("no samples: a store needs at least one")
     if block.count:
         submit(block)
-    return int(rows)
+    return rows
 
 
 def _submit_sources(

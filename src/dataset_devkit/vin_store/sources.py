@@ -65,9 +65,7 @@ class VinOfflineShardSource:
 Piece = tuple[int, int, int]
 
 
-def plan_pieces(
-    sources: Sequence[VinOfflineShardSource], rows_per_shard: int
-) -> list[list[Piece]]:
+def plan_pieces(sources: Sequence[VinOfflineShardSource], rows_per_shard: int) -> list[list[Piece]]:
     """Cut the concatenated sources into shards of *rows_per_shard* rows (the last shorter).
 
     Returns the pieces of each shard, in order; a piece never spans two sources.

@@ -173,8 +173,7 @@ class RecordBlockStream:
         """Append one row's MessagePack bytes."""
         if self.count == self.num_records:
             raise VinOfflineSchemaError(
-                f"record block {self.spec.name!r}: more than the {self.num_records} rows "
-                "declared",
+                f"record block {self.spec.name!r}: more than the {self.num_records} rows declared",
                 key=self.spec.name,
             )
         self._pending.append(encoded)
