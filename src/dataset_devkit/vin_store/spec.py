@@ -245,15 +245,22 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
                         f"{len(records)}",
                         path=path,
                     )
-                for number, record in enumerate(records, start=first):
-                    if previous is not None and record.sample_index <= previous:
-                        raise InventoryError(
-                            f"sample_index must increase, found {record.sample_index} after "
-                            f"{previous}",
-                            path=path,
-                            field=f"line {number} $.sample_index",
-                        )
-                    previous = record.sample_index
+                indices = np.fromiter(
+                    (record.sample_index for record in records), dtype=np.int64, count=len(records)
+                )
+                steps = np.diff(indices, prepend=-1 if previous is None else previous)
+                if previous is None:
+                    steps[0] = 1
+                bad = np.flatnonzero(steps <= 0)
+                if bad.size:
+                    j = int(bad[0])
+                    before = previous if j == 0 else int(indices[j - 1])
+                    raise InventoryError(
+                        f"sample_index must increase, found {int(indices[j])} after {before}",
+                        path=path,
+                        field=f"line {first + j} $.sample_index",
+                    )
+                previous = int(indices[-1])
                 yield first, records
                 first += len(records)
 

@@ -8,6 +8,7 @@ record offsets.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -147,13 +148,15 @@ def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) ->
     count = 0
     try:
         for first, batch in VinOfflineIndexRecord.read_batches(path):
-            for number, rec in enumerate(batch, start=first):
-                place = next(expected, None)
-                if place is not None and (rec.shard_id, rec.row) != place:
-                    yield (
-                        f"{path} at line {number}: expected {place[0]} row {place[1]}, "
-                        f"found {rec.shard_id} row {rec.row}"
-                    )
+            places = list(itertools.islice(expected, len(batch)))
+            found = [(rec.shard_id, rec.row) for rec in batch]
+            if found != places:  # compared a batch at a time; named line by line
+                for number, place, got in zip(itertools.count(first), places, found, strict=False):
+                    if got != place:
+                        yield (
+                            f"{path} at line {number}: expected {place[0]} row {place[1]}, "
+                            f"found {got[0]} row {got[1]}"
+                        )
             parts.append(np.array([r.sample_index for r in batch], dtype="<i8"))
             codes.append(np.array([SPLIT_NAMES.index(r.split) for r in batch], dtype="u1"))
             count += len(batch)
