@@ -15,8 +15,8 @@ import numpy as np
 import psutil  # type: ignore[import-untyped]
 import pytest
 
+from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.vin_store import (
-    VinOfflineBuildProgress,
     VinOfflineSchemaError,
     VinOfflineShardSource,
     VinOfflineShardWriter,
@@ -100,7 +100,7 @@ def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path
     record = len(
         __import__("msgspec").msgpack.encode(_sources.sample(0).records["oracle.candidate_pcs"])
     )
-    seen: list[VinOfflineBuildProgress] = []
+    seen: list[ProgressUpdate] = []
     with ThreadPoolExecutor(2) as pool:
         result = build_vin_offline_store(
             list(_sources.produce(0, 30)), tmp_path / "out", shard_bytes=7 * (row + record),
@@ -109,10 +109,10 @@ def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path
     manifest = VinOfflineStoreReader(tmp_path / "out").manifest
     assert manifest.stats["rows_per_shard"] == 7
     assert [s.num_rows for s in manifest.shards] == [7, 7, 7, 7, 2]
-    assert result.num_shards == len(seen) == 5
-    assert [p.samples_done for p in seen] == [7, 14, 21, 28, 30]
-    assert seen[-1].shards_total == 5 and seen[-1].eta_s == 0.0
-    assert seen[0].samples_total == 30 and seen[0].samples_per_s > 0
+    assert result.num_shards == 5
+    assert [(u.stage, u.unit) for u in seen] == [("build", "samples")] * 6
+    assert [u.total_items for u in seen] == [30, None, None, None, None, None]
+    assert [u.items for u in seen] == [0, 7, 7, 7, 7, 2]  # one update per finished shard
 
 
 DTYPES = ["bool", "int8", "uint16", "int32", "uint64", "float16", "float64"]

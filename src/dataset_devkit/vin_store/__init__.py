@@ -10,7 +10,6 @@ from typing import Any
 
 from dataset_devkit.vin_store.builder import (
     DEFAULT_SHARD_BYTES,
-    VinOfflineBuildProgress,
     VinOfflineBuildResult,
     VinOfflineSample,
     build_vin_offline_store,
@@ -47,7 +46,6 @@ __all__ = [
     "UnsupportedVersionError",
     "VinOfflineBatchedTorchDataset",
     "VinOfflineBlockSpec",
-    "VinOfflineBuildProgress",
     "VinOfflineBuildResult",
     "VinOfflineFormatError",
     "VinOfflineIndexRecord",

@@ -13,8 +13,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from concurrent.futures import Executor, Future, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import msgspec
 
 from dataset_devkit.errors import ConfigError, VerificationFailed
 from dataset_devkit.integrity import path_argument, publish_tree
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.staging import pin_parent
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store._pool import default_workers, process_pool, thread_pool
@@ -46,7 +46,6 @@ from dataset_devkit.vin_store.spec import OFFLINE_DATASET_VERSION, VinOfflineMat
 
 __all__ = [
     "DEFAULT_SHARD_BYTES",
-    "VinOfflineBuildProgress",
     "VinOfflineBuildResult",
     "VinOfflineSample",
     "build_vin_offline_store",
@@ -67,35 +66,6 @@ class VinOfflineBuildResult:
     num_samples: int
     num_shards: int
     reused_shards: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class VinOfflineBuildProgress:
-    """Where a build is, reported after each finished shard.
-
-    ``shards_total`` and ``samples_total`` are None when an iterable of unknown length is
-    being built; then ``eta_s`` is None too.
-    """
-
-    shards_done: int
-    shards_total: int | None
-    samples_done: int
-    samples_total: int | None
-    reused_shards: int
-    elapsed_s: float
-
-    @property
-    def samples_per_s(self) -> float:
-        return self.samples_done / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-    @property
-    def eta_s(self) -> float | None:
-        if self.samples_total is None or self.samples_done == 0:
-            return None
-        return (self.samples_total - self.samples_done) / max(self.samples_per_s, 1e-9)
-
-
-ProgressCallback = Callable[[VinOfflineBuildProgress], None]
 
 
 def _positive_int(value: object, name: str, *, allow_none: bool) -> int | None:
@@ -209,7 +179,7 @@ def build_vin_offline_store(
     workers: int | None = None,
     max_pending: int = 4,
     resume: bool = True,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     materialized_blocks: VinOfflineMaterializedBlocks | None = None,
     source: Mapping[str, Any] | None = None,
     oracle: Mapping[str, Any] | None = None,
@@ -249,7 +219,9 @@ def build_vin_offline_store(
         inputs and options are the same (partitioned sources: the same functions and
         ranges; iterable: the same rows). False starts over.
     progress
-        Called after each finished shard with a :class:`VinOfflineBuildProgress`.
+        The shared progress protocol: a first update with the total samples when known
+        (a sequence, or sources), then one per finished shard (stage ``"build"``, its rows
+        as ``samples``), from this thread; the renderer derives rate and ETA.
     materialized_blocks
         Family flags; default inferred from block names. Checked against the shards.
     """
@@ -263,26 +235,14 @@ def build_vin_offline_store(
     from dataset_devkit.vin_store.verify import raise_for_store_issues  # imports the reader
 
     dirs = BuildDirs(out, resume=resume)
-    started = time.perf_counter()
-    state: dict[str, Any] = {"records": [], "reused": 0, "samples": 0, "totals": (None, None)}
+    state: dict[str, Any] = {"records": [], "reused": 0, "samples": 0, "progress": progress}
 
-    def report(record: ShardRecord) -> None:
+    def fold(record: ShardRecord) -> None:
         index.add(record)
         state["records"].append((record.spec, record.files))
         state["reused"] += record.reused
         state["samples"] += record.spec.num_rows
-        if progress is not None:
-            shards_total, samples_total = state["totals"]
-            progress(
-                VinOfflineBuildProgress(
-                    shards_done=len(state["records"]),
-                    shards_total=shards_total,
-                    samples_done=state["samples"],
-                    samples_total=samples_total,
-                    reused_shards=state["reused"],
-                    elapsed_s=time.perf_counter() - started,
-                )
-            )
+        report(progress, ProgressUpdate("build", items=record.spec.num_rows, unit="samples"))
 
     with ExitStack() as stack:
         stack.callback(dirs.release)
@@ -290,7 +250,7 @@ def build_vin_offline_store(
         if executor is None:
             pool = thread_pool(count) if sources is None else process_pool(count)
             executor = stack.enter_context(pool)
-        run = _Run(executor, max_pending, report)
+        run = _Run(executor, max_pending, fold)
         try:
             if sources is None:
                 rows = _submit_samples(
@@ -350,7 +310,8 @@ def _submit_samples(
     schema: Schema | None = None
     rows, options_key = 0, ""
     position = row_start = 0
-    total = len(samples) if isinstance(samples, Sequence) else None
+    total = len(samples) if isinstance(samples, Sized) else None
+    report(state["progress"], ProgressUpdate("build", unit="samples", total_items=total))
 
     def submit(full: RowBlock) -> None:
         nonlocal position, row_start
@@ -378,8 +339,6 @@ def _submit_samples(
             schema = Schema.of(sample)
             rows = _rows_for(schema, shard_bytes, cap)
             options_key = _options_key(schema, rows, val_fraction)
-            if total is not None:
-                state["totals"] = (-(-total // rows), total)
             block = RowBlock(schema, rows, val_fraction)
         block.add(sample, shard_id_of(position), block.count)
         if block.full:
@@ -407,7 +366,8 @@ def _submit_sources(
     rows = _rows_for(schema, shard_bytes, cap)
     options_key = _options_key(schema, rows, val_fraction)
     plan = plan_pieces(sources, rows)
-    state["totals"] = (len(plan), sum(len(s) for s in sources))
+    total = sum(len(s) for s in sources)
+    report(state["progress"], ProgressUpdate("build", unit="samples", total_items=total))
     row_start = 0
     for position, pieces in enumerate(plan):
         described = tuple((sources[i], a, b) for i, a, b in pieces)
