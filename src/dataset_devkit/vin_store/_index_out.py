@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._rows import SPLIT_CODES
 from dataset_devkit.vin_store._shard_task import ShardRecord
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
@@ -26,7 +27,6 @@ from dataset_devkit.vin_store.spec import (
     SPLIT_NAMES,
     SPLITS_DIR,
 )
-from dataset_devkit.vin_store.writer import _HashedFile
 
 #: ``np.save``'s own writer (the same bytes), into a file that hashes what it writes.
 write_array: Callable[..., None] = np.lib.format.write_array
@@ -50,7 +50,7 @@ class IndexWriter:
 
     def __init__(self, tree: Path) -> None:
         self.tree = tree
-        self._jsonl = _HashedFile(tree / SAMPLE_INDEX_NAME)
+        self._jsonl = HashedFile(tree / SAMPLE_INDEX_NAME)
         self._indices: list[npt.NDArray[np.int64]] = []
         self._splits: list[npt.NDArray[np.uint8]] = []
         self._hashes: list[npt.NDArray[np.uint64]] = []
@@ -104,7 +104,7 @@ class IndexWriter:
         return sizes
 
     def _save(self, relative: str, values: npt.NDArray[Any]) -> None:
-        handle = _HashedFile(self.tree / relative)
+        handle = HashedFile(self.tree / relative)
         try:
             array = np.ascontiguousarray(values, "<i8")
             write_array(handle, array, allow_pickle=False)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ContentManifest, ManifestEntry
+from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.spec import (
@@ -24,7 +25,6 @@ from dataset_devkit.vin_store.spec import (
     VinOfflineMaterializedBlocks,
     VinOfflineShardSpec,
 )
-from dataset_devkit.vin_store.writer import _HashedFile
 
 __all__ = ["write_store_files"]
 
@@ -76,7 +76,7 @@ def write_store_files(
             for rel, size, digest in files
         )
     content = ContentManifest.from_entries(entries, location=CONTENT_MANIFEST_NAME)
-    handle = _HashedFile(tree / CONTENT_MANIFEST_NAME)
+    handle = HashedFile(tree / CONTENT_MANIFEST_NAME)
     try:
         handle.write(content.to_bytes())
     finally:

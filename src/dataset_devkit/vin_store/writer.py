@@ -14,9 +14,7 @@ zarr-python, whose per-chunk pipeline ran at 35 MB/s.
 
 from __future__ import annotations
 
-import hashlib
 import io
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -26,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._zarr_meta import GROUP_METADATA, array_metadata, shard_index
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.spec import VinOfflineBlockSpec, VinOfflineShardSpec
@@ -40,10 +39,6 @@ __all__ = [
 ]
 
 _RECORD_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
-_OPEN_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-#: Files at least this large are fsynced by the worker that wrote them, so publication's
-#: seal finds them already on disk (small ones cost a journal commit each; seal does them).
-_FSYNC_FROM: Final = 1 << 20
 _FLUSH_BYTES: Final = 8 << 20
 
 
@@ -67,37 +62,6 @@ def encode_record(name: str, value: Any) -> bytes:
         ) from None
 
 
-class _HashedFile:
-    """A new file (exclusive, no-follow) that hashes exactly the bytes written to it."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self.fd = os.open(path, _OPEN_FLAGS, 0o644)
-        except FileExistsError:
-            raise DestinationExistsError(f"{path}: already exists") from None
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes | memoryview, *, hashed: bool = False) -> None:
-        """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed)."""
-        view = memoryview(data).cast("B")
-        if not hashed:
-            self.sha.update(view)  # releases the GIL on large buffers, as os.write does
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
-            self.size += written
-
-    def close(self) -> tuple[int, str]:
-        try:
-            if self.size >= _FSYNC_FROM:
-                os.fsync(self.fd)
-        finally:
-            os.close(self.fd)
-        return self.size, self.sha.hexdigest()
-
-
 class NumericBlockStream:
     """Rows of one numeric block, appended in blocks; the shard index is added on close."""
 
@@ -114,7 +78,7 @@ class NumericBlockStream:
         chunk = chunk_file_path(Path(path), len(shape)).as_posix()
         (writer.shard_dir / chunk).parent.mkdir(parents=True, exist_ok=True)
         self._relative = chunk
-        self._file = _HashedFile(writer.shard_dir / chunk)
+        self._file = HashedFile(writer.shard_dir / chunk)
 
     def write(self, rows: npt.NDArray[Any], *, prehashed: Any = None) -> None:
         """Append rows (C order, this block's dtype and row shape) in one write.
@@ -167,7 +131,7 @@ class RecordBlockStream:
         self.count = 0
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._file = _HashedFile(writer.shard_dir / spec.paths[0])
+        self._file = HashedFile(writer.shard_dir / spec.paths[0])
 
     def append(self, encoded: bytes) -> None:
         """Append one row's MessagePack bytes."""
@@ -236,7 +200,7 @@ class VinOfflineShardWriter:
         """Write one small file of the shard exclusively, creating its directories."""
         path = self.shard_dir / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = _HashedFile(path)
+        handle = HashedFile(path)
         try:
             handle.write(data)
         finally:
