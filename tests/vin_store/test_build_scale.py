@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.vin_store import (
+    VinOfflineSample,
     VinOfflineSchemaError,
     VinOfflineShardSource,
     VinOfflineShardWriter,
@@ -227,3 +229,30 @@ def test_a_killed_build_leaves_no_worker_and_resumes_to_the_same_root(tmp_path: 
         )
     assert resumed.root_sha256 == fresh.root_sha256
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "out"]  # no build state left
+
+
+def test_an_iterable_build_that_crashed_resumes_from_its_finished_shards(tmp_path: Path) -> None:
+    def crashing() -> Iterator[VinOfflineSample]:
+        yield from _sources.produce(0, 9)
+        raise OSError("the camera archive went away")
+
+    with ThreadPoolExecutor(2) as pool:
+        for name in ("out", "other"):
+            with pytest.raises(OSError, match="went away"):
+                build_vin_offline_store(
+                    crashing(), tmp_path / name, rows_per_shard=4, executor=pool
+                )
+            assert not (tmp_path / name).exists()
+            assert (tmp_path / f".{name}.vin-build-state").is_dir()  # kept for the re-run
+        resumed = build_vin_offline_store(
+            _sources.produce(0, 11), tmp_path / "out", rows_per_shard=4, executor=pool
+        )
+        changed = build_vin_offline_store(  # other rows in every shard: nothing is reused
+            _sources.produce(1, 12), tmp_path / "other", rows_per_shard=4, executor=pool
+        )
+        fresh = build_vin_offline_store(
+            _sources.produce(0, 11), tmp_path / "fresh", rows_per_shard=4, executor=pool
+        )
+    assert (resumed.reused_shards, changed.reused_shards, fresh.reused_shards) == (2, 0, 0)
+    assert resumed.root_sha256 == fresh.root_sha256 != changed.root_sha256
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "other", "out"]
