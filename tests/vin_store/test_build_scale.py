@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import psutil  # type: ignore[import-untyped]
 import pytest
@@ -98,14 +99,15 @@ def test_index_batches_name_the_line_of_the_whole_file(tmp_path: Path) -> None:
 
 
 def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path: Path) -> None:
-    row = 16 * 3 * 4 + 8  # float32 points + int64 length ...
-    record = len(
-        __import__("msgspec").msgpack.encode(_sources.sample(0).records["oracle.candidate_pcs"])
-    )
+    first = _sources.sample(0)
+    row = 16 * 3 * 4 + 8  # float32 points + int64 length
+    record = len(msgspec.msgpack.encode(first.records["oracle.candidate_pcs"]))
+    ids = (first.sample_key, first.scene_id, first.snippet_id)
+    line = 100 + sum(len(msgspec.json.encode(i)) for i in ids)  # its index line, roughly
     seen: list[ProgressUpdate] = []
     with ThreadPoolExecutor(2) as pool:
         result = build_vin_offline_store(
-            list(_sources.produce(0, 30)), tmp_path / "out", shard_bytes=7 * (row + record),
+            list(_sources.produce(0, 30)), tmp_path / "out", shard_bytes=7 * (row + record + line),
             executor=pool, progress=seen.append,
         )  # fmt: skip
     manifest = VinOfflineStoreReader(tmp_path / "out").manifest
@@ -256,3 +258,19 @@ def test_an_iterable_build_that_crashed_resumes_from_its_finished_shards(tmp_pat
     assert (resumed.reused_shards, changed.reused_shards, fresh.reused_shards) == (2, 0, 0)
     assert resumed.root_sha256 == fresh.root_sha256 != changed.root_sha256
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh", "other", "out"]
+
+
+def test_index_lines_written_in_chunks_are_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.vin_store import _index_out
+
+    with ThreadPoolExecutor(2) as pool:
+        whole = build_vin_offline_store(
+            _sources.produce(0, 11), tmp_path / "whole", rows_per_shard=8, executor=pool
+        )
+        monkeypatch.setattr(_index_out, "_CHUNK_BYTES", 50)  # a line or two per chunk
+        chunked = build_vin_offline_store(
+            _sources.produce(0, 11), tmp_path / "chunked", rows_per_shard=8, executor=pool
+        )
+    assert chunked.root_sha256 == whole.root_sha256

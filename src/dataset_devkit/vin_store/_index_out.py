@@ -33,6 +33,8 @@ write_array: Callable[..., None] = np.lib.format.write_array
 
 __all__ = ["IndexWriter", "resolve_indices"]
 
+_CHUNK_BYTES = 4 << 20
+
 
 def resolve_indices(raw: npt.NDArray[np.int64], last: int) -> npt.NDArray[np.int64]:
     """Fill implicit entries (-1) with the previous sample's index + 1, as a running count."""
@@ -62,25 +64,36 @@ class IndexWriter:
         """Append one shard's lines, checking its sample indices continue to increase."""
         raw = np.frombuffer(record.raw_index, dtype="<i8")
         resolved = resolve_indices(raw, self.last)
-        tails = record.tails.split(b"\n")[:-1]
         previous = np.concatenate([[self.last], resolved[:-1]])
         bad = np.flatnonzero(resolved <= previous)
         if bad.size:
             j = int(bad[0])
-            key = msgspec.json.decode(b"{" + tails[j])["sample_key"]
+            tail = record.tails.split(b"\n")[j]  # an error: the whole split is fine here
+            key = msgspec.json.decode(b"{" + tail)["sample_key"]
             raise VinOfflineSchemaError(
                 f"sample {key!r}: sample_index must be >= 0 and increase, found "
                 f"{int(resolved[j])}" + (f" after {int(previous[j])}" if previous[j] >= 0 else ""),
                 key="sample_index",
             )
-        self._jsonl.write(
-            b"".join(
-                [
-                    b'{"sample_index":%d,%b\n' % (index, tail)
-                    for index, tail in zip(resolved.tolist(), tails, strict=True)
-                ]
+        tails, start, done = record.tails, 0, 0
+        while start < len(tails):  # a few MB of lines at a time, never a shard's worth
+            cut = tails.find(b"\n", start + _CHUNK_BYTES)
+            end = len(tails) if cut < 0 else cut + 1
+            lines = tails[start:end].split(b"\n")[:-1]
+            indices = resolved[done : done + len(lines)].tolist()
+            self._jsonl.write(
+                b"".join(
+                    [
+                        b'{"sample_index":%d,%b\n' % (index, tail)
+                        for index, tail in zip(indices, lines, strict=True)
+                    ]
+                )
             )
-        )
+            start, done = end, done + len(lines)
+        if done != resolved.shape[0]:
+            raise VinOfflineSchemaError(
+                f"{record.spec.shard_id}: {done} index lines for {resolved.shape[0]} rows"
+            )
         self._indices.append(resolved)
         self._splits.append(np.frombuffer(record.splits, dtype="u1"))
         self._hashes.append(np.frombuffer(record.key_hashes, dtype="<u8"))
@@ -114,10 +127,12 @@ class IndexWriter:
     def _check_unique_keys(self) -> None:
         hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0, "<u8")
         self._hashes = []
+        ordered = np.sort(hashes)
+        if not bool(np.any(ordered[1:] == ordered[:-1])):
+            return  # the common case, in 8 bytes per sample plus one sorted copy
+        del ordered
         order = np.argsort(hashes, kind="stable")
         same = np.flatnonzero(hashes[order[1:]] == hashes[order[:-1]])
-        if not same.size:
-            return
         wanted = {int(order[i]): int(order[i + 1]) for i in same.tolist()}
         keys: dict[int, str] = {}
         positions = set(wanted) | set(wanted.values())

@@ -114,12 +114,15 @@ def check_fields(sample: object, number: int, last: int | None = None) -> VinOff
 class Schema(msgspec.Struct, frozen=True):
     """Block names, dtypes and row shapes fixed by the first sample; picklable and small.
 
-    ``record_nbytes`` is the first sample's encoded record size per block: with the fixed
-    numeric bytes it sizes shards (:meth:`row_nbytes`).
+    ``record_nbytes`` is the first sample's encoded record size per block and
+    ``index_nbytes`` the size of its ``sample_index.jsonl`` line: with the fixed numeric
+    bytes they size shards (:meth:`row_nbytes`). The index line counts because a build
+    holds a shard's lines in memory too: for small rows they outweigh the data.
     """
 
     arrays: dict[str, tuple[str, tuple[int, ...]]]
     record_nbytes: dict[str, int]
+    index_nbytes: int
 
     @classmethod
     def of(cls, first: VinOfflineSample) -> Schema:
@@ -128,7 +131,9 @@ class Schema(msgspec.Struct, frozen=True):
             array = np.asarray(value)
             arrays[name] = (array.dtype.str, tuple(array.shape))
         records = {n: len(encode_record(n, v)) for n, v in sorted(first.records.items())}
-        schema = cls(arrays=arrays, record_nbytes=records)
+        ids = (first.sample_key, first.scene_id, first.snippet_id)
+        line = 100 + sum(len(_JSON.encode(value)) for value in ids)  # + the fixed keys
+        schema = cls(arrays=arrays, record_nbytes=records, index_nbytes=line)
         if not arrays and not records:
             raise VinOfflineSchemaError(f"sample {first.sample_key!r} has no blocks")
         overlap = sorted(set(records) & set(arrays))
@@ -154,7 +159,7 @@ class Schema(msgspec.Struct, frozen=True):
             np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
             for dtype, shape in self.arrays.values()
         )
-        return numeric + sum(self.record_nbytes.values())
+        return numeric + sum(self.record_nbytes.values()) + self.index_nbytes
 
 
 class RowBlock:
