@@ -42,7 +42,7 @@ __all__ = [
 #: Fixed creation time written to the manifest unless the caller gives one (determinism).
 DEFAULT_CREATED_AT = "1970-01-01T00:00:00Z"
 #: Default shard size target (see docs/vin_store.md for the measurement behind it).
-DEFAULT_SHARD_BYTES: Final = 64 << 20
+DEFAULT_SHARD_BYTES: Final = 128 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ def _check_options(
 ) -> None:
     _positive_int(shard_bytes, "shard_bytes", allow_none=True)
     _positive_int(rows_per_shard, "rows_per_shard", allow_none=True)
-    _positive_int(max_pending, "max_pending", allow_none=False)
+    _positive_int(max_pending, "max_pending", allow_none=True)
     if shard_bytes is None and rows_per_shard is None:
         raise ConfigError("give shard_bytes, rows_per_shard or both", key="shard_bytes")
     if isinstance(val_fraction, bool) or not isinstance(val_fraction, int | float):
@@ -111,7 +111,7 @@ def build_vin_offline_store(
     val_fraction: float = 0.0,
     executor: Executor | None = None,
     workers: int | None = None,
-    max_pending: int = 4,
+    max_pending: int | None = None,
     resume: bool = True,
     progress: OnProgress | None = None,
     materialized_blocks: VinOfflineMaterializedBlocks | None = None,
@@ -146,8 +146,9 @@ def build_vin_offline_store(
         8) that die with this process. A Dask client's ``get_executor()`` works too when
         its workers see the same filesystem.
     max_pending
-        Shards in flight at once: the driver of an iterable build holds at most this many
-        plus one shards' bytes.
+        Shards in flight at once. Default: *workers* + 1 for an iterable (its driver holds
+        at most this many plus one shards of rows), twice *workers* (at least 4) for
+        sources; raise it for an executor with more workers than this machine has cores.
     resume
         Reuse the shards a killed or failed build of the same *out* finished, when their
         inputs and options are the same (partitioned sources: the same functions and
@@ -184,6 +185,8 @@ def build_vin_offline_store(
         if executor is None:
             pool = thread_pool(count) if sources is None else process_pool(count)
             executor = stack.enter_context(pool)
+        if max_pending is None:  # keep every worker busy; iterable: bound the packed rows
+            max_pending = count + 1 if sources is None else max(4, 2 * count)
         run = Run(executor, max_pending, fold)
         try:
             if sources is None:
