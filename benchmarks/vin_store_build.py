@@ -46,6 +46,7 @@ import msgspec
 import numpy as np
 
 from dataset_devkit.vin_store import (
+    DEFAULT_SHARD_BYTES,
     VinOfflineSample,
     VinOfflineShardSource,
     build_vin_offline_store,
@@ -379,7 +380,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/vin-store-build-bench"))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--shard-mb", type=int, default=64)
+    parser.add_argument("--shard-mb", type=int, default=DEFAULT_SHARD_BYTES >> 20)
     parser.add_argument("--writers", default="memmap,memmap+fsync,mds,lance,vin,vin-sources")
     parser.add_argument("--task")
     parser.add_argument("--scale-task")
