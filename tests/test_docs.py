@@ -109,8 +109,10 @@ def test_bash_and_python_blocks_run(doc: Path, demo_out: Path, tmp_path: Path) -
             continue  # the fixture ran exactly this command
         if info == "bash":
             argv = ["bash", "-euo", "pipefail", "-c", body]
-        elif info == "python":
-            argv = [sys.executable, "-c", body]
+        elif info == "python":  # as a script file, as a user saves it (spawn pools need one)
+            script = tmp_path / f"doc_block_{line}.py"
+            script.write_text(body, "utf-8")
+            argv = [sys.executable, script.name]
         else:
             continue
         done = subprocess.run(
