@@ -200,7 +200,7 @@ def pack_release(
         )
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
-    files = scan_tree(tree)
+    files = scan_tree(tree, name)
     if not files:
         raise ConfigError(
             f"{tree}: the tree holds no files; there is nothing to release", key="tree"
