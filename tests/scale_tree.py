@@ -12,6 +12,8 @@ Shared by the scale tests and ``benchmarks/release_scale_tree.py``.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -103,3 +105,90 @@ def make_genvr_tree(root: Path, pairs: int = GENVR_PAIRS) -> TreeShape:
             files += 1
     depth = max(d.count("/") + 1 for d in directories if d)
     return TreeShape(root=root, pairs=pairs, directories=len(directories), files=files, depth=depth)
+
+
+def run_limited(
+    env: dict[str, str], args: list[str], *, nofile: int = 256, fsize: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``dataset-devkit ARGS`` in a child under ``RLIMIT_NOFILE`` (and ``RLIMIT_FSIZE``).
+
+    ``fsize`` makes every write past that many bytes fail with ``EFBIG``, the way a full
+    disk fails a write: a real fault in every write path, buffered or not.
+    """
+    code = (
+        "import resource, signal, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({nofile}, {nofile}))\n"
+        + (
+            "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+            f"resource.setrlimit(resource.RLIMIT_FSIZE, ({fsize}, {fsize}))\n"
+            if fsize is not None
+            else ""
+        )
+        + "from dataset_devkit.cli.app import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def make_stereo_export(out: Path, pairs: int) -> Path:
+    """A rendered export of *pairs* one-frame pairs, all in one map (hundreds of siblings).
+
+    One tiny real H.264 clip and camera track per eye are hard-linked into every pair (the
+    builder copies hard-linked exports as bytes), so the export is made in a fraction of a
+    second while every video still probes and decodes for real.
+    """
+    import msgspec
+
+    from dataset_devkit.stereo.sample import camera_track, write_clip
+    from dataset_devkit.stereo.source import SOURCE_FILE, SOURCE_FORMAT
+
+    proto = out / "proto"
+    proto.mkdir(parents=True)
+    for eye, name in enumerate(("left", "right")):
+        write_clip(proto / f"{name}.mp4", 1, 16, 16, eye, gop=1)
+        (proto / f"{name}.json").write_bytes(msgspec.json.encode(camera_track(1, 16, 16, eye)))
+    entries = []
+    for number in range(pairs):
+        folder = f"renders/{number:05d}"
+        (out / folder).mkdir(parents=True)
+        eyes = {}
+        for name in ("left", "right"):
+            for ext in ("mp4", "json"):
+                os.link(proto / f"{name}.{ext}", out / folder / f"{name}.{ext}")
+            eyes[name] = {"video": f"{folder}/{name}.mp4", "camera": f"{folder}/{name}.json"}
+        entries.append(
+            {
+                "map": 1,
+                "scene": 1 + number,
+                "cams": 0,
+                "fps": 24,
+                "num_frames": 1,
+                "width": 16,
+                "height": 16,
+                **eyes,
+                "scene_metadata": {
+                    "map_name": "Harbor",
+                    "environment": "harbour street",
+                    "time_of_day": "noon",
+                    "weather": "clear",
+                    "camera_motion": "static",
+                    "subjects": [],
+                },
+            }
+        )
+    export = {
+        "format": SOURCE_FORMAT,
+        "version": 1,
+        "dataset": "GenVR-duo",
+        "snapshot": "20261023",
+        "pairs": entries,
+    }
+    (out / SOURCE_FILE).write_bytes(msgspec.json.encode(export))
+    return out

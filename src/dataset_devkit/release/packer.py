@@ -24,6 +24,8 @@ from dataset_devkit.integrity import (
     remove_staging,
     remove_stale_staging,
 )
+from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, folder_mode
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseExistsError
@@ -49,6 +51,7 @@ from dataset_devkit.release.validate import (
     collect_read_backs,
     fsync_package,
     read_back_package,
+    restore_test_name,
 )
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
@@ -79,6 +82,9 @@ class PackOptions:
     restore_test
         Restore with the shipped ``unpack.py`` into scratch space: every new package
         (``full``), the first of each family (``sample``) or none.
+    readable_by
+        Who may read the release folder: ``owner`` (0700, the default), ``group`` (0750) or
+        ``all`` (0755).
     """
 
     name: str | None = None
@@ -88,6 +94,7 @@ class PackOptions:
     previous: Path | None = None
     read_back: bool = True
     restore_test: Literal["full", "sample", "none"] = "sample"
+    readable_by: ReadableBy = "owner"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +163,8 @@ def _write_packages(
 def _fsync_dir(path: Path) -> None:
     fd = open_dir_nofollow(path)
     try:
-        os.fsync(fd)
+        with naming(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -198,6 +206,7 @@ def pack_release(
             f"package limit must be an int of 4096 to 2**63 - 1 bytes, found {limit!r}",
             key="package_limit",
         )
+    readable = check_readable_by(opts.readable_by)
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
     files = scan_tree(tree, name)
@@ -222,7 +231,10 @@ def pack_release(
             key="deliver",
         )
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
-    remove_stale_staging(out)  # left by killed packers; a live packer's staging is locked
+    # Left by killed packers (their release and restore-test scratch directories); a live
+    # packer's staging directories are locked and stay.
+    remove_stale_staging(out)
+    remove_stale_staging(restore_test_name(out))
     staging = new_staging_dir(out)
     try:
         # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
@@ -281,10 +293,13 @@ def pack_release(
         # the parent's new entry after the no-replace rename.
         for folder in [*(staging / f for f in sorted(deliver)), staging]:
             _fsync_dir(folder)
+        with naming(staging):
+            staging.chmod(folder_mode(readable))  # created 0700; opened up only on request
         parent_fd = open_dir_nofollow(out.parent)
         try:
             rename_noreplace(parent_fd, staging.name, parent_fd, out.name)
-            os.fsync(parent_fd)
+            with naming(out.parent):
+                os.fsync(parent_fd)
         finally:
             os.close(parent_fd)
     except BaseException:

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Protocol
 
+from dataset_devkit.integrity.oserrors import naming
+
 __all__ = [
     "BUFFER_SIZE",
     "END_OF_ARCHIVE",
@@ -102,7 +104,8 @@ class TarPackageWriter:
                 self.write(END_OF_ARCHIVE)
                 self._flush()
                 if self._fsync:
-                    os.fsync(self._fd)
+                    with naming(self.path):
+                        os.fsync(self._fd)
                 self.sha256 = self._hash.hexdigest() if self._hash is not None else ""
         finally:
             os.close(self._fd)
@@ -110,8 +113,9 @@ class TarPackageWriter:
 
     def _flush(self) -> None:
         view = self._buffer[: self._fill]
-        while view:
-            view = view[os.write(self._fd, view) :]
+        with naming(self.path):  # a full disk names the package, not just the errno
+            while view:
+                view = view[os.write(self._fd, view) :]
         self._fill = 0
 
     def write(self, data: bytes | memoryview) -> None:

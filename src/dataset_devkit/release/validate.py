@@ -17,6 +17,7 @@ from dataset_devkit.integrity import (
     new_staging_dir,
     remove_staging,
 )
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -32,7 +33,13 @@ from dataset_devkit.release.spec import (
 if TYPE_CHECKING:
     from dataset_devkit.release.packer import PackOptions
 
-__all__ = ["collect_read_backs", "fsync_package", "read_back_package", "validate_release"]
+__all__ = [
+    "collect_read_backs",
+    "fsync_package",
+    "read_back_package",
+    "restore_test_name",
+    "validate_release",
+]
 
 
 def read_back_package(
@@ -57,7 +64,8 @@ def fsync_package(path: Path) -> None:
     the disk flush overlaps with the read-back and with writing the next package)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        os.fsync(fd)
+        with naming(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -82,6 +90,15 @@ def collect_read_backs(
     return records
 
 
+def restore_test_name(out: Path) -> Path:
+    """The name whose sibling staging directories hold the restore test's scratch space.
+
+    A packer killed during its restore test leaves ``.OUT.restore-test.staging-*``; the next
+    pack of *out* removes it (it is locked while its packer lives).
+    """
+    return out.with_name(out.name + ".restore-test")
+
+
 def _restore_test(
     staging: Path, out: Path, manifest: ReleaseManifest, families: list[str], mode: str
 ) -> RestoreTest:
@@ -89,7 +106,7 @@ def _restore_test(
     only = None
     if mode == "sample":
         only = sorted({min(p.name for p in new if p.family == f) for f in families})
-    scratch = new_staging_dir(out.with_name(out.name + ".restore-test"))
+    scratch = new_staging_dir(restore_test_name(out))
     try:
         # Scratch space that is deleted right after: durability (fsync) is not the point.
         first = unpack.unpack_release(
