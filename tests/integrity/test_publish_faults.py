@@ -121,3 +121,44 @@ def test_publish_killed_at_random_moments_is_finished_by_the_same_command(
         assert report.file_count == len(files)
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
         assert leftovers == []
+
+
+@pytest.mark.parametrize("how", ["write_bytes", "write_new", "copy_from"])
+def test_a_full_disk_in_any_leaf_write_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    from dataset_devkit.integrity import write_new
+
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"x" * 5000)
+    (tmp_path / "out").mkdir()
+
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real_fdopen = os.fdopen
+
+    class FullDisk:  # a buffered file whose writes fail as on a full disk
+        def __init__(self, fd: int, *args: object, **kwargs: object) -> None:
+            self.inner = real_fdopen(fd, "wb")
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.close()
+
+        def write(self, _data: object) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    monkeypatch.setattr(os, "fdopen", FullDisk)
+    with SafeDir.open(tmp_path / "out") as out, pytest.raises(OSError) as caught:
+        if how == "write_bytes":
+            out.write_bytes("a.bin", b"x" * 5000)
+        elif how == "write_new":
+            write_new(out, "a.bin", b"x" * 5000)
+        else:
+            out.copy_from(source, "a.bin")
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "out" / "a.bin")

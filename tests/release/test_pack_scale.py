@@ -21,10 +21,9 @@ def test_pack_and_verify_run_under_256_descriptors(
     genvr_tree: TreeShape, tmp_path: Path, package_env: dict[str, str]
 ) -> None:
     release = tmp_path / "release"
+    options = ["--package-limit", str(4 << 20), "--restore-test", "none", "--readable-by", "group"]
     done = run_limited(
-        package_env,
-        ["release", "pack", str(genvr_tree.root), "--out", str(release)]
-        + ["--package-limit", str(4 << 20), "--restore-test", "none", "--readable-by", "group"],
+        package_env, ["release", "pack", str(genvr_tree.root), "--out", str(release), *options]
     )
     assert done.returncode == 0, done.stderr
     manifest = json.loads((release / "manifest.json").read_bytes())
