@@ -124,3 +124,26 @@ def test_pack_killed_at_random_moments_is_finished_by_the_same_command(
         assert verify_release(release, []).packages == 1
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
         assert leftovers == []
+
+
+def test_a_restore_test_failure_is_reported_even_when_its_scratch_cannot_be_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.release import PackOptions, ReleaseVerificationError, pack_release, validate
+    from dataset_devkit.release import unpack as unpack_mod
+
+    tree = make_tree(tmp_path / "ds", FILES)
+
+    def out_of_descriptors(*_args: object, **_kwargs: object) -> None:
+        raise unpack_mod.UnpackError("scene0247: cannot open (Too many open files)")
+
+    def removal_fails_too(_path: Path) -> None:
+        raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+
+    monkeypatch.setattr(unpack_mod, "unpack_release", out_of_descriptors)
+    monkeypatch.setattr(validate, "remove_staging", removal_fails_too)
+    with pytest.raises(ReleaseVerificationError, match="restore test of the new release failed"):
+        pack_release(tree, tmp_path / "release", PackOptions())
+    monkeypatch.undo()
+    pack_release(tree, tmp_path / "release")  # the leftover scratch is removed by the re-run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "release"]

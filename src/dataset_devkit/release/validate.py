@@ -18,6 +18,7 @@ from dataset_devkit.integrity import (
     remove_staging,
 )
 from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.staging import release_staging_lock
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -99,6 +100,19 @@ def restore_test_name(out: Path) -> Path:
     return out.with_name(out.name + ".restore-test")
 
 
+def _remove_after_failure(scratch: Path) -> None:
+    """Remove the scratch space of a failed restore test without hiding why it failed.
+
+    A restore that ran out of descriptors or space can make the removal fail the same way;
+    the failure of the restore is what the user must see, and the next pack of the same
+    release removes the leftover (its lock died with this process).
+    """
+    try:
+        remove_staging(scratch)
+    except OSError:
+        release_staging_lock(scratch)  # abandoned: the next pack may take and remove it
+
+
 def _restore_test(
     staging: Path, out: Path, manifest: ReleaseManifest, families: list[str], mode: str
 ) -> RestoreTest:
@@ -132,11 +146,14 @@ def _restore_test(
                     f"the snapshot is {manifest.snapshot.root_sha256}"
                 )
     except unpack.UnpackError as exc:
+        _remove_after_failure(scratch)
         raise ReleaseVerificationError(
             "restore test of the new release failed", [str(exc)]
         ) from None
-    finally:
-        remove_staging(scratch)
+    except BaseException:
+        _remove_after_failure(scratch)
+        raise
+    remove_staging(scratch)
     return RestoreTest(
         mode="full" if only is None else "sample",
         packages=tuple(only if only is not None else [p.name for p in new]),
