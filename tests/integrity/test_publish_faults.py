@@ -162,3 +162,22 @@ def test_a_full_disk_in_any_leaf_write_names_the_file(
             out.copy_from(source, "a.bin")
     assert caught.value.errno == errno.ENOSPC
     assert caught.value.filename == str(tmp_path / "out" / "a.bin")
+
+
+def test_without_an_atomic_no_replace_rename_the_manifest_is_linked_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.errors import DestinationExistsError, PublicationError
+    from dataset_devkit.integrity import atomic
+
+    def unsupported(*_args: object) -> None:
+        raise PublicationError("atomic no-replace rename is not implemented on darwin")
+
+    monkeypatch.setattr(atomic, "rename_noreplace", unsupported)
+    root = make_tree(tmp_path / "tree", MANY)
+    written = write_manifest(root)
+    assert verify_tree(root).root_sha256 == written.root_sha256
+    assert os.stat(root / "content_manifest.json").st_nlink == 1
+    with SafeDir.open(root) as pinned, pytest.raises(DestinationExistsError):
+        atomic.write_atomic(pinned, "content_manifest.json", b"{}")
+    assert sorted(p.name for p in root.iterdir()) == ["content_manifest.json", "pairs"]

@@ -18,6 +18,7 @@ import re
 import secrets
 from typing import Final
 
+from dataset_devkit.errors import DestinationExistsError, PublicationError
 from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir
@@ -67,6 +68,25 @@ def remove_stale_partials(parent: SafeDir, name: str) -> list[str]:
     return removed
 
 
+def _move_noreplace(parent: SafeDir, temp: str, name: str) -> None:
+    """Give *temp* the name *name* without replacing anything.
+
+    ``renameat2(RENAME_NOREPLACE)`` where Linux has it; elsewhere a hard link (which also
+    fails on an existing name) and the removal of the temp name, so ``manifest`` keeps
+    working on macOS.
+    """
+    try:
+        rename_noreplace(parent.fd, temp, parent.fd, name)
+    except PublicationError:  # no atomic no-replace rename on this platform or filesystem
+        try:
+            os.link(temp, name, src_dir_fd=parent.fd, dst_dir_fd=parent.fd, follow_symlinks=False)
+        except FileExistsError as exc:
+            raise DestinationExistsError(
+                f"{parent.path / name}: already exists; it is never replaced"
+            ) from exc
+        os.unlink(temp, dir_fd=parent.fd)
+
+
 def write_atomic(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> None:
     """Create *name* in *parent* holding *data*, complete or not at all; never replace.
 
@@ -88,7 +108,7 @@ def write_atomic(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> 
             while view:
                 view = view[os.write(fd, view) :]
             os.fsync(fd)
-        rename_noreplace(parent.fd, temp, parent.fd, name)
+        _move_noreplace(parent, temp, name)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=parent.fd)
