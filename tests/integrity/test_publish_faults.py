@@ -100,7 +100,7 @@ def test_publish_killed_at_random_moments_is_finished_by_the_same_command(
 ) -> None:
     chance = random.Random(12)
     files = {f"d{n % 7}/{n:04d}.bin": os.urandom(64) * (n % 5) for n in range(300)}
-    for trial in range(3):
+    for trial in range(2):
         staging = make_tree(tmp_path / f"staging{trial}", files)
         final = tmp_path / f"final{trial}"
         child = subprocess.Popen(

@@ -1,6 +1,6 @@
 """``release pack`` and ``release verify`` hold descriptors bounded by the tree's depth.
 
-The pack runs in a child limited to 256 descriptors on a GenVR-shaped tree with 300 sibling
+The pack runs in a child limited to 256 descriptors on a GenVR-shaped tree with 260 sibling
 directories in one folder. Its listing once kept every pushed sibling open and failed with
 "Too many open files" (and a traceback). The restore test is ``unpack.py``'s own code and
 has its own scale test; here every package is still written, fsynced and read back whole.
