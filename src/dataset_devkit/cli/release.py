@@ -8,7 +8,13 @@ from typing import Annotated, Literal
 import msgspec
 import typer
 
-from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.cli.render import (
+    ReadableByChoice,
+    byte_progress,
+    path_parser,
+    print_json,
+    stdout_console,
+)
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -70,6 +76,13 @@ def pack(
     readme_lang: Annotated[
         str, typer.Option("--readme-lang", help="Language of the release README: en or zh.")
     ] = "en",
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
+        ),
+    ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
@@ -93,6 +106,7 @@ def pack(
         read_back=read_back,
         restore_test=mode,
         readme_lang=lang,
+        readable_by=readable_by.value,
     )
     with byte_progress("packing", tree_size(tree)) as advance:
         result = pack_release(tree, out, options, progress=advance)

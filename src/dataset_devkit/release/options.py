@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.release.families import FamilyRules
 from dataset_devkit.release.readme_text import README_LANGS, ReadmeLang
 from dataset_devkit.release.spec import DEFAULT_PACKAGE_LIMIT
@@ -42,6 +43,9 @@ class PackOptions:
         (``full``), the first of each family (``sample``) or none.
     readme_lang
         Language of the release ``README.md``: ``en`` (default) or ``zh`` (Chinese).
+    readable_by
+        Who may read the release folder: ``owner`` (0700, the default), ``group`` (0750) or
+        ``all`` (0755).
     """
 
     name: str | None = None
@@ -52,6 +56,7 @@ class PackOptions:
     read_back: bool = True
     restore_test: Literal["full", "sample", "none"] = "sample"
     readme_lang: ReadmeLang = "en"
+    readable_by: ReadableBy = "owner"
 
     def __post_init__(self) -> None:
         if self.readme_lang not in README_LANGS:
