@@ -395,7 +395,7 @@ class CameraRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
 
 class RecordingRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``recordings.json`` row: one source recording and its fingerprint."""
+    """``recordings.json`` row: one input recording, its fingerprint and its fate."""
 
     recording_id: str
     log_token: str
@@ -410,6 +410,13 @@ class RecordingRecord(_Record, frozen=True, kw_only=True, forbid_unknown_fields=
     end_timestamp_ns: int
     cameras: tuple[CameraRecord, ...]
     scene_tokens: tuple[str, ...]
+    #: Added (additive): every input recording is listed. ``selected`` is false for one that
+    #: contributes no exported scene; then ``log_token``, the camera tokens and
+    #: ``scene_tokens`` are empty and ``reason`` says why (the chronology has each window's).
+    selected: bool = True
+    reason: str = ""
+    #: Added (additive): what a truncated recording lost (``""`` when complete).
+    truncation_detail: str = ""
 
 
 class RecordingsDocument(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -23,7 +23,9 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvRecording,
     EvScene,
 )
-from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap
+from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap, read_rosbag
+from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE
+from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, is_bag_folder
 from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.spec import (
     EVIDENCE_SCHEMA_VERSION,
@@ -49,17 +51,33 @@ def config_fingerprint(config: PipelineConfig) -> str:
 
 
 def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read one recording with the backend its shape selects: a folder or an ``.mcap`` file."""
+    """Read one recording with the backend its shape selects.
+
+    A ROS 2 bag folder (``metadata.yaml``), a decoded recording folder (``recording.json``)
+    or an ``.mcap`` file.
+    """
     path = Path(path)
     if not os.path.lexists(path):
         raise MissingPathError("recording not found", path=path)
     if path.is_symlink():
         raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
     if path.is_dir():
-        return read_decoded(path)
+        if is_bag_folder(path):
+            return read_rosbag(path, vehicle_frame=vehicle_frame)
+        if os.path.lexists(path / RECORDING_FILE):
+            return read_decoded(path)
+        raise FormatError(
+            f"not a recording: a folder needs {BAG_METADATA_FILE} (a ROS 2 bag) or "
+            f"{RECORDING_FILE} (a decoded recording), found neither",
+            path=path,
+        )
     if path.suffix == ".mcap":
         return read_mcap(path, vehicle_frame=vehicle_frame)
-    raise FormatError("not a recording: expected an .mcap file or a decoded folder", path=path)
+    raise FormatError(
+        "not a recording: expected an .mcap file, a ROS 2 bag folder (metadata.yaml) or a "
+        "decoded recording folder (recording.json)",
+        path=path,
+    )
 
 
 def _check_span(src: RecordingSource, path: Path) -> None:

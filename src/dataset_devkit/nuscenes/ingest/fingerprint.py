@@ -15,6 +15,7 @@ from dataset_devkit.errors import MissingPathError, UnsafePathError
 from dataset_devkit.nuscenes.ingest.decoded import BACKEND_DECODED
 from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE, load_recording
 from dataset_devkit.nuscenes.ingest.mcap import BACKEND_MCAP
+from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, bag_files, is_bag_folder
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular
 
 __all__ = ["file_sha256", "recording_digest"]
@@ -26,6 +27,13 @@ def recording_digest(path: Path) -> str:
         raise MissingPathError("recording not found", path=path)
     if path.is_symlink():
         raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
+    if path.is_dir() and is_bag_folder(path):
+        meta, _, parts = bag_files(path)
+        digest = SourceDigest(BACKEND_MCAP)
+        for name, member in ((BAG_METADATA_FILE, meta), *((p.name, p) for p in parts)):
+            with open_regular(member, name) as f:
+                digest.add_file(name, f)
+        return digest.hexdigest()
     if path.is_dir():
         doc, _ = load_recording(path)
         digest = SourceDigest(BACKEND_DECODED)
