@@ -319,6 +319,10 @@ class ScenarioConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=T
     #: Scenes shorter than this (the recording tail) are kept in the chronology but invalid.
     min_scene_duration_s: float = 5.0
     rules: tuple[SelectionRule, ...] = (SelectionRule(kind="require_valid"),)
+    #: Added (additive): a window is invalid when a GNSS fix in it lies farther than this
+    #: (horizontal metres) from the ego pose at the fix time (decoded recordings, whose poses
+    #: and fixes are separate streams).
+    gnss_pose_tolerance_m: float = 10.0
 
 
 class SplitConfig(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -483,6 +487,11 @@ class RecordingObservations(_Record, frozen=True, kw_only=True, forbid_unknown_f
     truncated: bool
     truncation_detail: str
     rejected_messages: int
+    #: Added (additive): per camera, frames that did not decode cleanly (a damaged packet the
+    #: decoder concealed or lost, or a frame predicted from one); they are never exported.
+    invalid_frames: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Added (additive): for each such camera, the runs of invalid frames and why.
+    invalid_frame_detail: tuple[str, ...] = ()
 
 
 class RecordingValidity(_Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -216,20 +217,42 @@ def test_a_recording_json_mistake_is_refused_naming_the_field(
         read_decoded(bad)
 
 
-def test_a_corrupt_video_packet_is_a_format_error_naming_the_file_and_frame(
-    tmp_path: Path, recordings: dict[str, Path]
+@pytest.mark.parametrize(
+    ("where", "damage"),
+    [
+        (0.3, random.Random(0).randbytes(48)),  # 48 bytes at 30%: concealed, then lost
+        (0.3, random.Random(7).randbytes(48)),
+        (0.2, b"\xff" * 200),  # a packet that no longer decodes at all
+    ],
+)
+def test_damaged_packets_make_their_frames_invalid_and_never_exported(
+    tmp_path: Path, recordings: dict[str, Path], where: float, damage: bytes
 ) -> None:
+    intact = read_decoded(recordings["decoded"])
     bad = _copy(recordings["decoded"], tmp_path / "bad")
     video = bad / "cam_front.mp4"
     data = bytearray(video.read_bytes())
-    at = len(data) // 5  # inside the media data, after the first frames
-    data[at : at + 200] = b"\xff" * 200
+    at = int(len(data) * where)
+    data[at : at + len(damage)] = damage
     video.write_bytes(bytes(data))
     source = read_decoded(bad)
-    times = frozenset(source.cameras[0].timestamps_ns)
-    with pytest.raises(FormatError, match=r"video does not decode after frame \d+ of") as info:
-        list(source.extract_frames({"cam_front": times}))
-    assert str(video) in str(info.value)
+    front, back = source.cameras
+    assert back == intact.cameras[1]  # the intact camera is untouched
+    assert front.invalid_frames, "a damaged packet must make frames invalid"
+    invalid = {t for t, _ in front.invalid_frames}
+    assert sorted(invalid | set(front.timestamps_ns)) == list(intact.cameras[0].timestamps_ns)
+    assert not invalid & set(front.timestamps_ns)
+    first = front.invalid_frames[0][1]
+    assert "decoder concealed damaged data" in first or "does not decode" in first
+    detail = " ".join(source.observations.invalid_frame_detail)
+    assert source.observations.invalid_frames == {"cam_front": len(invalid)}
+    assert "cam_front.mp4" in detail and "invalid" in detail
+    assert any(r.subject == "camera cam_front" for r in source.filtering)
+    # Every frame left decodes exactly as in the intact video: nothing damaged slips through.
+    wanted = {"cam_front": frozenset(front.timestamps_ns)}
+    good = dict(((n, t), b) for n, t, b in intact.extract_frames(wanted))
+    got = {(n, t): b for n, t, b in source.extract_frames(wanted)}
+    assert got == good
 
 
 def test_a_png_named_like_a_video_has_no_decodable_video_stream(
@@ -241,12 +264,11 @@ def test_a_png_named_like_a_video_has_no_decodable_video_stream(
         read_decoded(bad)
 
 
-def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_when_decoded(
+def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_at_ingest(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:
     bad = _copy(recordings["decoded"], tmp_path / "bad")
     (bad / "cam_front.mp4").write_bytes(encode_jpeg(DRIVE.image(0, 0), 95))
-    source = read_decoded(bad)  # an image pipe declares no frame count
-    times = source.cameras[0].timestamps_ns
-    with pytest.raises(FormatError, match=f"video has 1 frames but {len(times)} timestamps"):
-        list(source.extract_frames({"cam_front": frozenset(times)}))
+    # An image pipe declares no frame count: ingest decodes every packet and counts.
+    with pytest.raises(FormatError, match=r"cam_front\.mp4: video has 1 frames but recording"):
+        read_decoded(bad)

@@ -171,6 +171,14 @@ def _nearest_index(grid: Sequence[int], t: int) -> int:
     return j
 
 
+def _invalid_note(cam: EvCamera, start: int, end: int) -> str:
+    """Why frames are missing when the decoder damaged some in the window, else ``""``."""
+    bad = [(t, why) for t, why in cam.invalid_frames if start <= t < end]
+    if not bad:
+        return ""
+    return f" ({len(bad)} frames in the window are invalid, first at {bad[0][0]} ns: {bad[0][1]})"
+
+
 def complete_until(rec: EvRecording) -> int:
     """The last time every stream of a truncated recording reaches: data before it is whole.
 
@@ -221,11 +229,17 @@ def derive_scenes(
             if audit.missing_grid_indices:
                 reasons.append(
                     f"{cam.channel} misses {len(audit.missing_grid_indices)} of "
-                    f"{audit.grid_points} grid points"
+                    f"{audit.grid_points} grid points" + _invalid_note(cam, start, end)
                 )
             keys_without_pose = audit.matched - sum(1 for f in cam_frames if f.is_key_frame)
             if keys_without_pose:
                 reasons.append(f"{cam.channel} has {keys_without_pose} key frames without ego pose")
+        worst = max((m for t, m in rec.gnss_pose_offsets_m if start <= t < end), default=0.0)
+        if worst > config.gnss_pose_tolerance_m:
+            reasons.append(
+                f"GNSS fixes lie up to {worst:.1f} m from the ego poses "
+                f"(gnss_pose_tolerance_m={config.gnss_pose_tolerance_m})"
+            )
         valid = not reasons
         distance, mean_speed, max_speed = streams.motion(grid[0], grid[-1])
         solar = _solar_hour(start, rec.longitude_deg)

@@ -142,6 +142,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
                 translation=c.translation,
                 rotation=c.rotation,
                 timestamps_ns=c.timestamps_ns,
+                invalid_frames=c.invalid_frames,
             )
             for c in sorted(src.cameras, key=lambda c: mapping[c.source_name])
         ),
@@ -149,6 +150,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
         rotations=tuple((s.timestamp_ns, s.value) for s in src.rotations),
         gnss=tuple((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
         track=tuple((s.timestamp_ns, s.value) for s in src.track),
+        gnss_pose_offsets_m=src.gnss_pose_offsets_m,
     )
 
 
