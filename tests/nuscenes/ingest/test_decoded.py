@@ -250,7 +250,7 @@ def test_damaged_packets_make_their_frames_invalid_and_never_exported(
     assert any(r.subject == "camera cam_front" for r in source.filtering)
     # Every frame left decodes exactly as in the intact video: nothing damaged slips through.
     wanted = {"cam_front": frozenset(front.timestamps_ns)}
-    good = dict(((n, t), b) for n, t, b in intact.extract_frames(wanted))
+    good = {(n, t): b for n, t, b in intact.extract_frames(wanted)}
     got = {(n, t): b for n, t, b in source.extract_frames(wanted)}
     assert got == good
 

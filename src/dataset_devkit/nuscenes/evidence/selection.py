@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable, Sequence
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import EvScene
-from dataset_devkit.nuscenes.spec import SelectionRule, SelectionStep
+from dataset_devkit.nuscenes.spec import SelectionRule, SelectionRuleKind, SelectionStep
 
 __all__ = ["check_rules", "select_scenes"]
 
@@ -84,7 +85,11 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
                 key=key,
             )
         return None
-    raise ConfigError(f"unknown selection rule {kind!r}", key=key)  # pragma: no cover
+    raise ConfigError(
+        f"{key}.kind: unknown selection rule {kind!r}; expected one of "
+        f"{', '.join(typing.get_args(SelectionRuleKind))}",
+        key=f"{key}.kind",
+    )
 
 
 def check_rules(rules: Sequence[SelectionRule]) -> None:

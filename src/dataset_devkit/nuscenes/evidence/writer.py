@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -91,6 +92,43 @@ def _check_span(src: RecordingSource, path: Path) -> None:
             "(a timestamp in the wrong unit?)",
             path=path,
         )
+
+
+def _distinct(paths: Sequence[Path], sources: list[RecordingSource]) -> list[RecordingSource]:
+    """Refuse a drive listed twice; give drives that only share a file name distinct ids.
+
+    Identity is content: two copies of the same bytes are one drive listed twice, whatever
+    their names. Two different drives may both be called ``rec.mcap`` in different folders:
+    an id taken from a file name then gets 12 hex of the content's SHA-256, so both are kept.
+    """
+    seen: dict[str, Path] = {}
+    for path, src in zip(paths, sources, strict=True):
+        if src.content_sha256 in seen:
+            raise ConfigError(
+                f"recordings {seen[src.content_sha256]} and {path} have the same content "
+                f"(sha256 {src.content_sha256[:16]}...): the same drive is listed twice; "
+                "remove one of them from sources.paths",
+                key="sources.paths",
+            )
+        seen[src.content_sha256] = path
+    ids = Counter(src.recording_id for src in sources)
+    renamed = [
+        dataclasses.replace(src, recording_id=f"{src.recording_id}-{src.content_sha256[:12]}")
+        if ids[src.recording_id] > 1 and src.recording_id_from_name
+        else src
+        for src in sources
+    ]
+    owner: dict[str, Path] = {}
+    for path, src in zip(paths, renamed, strict=True):
+        if src.recording_id in owner:
+            raise ConfigError(
+                f"recordings {owner[src.recording_id]} and {path} are different drives with "
+                f"the same recording_id {src.recording_id!r}; give each its own recording_id "
+                "(recording.json, or the MCAP 'recording' metadata record)",
+                key="sources.paths",
+            )
+        owner[src.recording_id] = path
+    return renamed
 
 
 def _channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
@@ -192,17 +230,7 @@ def build_evidence(
         raise ConfigError(
             f"all recordings of a dataset need one source type, found {types}", key="sources"
         )
-    for attr in ("content_sha256", "source_digest", "recording_id"):
-        first: dict[str, Path] = {}
-        for path, src in zip(paths, sources, strict=True):
-            value = getattr(src, attr)
-            if value in first:
-                raise ConfigError(
-                    f"recordings {first[value]} and {path} repeat {attr} {value!r} (the same "
-                    "recording twice?); list each recording once",
-                    key="sources",
-                )
-            first[value] = path
+    sources = _distinct(paths, sources)
     origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = _channel_mapping(sources)
@@ -291,7 +319,10 @@ def _store_frames(
                     rec_dir.mkdir(channel).close()
                 for name, ts, data in src.extract_frames(request):
                     cam = by_name[name]
-                    what = f"{origin[src.source_digest]}: camera {name!r} frame {ts}"
+                    what = (
+                        f"{origin[src.source_digest]}: camera {name!r} (topic {cam.topic!r}) "
+                        f"frame {ts}"
+                    )
                     dims = jpeg_dimensions(data, what)
                     if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
                         raise FormatError(

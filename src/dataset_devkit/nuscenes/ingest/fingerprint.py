@@ -17,8 +17,9 @@ from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE, load_r
 from dataset_devkit.nuscenes.ingest.mcap import BACKEND_MCAP
 from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, bag_files, is_bag_folder
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular
+from dataset_devkit.nuscenes.spec import SOURCE_DECODED, SOURCE_MCAP
 
-__all__ = ["file_sha256", "recording_digest"]
+__all__ = ["file_sha256", "recording_digest", "source_type_of"]
 
 
 def recording_digest(path: Path) -> str:
@@ -51,3 +52,18 @@ def file_sha256(path: Path, what: str) -> str:
     """SHA-256 hex of a regular file, opened without following links."""
     with open_regular(path, what) as f:
         return hashlib.sha256(f.read()).hexdigest()
+
+
+def source_type_of(path: Path) -> str | None:
+    """The source type a recording path's shape implies, without reading it; None if unknown.
+
+    A ``.mcap`` file or a ROS 2 bag folder is ``mcap_hf``; a folder with ``recording.json``
+    is ``decoded_hf``. Used to check ``sources.type`` before any recording is read.
+    """
+    if path.is_symlink() or not os.path.lexists(path):
+        return None
+    if path.is_dir():
+        if is_bag_folder(path):
+            return SOURCE_MCAP
+        return SOURCE_DECODED if os.path.lexists(path / RECORDING_FILE) else None
+    return SOURCE_MCAP if path.suffix == ".mcap" else None

@@ -250,6 +250,7 @@ def _read_parts(
         filtering=tuple(scan.filtering),
         extract_frames=lambda wanted: _extract(tuple(identities), wanted_topics, wanted),
         longitude_deg=fixes[0].longitude if fixes else 0.0,
+        recording_id_from_name="recording_id" not in scan.metadata,
     )
 
 

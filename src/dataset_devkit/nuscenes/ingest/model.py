@@ -107,6 +107,8 @@ class RecordingSource:
     #: Horizontal distance (m) of each GNSS fix from the interpolated ego pose at its time,
     #: when poses and fixes are separate streams: ``(fix time, metres)``.
     gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()
+    #: The id is the file or folder name (no recorded id): it may be made unique.
+    recording_id_from_name: bool = False
 
 
 def check_intrinsic(k: Matrix3, width: int, height: int, what: str) -> None:
