@@ -114,7 +114,7 @@ def write_ros2_split(folder: Path, drive: SampleDrive = DRIVE, splits: int = 2) 
     """
     import shutil
 
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     times = drive.frame_times()
     bounds = [times[len(times) * i // splits] for i in range(1, splits)]
@@ -124,9 +124,11 @@ def write_ros2_split(folder: Path, drive: SampleDrive = DRIVE, splits: int = 2) 
         lo = bounds[i - 1] if i else None
         hi = bounds[i] if i < len(bounds) else None
         tmp = folder.parent / f".{folder.name}.split{i}"
-        part = write_ros2(
-            tmp, drive, lambda t, lo=lo, hi=hi: (lo is None or t >= lo) and (hi is None or t < hi)
-        )
+
+        def inside(t: int, lo: int | None = lo, hi: int | None = hi) -> bool:
+            return (lo is None or t >= lo) and (hi is None or t < hi)
+
+        part = write_ros2(tmp, drive, inside)
         name = f"{folder.name}_{i}.mcap"
         part.rename(folder / name)
         meta = yaml.safe_load((tmp / "metadata.yaml").read_text())["rosbag2_bagfile_information"]

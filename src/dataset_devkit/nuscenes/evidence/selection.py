@@ -92,6 +92,17 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
     )
 
 
+def _detail(rule: SelectionRule, scene: EvScene) -> str:
+    """What a rejected scene lacks, where the rule's name alone does not say it."""
+    if rule.kind == "require_cameras" and isinstance(rule.value, str):
+        needed = {w.strip() for w in rule.value.split(",") if w.strip()}
+        missing = sorted(needed - set(scene.channels))
+        return f": its recording has no {', '.join(missing)}"
+    if rule.kind == "require_valid" and scene.reasons:
+        return ": " + "; ".join(scene.reasons)
+    return ""
+
+
 def check_rules(rules: Sequence[SelectionRule]) -> None:
     """Refuse a rule whose value does not fit its kind, before any recording is read."""
     for i, rule in enumerate(rules):
@@ -119,8 +130,9 @@ def select_scenes(
             kept = [s for s in candidates if keep(s)]
         kept_ids = {s.scene_id for s in kept}
         dropped = tuple(s.scene_id for s in candidates if s.scene_id not in kept_ids)
-        for sid in dropped:
-            rejected_by[sid] = f"rule {i} {rule.kind}"
+        for s in candidates:
+            if s.scene_id not in kept_ids:
+                rejected_by[s.scene_id] = f"rule {i} {rule.kind}" + _detail(rule, s)
         steps.append(
             SelectionStep(
                 rule=rule,

@@ -30,7 +30,7 @@ def is_bag_folder(folder: Path) -> bool:
 
 def _load_yaml(raw: bytes, path: Path) -> Any:
     try:
-        import yaml
+        import yaml  # type: ignore[import-untyped]
     except ImportError as exc:  # pragma: no cover - PyYAML comes with the mcap extra
         raise MissingDependencyError("yaml", extra="mcap", purpose="ROS 2 bag folders") from exc
     try:
