@@ -9,6 +9,7 @@ front and refuses a truncated one, which would lose the complete data before the
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,12 @@ def bag_files(folder: Path) -> tuple[Path, bytes, tuple[Path, ...]]:
         if part in parts:
             raise FormatError(
                 f"split {name!r} is listed twice",
+                path=meta,
+                field=f"$.rosbag2_bagfile_information.relative_file_paths[{i}]",
+            )
+        if not os.path.lexists(part):
+            raise FormatError(
+                f"split {name!r} is not in the bag folder",
                 path=meta,
                 field=f"$.rosbag2_bagfile_information.relative_file_paths[{i}]",
             )
