@@ -67,11 +67,15 @@ def _refuse_inside_published(path: Path) -> None:
     """Refuse an output directory inside a sealed tree (one holding a content manifest).
 
     Writing there would change content its manifest seals (``verify`` then fails with
-    every new file). The walk goes up the absolute, normalized path with ``lstat``, never
-    following a link, so a link cannot hide the tree the output really lands in.
+    every new file). Each folder is tested with ``lstat`` (a manifest that is a link counts
+    too), walking up both the path as written and the real location of the part of it that
+    exists, so a link on the way cannot hide the sealed tree the output would land in.
     """
-    candidate = Path(os.path.normpath(path.absolute()))
-    for folder in (candidate, *candidate.parents):
+    written = Path(os.path.normpath(path.absolute()))
+    existing = next(p for p in (written, *written.parents) if os.path.lexists(p))
+    real = Path(os.path.realpath(existing))
+    folders = dict.fromkeys([written, *written.parents, real, *real.parents])
+    for folder in folders:
         for manifest in (
             folder / CONTENT_MANIFEST_NAME,
             folder / spec.EXTENSIONS_DIR / spec.CONTENT_MANIFEST_FILE,

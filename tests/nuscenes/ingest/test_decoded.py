@@ -272,3 +272,19 @@ def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_at_ingest(
     # An image pipe declares no frame count: ingest decodes every packet and counts.
     with pytest.raises(FormatError, match=r"cam_front\.mp4: video has 1 frames but recording"):
         read_decoded(bad)
+
+
+def test_camera_names_normalizing_to_one_channel_name_recording_json_and_field(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad")
+    doc = json.loads((bad / "recording.json").read_text())
+    doc["cameras"][1]["name"] = "Cam-Front"
+    (bad / "recording.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError) as info:
+        read_decoded(bad)
+    assert str(info.value) == (
+        f"{bad / 'recording.json'} at $.cameras[1].name: name 'Cam-Front' normalizes to "
+        "CAM_FRONT, as $.cameras[0].name 'cam_front' does; rename one so each camera has its "
+        "own channel"
+    )
