@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 from dataset_devkit.nuscenes import (
@@ -26,7 +27,7 @@ from tests.cli_run import run_devkit
 from tests.nuscenes.helpers import write_ros2_split
 
 RIG3 = ("cam_front", "cam_back", "cam_front_left")
-SMALL = {"duration_s": 6.0, "fps": 10.0, "width": 32, "height": 24}
+SMALL = SampleDrive(duration_s=6.0, fps=10.0, width=32, height=24)
 LATER = 1_699_970_000_000_000_000
 
 
@@ -53,14 +54,13 @@ def test_a_mixed_fleet_builds_names_every_loss_and_loads_in_the_official_loader(
 ) -> None:
     from nuscenes.nuscenes import NuScenes
 
-    write_sample_mcap(tmp_path / "good-a.mcap", SampleDrive(cameras=RIG3, **SMALL))
-    write_sample_mcap(tmp_path / "good-b.mcap", SampleDrive(cameras=RIG3, start_ns=LATER, **SMALL))
+    write_sample_mcap(tmp_path / "good-a.mcap", replace(SMALL, cameras=RIG3))
+    write_sample_mcap(tmp_path / "good-b.mcap", replace(SMALL, cameras=RIG3, start_ns=LATER))
     # A 2-camera vehicle, and a drive whose 5 Hz camera never meets the 2 Hz grid.
-    write_sample_mcap(tmp_path / "rig2.mcap", SampleDrive(start_ns=LATER + 10**12, **SMALL))
-    slow = {**SMALL, "fps": 5.0}
-    write_sample_mcap(tmp_path / "slow.mcap", SampleDrive(start_ns=LATER + 2 * 10**12, **slow))
+    write_sample_mcap(tmp_path / "rig2.mcap", replace(SMALL, start_ns=LATER + 10**12))
+    write_sample_mcap(tmp_path / "slow.mcap", replace(SMALL, fps=5.0, start_ns=LATER + 2 * 10**12))
     bag = write_ros2_split(
-        tmp_path / "crashed-bag", SampleDrive(cameras=RIG3, start_ns=LATER + 3 * 10**12, **SMALL)
+        tmp_path / "crashed-bag", replace(SMALL, cameras=RIG3, start_ns=LATER + 3 * 10**12)
     )
     _cut_last_split(bag, 0.6)
     paths = ["good-a.mcap", "good-b.mcap", "rig2.mcap", "slow.mcap", "crashed-bag"]
@@ -134,8 +134,8 @@ def _build(tmp_path: Path, recordings: list[Path], rules: tuple[SelectionRule, .
 
 
 def test_recordings_without_a_selected_scene_are_listed_with_their_fate(tmp_path: Path) -> None:
-    a = write_sample_mcap(tmp_path / "a.mcap", SampleDrive(**SMALL))
-    b = write_sample_mcap(tmp_path / "b.mcap", SampleDrive(start_ns=LATER, **SMALL))
+    a = write_sample_mcap(tmp_path / "a.mcap", SMALL)
+    b = write_sample_mcap(tmp_path / "b.mcap", replace(SMALL, start_ns=LATER))
     rules = (SelectionRule(kind="require_valid"), SelectionRule(kind="max_scenes", value=3))
     staging = _build(tmp_path, [a, b], rules)
     report = validate_dataroot(staging, state="staging")
@@ -151,8 +151,8 @@ def test_recordings_without_a_selected_scene_are_listed_with_their_fate(tmp_path
 def test_rigs_with_different_cameras_combine_and_required_cameras_drop_with_a_reason(
     tmp_path: Path,
 ) -> None:
-    three = write_sample_mcap(tmp_path / "three.mcap", SampleDrive(cameras=RIG3, **SMALL))
-    two = write_sample_mcap(tmp_path / "two.mcap", SampleDrive(start_ns=LATER, **SMALL))
+    three = write_sample_mcap(tmp_path / "three.mcap", replace(SMALL, cameras=RIG3))
+    two = write_sample_mcap(tmp_path / "two.mcap", replace(SMALL, start_ns=LATER))
     staging = _build(tmp_path / "mixed", [three, two], (SelectionRule(kind="require_valid"),))
     report = validate_dataroot(staging, state="staging")
     assert report.issues == ()
