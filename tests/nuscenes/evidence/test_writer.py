@@ -355,3 +355,20 @@ def test_gnss_fixes_far_from_the_ego_poses_make_their_windows_invalid(
     assert [s.valid for s in accepted.document.derived.scenes] == [
         s.valid for s in good.document.derived.scenes
     ]
+
+
+def test_vehicles_may_name_the_same_camera_differently(tmp_path: Path) -> None:
+    a = write_sample_mcap(tmp_path / "a.mcap", DRIVE, encoding="json")
+    later = dataclasses.replace(DRIVE, cameras=("CAM-FRONT", "Cam Back"), start_ns=2 * 10**18)
+    b = write_sample_mcap(tmp_path / "b.mcap", later, encoding="json")
+    evidence = build_evidence([a, b], CONFIG, tmp_path / "ev")
+    assert evidence.document.channel_mapping == {
+        "CAM-FRONT": "CAM_FRONT",
+        "Cam Back": "CAM_BACK",
+        "cam_back": "CAM_BACK",
+        "cam_front": "CAM_FRONT",
+    }
+    from dataset_devkit.nuscenes.validation import validate_dataroot
+
+    export_dataset(tmp_path / "staging", evidence)
+    assert validate_dataroot(tmp_path / "staging", state="staging").issues == ()

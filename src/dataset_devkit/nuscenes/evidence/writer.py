@@ -132,9 +132,11 @@ def _distinct(paths: Sequence[Path], sources: list[RecordingSource]) -> list[Rec
 
 
 def _channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
+    """Source camera name -> channel. Within a recording each channel has one camera; across
+    a fleet, vehicles may name the same camera differently (``cam_front``, ``CAM-FRONT``)."""
     mapping: dict[str, str] = {}
-    owners: dict[str, str] = {}
     for src in sources:
+        owners: dict[str, str] = {}
         names = [c.source_name for c in src.cameras]
         for name in names:
             try:
