@@ -372,3 +372,16 @@ def test_vehicles_may_name_the_same_camera_differently(tmp_path: Path) -> None:
 
     export_dataset(tmp_path / "staging", evidence)
     assert validate_dataroot(tmp_path / "staging", state="staging").issues == ()
+
+
+def test_whole_numbers_for_float_settings_give_readable_evidence(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from dataset_devkit.nuscenes import ScenarioConfig
+
+    config = PipelineConfig(
+        namespace="x", scenario=ScenarioConfig(scene_duration_s=2, min_scene_duration_s=1)
+    )
+    evidence = build_evidence([recordings["json"]], config, tmp_path / "ev")
+    assert evidence.document.config.scenario.scene_duration_s == 2.0
+    export_dataset(tmp_path / "staging", evidence, config=config)

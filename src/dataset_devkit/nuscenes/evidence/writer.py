@@ -9,6 +9,8 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import msgspec
+
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
 from dataset_devkit.nuscenes.arguments import check_instance
@@ -209,6 +211,9 @@ def build_evidence(
     """
     check_instance(config, PipelineConfig, "config")
     check_config(config)
+    # As it will be read back: ``scene_duration_s=2`` becomes 2.0, so the recorded
+    # fingerprint matches the decoded config (an int here made the evidence unreadable).
+    config = msgspec.json.decode(msgspec.json.encode(config), type=PipelineConfig)
     if isinstance(recordings, str | bytes | os.PathLike):
         raise ConfigError(
             f"recordings must be a list of paths, found the single path {recordings!r}",
