@@ -242,8 +242,8 @@ def test_damaged_packets_make_their_frames_invalid_and_never_exported(
     invalid = {t for t, _ in front.invalid_frames}
     assert sorted(invalid | set(front.timestamps_ns)) == list(intact.cameras[0].timestamps_ns)
     assert not invalid & set(front.timestamps_ns)
-    first = front.invalid_frames[0][1]
-    assert "decoder concealed damaged data" in first or "does not decode" in first
+    reasons = " ".join(why for _, why in front.invalid_frames)
+    assert "decoder concealed damaged data" in reasons or "does not decode" in reasons
     detail = " ".join(source.observations.invalid_frame_detail)
     assert source.observations.invalid_frames == {"cam_front": len(invalid)}
     assert "cam_front.mp4" in detail and "invalid" in detail
@@ -288,3 +288,41 @@ def test_camera_names_normalizing_to_one_channel_name_recording_json_and_field(
         "CAM_FRONT, as $.cameras[0].name 'cam_front' does; rename one so each camera has its "
         "own channel"
     )
+
+
+def _h264(folder: Path, camera: int, frames: int) -> None:
+    """Re-encode one camera as H.264 with B-frames (the decoder delays and reorders output)."""
+    import av
+
+    path = folder / "cam_front.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = DRIVE.width, DRIVE.height, "yuv420p"
+        stream.options = {"bf": "2", "g": "12"}
+        for k in range(frames):
+            image = DRIVE.image(camera, k)
+            for packet in stream.encode(av.VideoFrame.from_image(image)):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def test_damage_in_a_reordering_h264_video_is_found_by_packet_not_by_output_order(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    intact_dir = _copy(recordings["decoded"], tmp_path / "intact")
+    frames = len(read_decoded(intact_dir).cameras[0].timestamps_ns)
+    _h264(intact_dir, 0, frames)
+    bad = tmp_path / "bad"
+    shutil.copytree(intact_dir, bad)
+    video = bad / "cam_front.mp4"
+    data = bytearray(video.read_bytes())
+    at = int(len(data) * 0.3)
+    data[at : at + 48] = random.Random(1).randbytes(48)
+    video.write_bytes(bytes(data))
+    intact, source = read_decoded(intact_dir), read_decoded(bad)
+    assert not intact.cameras[0].invalid_frames
+    assert source.cameras[0].invalid_frames
+    wanted = {"cam_front": frozenset(source.cameras[0].timestamps_ns)}
+    good = {(n, t): b for n, t, b in intact.extract_frames(wanted)}
+    assert {(n, t): b for n, t, b in source.extract_frames(wanted)} == good

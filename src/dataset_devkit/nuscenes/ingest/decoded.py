@@ -240,16 +240,18 @@ def _extract(
                 raise UnsafePathError("video changed since it was ingested", path=path)
         remaining = set(times)
         with _open_video(path) as container, error_logging():
-            for _packet, frame, error in decode_with_errors(container):
-                index = None if frame is None else index_of.get(frame.pts)
-                if index is None or stamps[index] not in remaining:
-                    continue
-                if error:
+            for packet, frames, error in decode_with_errors(container, path):
+                damaged = index_of.get(packet.pts) if error else None
+                if damaged is not None and stamps[damaged] in remaining:
                     raise FormatError(
-                        f"frame {index} no longer decodes cleanly: {error}", path=path
+                        f"frame {damaged} no longer decodes cleanly: {error}", path=path
                     )
-                remaining.discard(stamps[index])
-                yield name, stamps[index], encode_jpeg(frame.to_image(), JPEG_QUALITY)
+                for frame in frames:
+                    index = index_of.get(frame.pts)
+                    if index is None or stamps[index] not in remaining:
+                        continue
+                    remaining.discard(stamps[index])
+                    yield name, stamps[index], encode_jpeg(frame.to_image(), JPEG_QUALITY)
         if remaining:
             raise FormatError(
                 f"{len(remaining)} frames seen at ingest did not decode, first at "

@@ -35,29 +35,38 @@ class VideoScan:
     invalid: dict[int, str] = field(default_factory=dict)
 
 
-def decode_with_errors(container: Any) -> Iterator[tuple[Any, Any, str]]:
-    """``(packet, frame or None, error text)`` for each decoded frame or failed packet.
+def decode_with_errors(container: Any, path: Path) -> Iterator[tuple[Any, list[Any], str]]:
+    """``(packet, the frames its decode returned, its error or "")`` for every packet.
 
     Call inside :func:`error_logging`; decoding runs on this thread only
-    (``thread_count = 1``) so every log line belongs to the packet being decoded.
+    (``thread_count = 1``), so every log line while a packet is demuxed and decoded is that
+    packet's. The frames returned may be earlier pictures (a decoder with B-frames delays its
+    output): an error belongs to the packet, matched by its ``pts``.
     """
     import av
     import av.logging
 
     stream = container.streams.video[0]
     stream.codec_context.thread_count = 1
-    for packet in container.demux(stream):
-        try:
-            with av.logging.Capture(local=True) as logs:
-                frames = packet.decode()
-        except av.FFmpegError as exc:
-            yield packet, None, f"packet does not decode ({exc.strerror or exc})"
-            continue
+    packets = container.demux(stream)
+    while True:
+        failed = ""
+        frames: list[Any] = []
+        with av.logging.Capture(local=True) as logs:
+            try:
+                packet = next(packets, None)
+            except av.FFmpegError as exc:  # the container itself is unreadable here
+                raise FormatError(f"video does not read: {exc}", path=path) from None
+            if packet is None:
+                return
+            try:
+                frames = list(packet.decode())
+            except av.FFmpegError as exc:
+                failed = f"packet does not decode ({exc.strerror or exc})"
         errors = "; ".join(str(log[2]).strip() for log in logs if log[0] <= av.logging.ERROR)
-        if errors and not frames:
-            yield packet, None, f"decoder error ({errors})"
-        for frame in frames:
-            yield packet, frame, f"decoder concealed damaged data ({errors})" if errors else ""
+        if errors and not failed:
+            failed = f"decoder concealed damaged data ({errors})"
+        yield packet, frames, failed
 
 
 @contextmanager
@@ -75,39 +84,67 @@ def error_logging() -> Iterator[None]:
 
 
 def scan_video(container: Any, expected: int, path: Path) -> VideoScan:
-    """Decode every packet of *container*'s first video stream and judge each frame."""
-    packets: dict[int, bool] = {}  # pts -> key frame
+    """Decode every packet of *container*'s first video stream and judge each frame.
+
+    Damage spreads in decode order: a frame can only be predicted from frames decoded
+    before it, so every packet after a damaged one is suspect until a key frame, and even
+    then the frames shown before that key frame (leading B-frames of an open GOP) may still
+    refer back across it.
+    """
+    decode_order: list[tuple[int, bool]] = []  # (pts, key frame) as packets arrive
+    stored_at: dict[int, int] = {}  # pts -> byte offset of its packet in the file
     bad: dict[int, str] = {}
     decoded: set[int] = set()
     with error_logging():
-        for packet, frame, error in decode_with_errors(container):
+        for packet, frames, error in decode_with_errors(container, path):
             if packet.pts is not None:
-                packets[packet.pts] = bool(packet.is_keyframe)
-                if frame is None:
+                decode_order.append((packet.pts, bool(packet.is_keyframe)))
+                if packet.pos is not None and packet.pos >= 0:
+                    stored_at[packet.pts] = packet.pos
+                if error:
                     bad.setdefault(packet.pts, error)
-            if frame is not None:
+            elif error:  # logged while flushing: the pictures it returns are suspect
+                for frame in frames:
+                    bad.setdefault(frame.pts, error)
+            for frame in frames:
                 if frame.pts is None:
                     raise FormatError("video frames carry no presentation time", path=path)
                 decoded.add(frame.pts)
-                if error:
-                    bad.setdefault(frame.pts, error)
-    order = sorted(packets)
-    if len(order) != expected:
+    order = sorted({pts for pts, _ in decode_order})
+    if len(order) != expected or len(decode_order) != expected:
         raise FormatError(
             f"video has {len(order)} frames but recording.json lists {expected} timestamps",
             path=path,
         )
+    index_of = {pts: i for i, pts in enumerate(order)}
     scan = VideoScan(pts_order=order)
-    source: int | None = None
-    for index, pts in enumerate(order):
+    for pts in order:
         if pts in bad:
-            scan.invalid[index] = bad[pts]
-            source = index
+            scan.invalid[index_of[pts]] = bad[pts]
         elif pts not in decoded:
-            scan.invalid[index] = "no frame decoded from its packet"
-            source = index
-        elif packets[pts]:
-            source = None  # a key frame ends the propagation of damage
-        elif source is not None:
+            scan.invalid[index_of[pts]] = "no frame decoded from its packet"
+    # Damage is a run of bytes: it may begin in the packet stored just before the first one
+    # the decoder flagged, and a decoder does not notice every damaged byte (a packet's tail
+    # decodes "cleanly" into wrong pixels). That neighbour in the file is not trusted either.
+    by_offset = sorted((pos, pts) for pts, pos in stored_at.items())
+    for k, (_pos, pts) in enumerate(by_offset):
+        index = index_of[pts]
+        if k and index in scan.invalid and index_of[by_offset[k - 1][1]] not in scan.invalid:
+            scan.invalid[index_of[by_offset[k - 1][1]]] = (
+                f"stored next to damaged frame {index} (the damage may begin in it)"
+            )
+    source: int | None = None  # the damaged frame the following packets may refer to
+    barrier: int | None = None  # pts of the key frame that ended the damage, if any
+    for pts, key in decode_order:
+        index = index_of[pts]
+        if index in scan.invalid:
+            source, barrier = index, None
+        elif source is None:
+            continue
+        elif key:
+            barrier = pts
+        elif barrier is None or pts < barrier:
             scan.invalid[index] = f"predicted from damaged frame {source}"
+        else:
+            source = barrier = None
     return scan
