@@ -8,8 +8,9 @@ import pytest
 
 from dataset_devkit.nuscenes import PipelineConfig, ScenarioConfig
 from dataset_devkit.nuscenes.evidence import derive, open_recording
+from dataset_devkit.nuscenes.evidence.inputs import channel_mapping
 from dataset_devkit.nuscenes.evidence.scenes import complete_until
-from dataset_devkit.nuscenes.evidence.writer import _channel_mapping, _to_evidence
+from dataset_devkit.nuscenes.evidence.writer import _to_evidence
 from dataset_devkit.nuscenes.samples import SampleDrive
 from tests.nuscenes.helpers import write_ros2
 
@@ -33,7 +34,7 @@ def test_every_window_before_the_cut_is_kept_whole(
     cut.write_bytes(data[: int(len(data) * fraction)])
     source = open_recording(cut)
     assert source.truncated
-    rec = _to_evidence(source, _channel_mapping([source]))
+    rec = _to_evidence(source, channel_mapping([source]))
     scenes = derive([rec], CONFIG).scenes
     # The streams stop at different times; the last window ends where all of them reach.
     # (a tail shorter than min_scene_duration_s is the only window left out).

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
 
-from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
+from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
 from dataset_devkit.nuscenes.arguments import check_instance
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
+from dataset_devkit.nuscenes.evidence.inputs import (
+    MAX_RECORDING_SPAN_NS,
+    channel_mapping,
+    check_span,
+    distinct_recordings,
+    open_recording,
+)
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
 from dataset_devkit.nuscenes.evidence.records import (
@@ -26,9 +32,7 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvRecording,
     EvScene,
 )
-from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap, read_rosbag
-from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE
-from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, is_bag_folder
+from dataset_devkit.nuscenes.ingest import RecordingSource
 from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.spec import (
     EVIDENCE_SCHEMA_VERSION,
@@ -36,13 +40,10 @@ from dataset_devkit.nuscenes.spec import (
     PipelineConfig,
     Rejection,
 )
-from dataset_devkit.nuscenes.tokens import encode_canonical, normalize_channel
+from dataset_devkit.nuscenes.tokens import encode_canonical
 
 __all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
 
-#: Camera frames of one recording span at most a day: a longer span is a timestamp mistake,
-#: and cutting it into scene windows would exhaust memory.
-MAX_RECORDING_SPAN_NS = 24 * 3_600_000_000_000
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``; the library never prints, callers render."""
@@ -51,109 +52,6 @@ Progress = Callable[[str, int, int], None]
 def config_fingerprint(config: PipelineConfig) -> str:
     """SHA-256 of the canonical JSON of the resolved config (namespace included)."""
     return hashlib.sha256(encode_canonical(config)).hexdigest()
-
-
-def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read one recording with the backend its shape selects.
-
-    A ROS 2 bag folder (``metadata.yaml``), a decoded recording folder (``recording.json``)
-    or an ``.mcap`` file.
-    """
-    path = Path(path)
-    if not os.path.lexists(path):
-        raise MissingPathError("recording not found", path=path)
-    if path.is_symlink():
-        raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
-    if path.is_dir():
-        if is_bag_folder(path):
-            return read_rosbag(path, vehicle_frame=vehicle_frame)
-        if os.path.lexists(path / RECORDING_FILE):
-            return read_decoded(path)
-        raise FormatError(
-            f"not a recording: a folder needs {BAG_METADATA_FILE} (a ROS 2 bag) or "
-            f"{RECORDING_FILE} (a decoded recording), found neither",
-            path=path,
-        )
-    if path.suffix == ".mcap":
-        return read_mcap(path, vehicle_frame=vehicle_frame)
-    raise FormatError(
-        "not a recording: expected an .mcap file, a ROS 2 bag folder (metadata.yaml) or a "
-        "decoded recording folder (recording.json)",
-        path=path,
-    )
-
-
-def _check_span(src: RecordingSource, path: Path) -> None:
-    """Refuse camera times spanning more than a day: scene windows are cut densely over it."""
-    times = [t for c in src.cameras for t in c.timestamps_ns[:1] + c.timestamps_ns[-1:]]
-    if times and max(times) - min(times) > MAX_RECORDING_SPAN_NS:
-        raise FormatError(
-            f"camera frames span {(max(times) - min(times)) / 3.6e12:.1f} h "
-            f"({min(times)} to {max(times)} ns), more than the "
-            f"{MAX_RECORDING_SPAN_NS // 3_600_000_000_000} h a recording may cover "
-            "(a timestamp in the wrong unit?)",
-            path=path,
-        )
-
-
-def _distinct(paths: Sequence[Path], sources: list[RecordingSource]) -> list[RecordingSource]:
-    """Refuse a drive listed twice; give drives that only share a file name distinct ids.
-
-    Identity is content: two copies of the same bytes are one drive listed twice, whatever
-    their names. Two different drives may both be called ``rec.mcap`` in different folders:
-    an id taken from a file name then gets 12 hex of the content's SHA-256, so both are kept.
-    """
-    seen: dict[str, Path] = {}
-    for path, src in zip(paths, sources, strict=True):
-        if src.content_sha256 in seen:
-            raise ConfigError(
-                f"recordings {seen[src.content_sha256]} and {path} have the same content "
-                f"(sha256 {src.content_sha256[:16]}...): the same drive is listed twice; "
-                "remove one of them from sources.paths",
-                key="sources.paths",
-            )
-        seen[src.content_sha256] = path
-    ids = Counter(src.recording_id for src in sources)
-    renamed = [
-        dataclasses.replace(src, recording_id=f"{src.recording_id}-{src.content_sha256[:12]}")
-        if ids[src.recording_id] > 1 and src.recording_id_from_name
-        else src
-        for src in sources
-    ]
-    owner: dict[str, Path] = {}
-    for path, src in zip(paths, renamed, strict=True):
-        if src.recording_id in owner:
-            raise ConfigError(
-                f"recordings {owner[src.recording_id]} and {path} are different drives with "
-                f"the same recording_id {src.recording_id!r}; give each its own recording_id "
-                "(recording.json, or the MCAP 'recording' metadata record)",
-                key="sources.paths",
-            )
-        owner[src.recording_id] = path
-    return renamed
-
-
-def _channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
-    """Source camera name -> channel. Within a recording each channel has one camera; across
-    a fleet, vehicles may name the same camera differently (``cam_front``, ``CAM-FRONT``)."""
-    mapping: dict[str, str] = {}
-    for src in sources:
-        owners: dict[str, str] = {}
-        names = [c.source_name for c in src.cameras]
-        for name in names:
-            try:
-                channel = normalize_channel(name)
-            except FormatError as exc:
-                raise FormatError(exc.detail, path=src.source_name) from None
-            other = owners.setdefault(channel, name)
-            if other != name:
-                raise FormatError(
-                    f"camera names {other!r} and {name!r} both normalize to {channel}; "
-                    "rename one of them",
-                    path=src.source_name,
-                )
-            mapping[name] = channel
-    return dict(sorted(mapping.items()))
 
 
 def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
@@ -229,7 +127,7 @@ def build_evidence(
     for i, path in enumerate(paths):
         report("ingest", i, len(recordings))
         source = open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame)
-        _check_span(source, Path(path))
+        check_span(source, Path(path))
         sources.append(source)
     report("ingest", len(recordings), len(recordings))
     types = sorted({s.source_type for s in sources})
@@ -237,10 +135,10 @@ def build_evidence(
         raise ConfigError(
             f"all recordings of a dataset need one source type, found {types}", key="sources"
         )
-    sources = _distinct(paths, sources)
+    sources = distinct_recordings(paths, sources)
     origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
-    mapping = _channel_mapping(sources)
+    mapping = channel_mapping(sources)
     ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
     report("scenes", 0, 1)
     derived = derive(ev_recordings, config)
