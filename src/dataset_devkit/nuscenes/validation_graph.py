@@ -164,10 +164,19 @@ def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
             if found != 1:
                 issues.append(
                     f"{t.rel('sample')} row {sample}: expected exactly one {channel} "
-                    f"key frame, found {found}"
+                    f"key frame, found {found}{_where(t, scene_of[sample])}"
                 )
         if not by_scene.get(scene_of[sample]):
             issues.append(f"{t.rel('sample')} row {sample}: has no key frame")
+
+
+def _where(t: LoadedTables, scene_token: object) -> str:
+    """`` (scene <name>, recording <logfile>)`` for an issue, when the rows resolve."""
+    scene = t.index["scene"].get(scene_token) if isinstance(scene_token, str) else None
+    log = t.index["log"].get(scene["log_token"]) if scene else None
+    if scene is None or log is None:
+        return ""
+    return f" (scene {scene['name']}, recording {log['logfile']})"
 
 
 def _check_map(t: LoadedTables, issues: list[str]) -> None:
