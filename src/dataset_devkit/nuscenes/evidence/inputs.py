@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
+from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap, read_rosbag
 from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE
 from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, is_bag_folder
-from dataset_devkit.nuscenes.tokens import normalize_channel
 
 __all__ = [
     "MAX_RECORDING_SPAN_NS",

@@ -12,7 +12,9 @@ import msgspec
 
 from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
-from dataset_devkit.nuscenes.arguments import check_instance
+from dataset_devkit.nuscenes.common.arguments import check_instance
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
+from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.inputs import (
     MAX_RECORDING_SPAN_NS,
@@ -33,14 +35,12 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvScene,
 )
 from dataset_devkit.nuscenes.ingest import RecordingSource
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.spec import (
     EVIDENCE_SCHEMA_VERSION,
     AnnotationRecord,
     PipelineConfig,
     Rejection,
 )
-from dataset_devkit.nuscenes.tokens import encode_canonical
 
 __all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
 

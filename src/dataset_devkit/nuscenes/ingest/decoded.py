@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
-from dataset_devkit.nuscenes.geodesy import LocalEnu, to_web_mercator
-from dataset_devkit.nuscenes.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator
+from dataset_devkit.nuscenes.common.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE, load_recording
 from dataset_devkit.nuscenes.ingest.model import (
     CameraStream,
@@ -31,7 +32,6 @@ from dataset_devkit.nuscenes.ingest.video_scan import (
     error_logging,
     scan_video,
 )
-from dataset_devkit.nuscenes.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.spec import (
     JPEG_QUALITY,
     SOURCE_DECODED,
