@@ -78,6 +78,12 @@ def build(
         f"{result.loader.sample_token} {result.loader.channel} -> {result.loader.filename}"
     )
     console.print(f"root_sha256 {result.root_sha256}")
+    # Nothing a fleet build leaves out is silent: each line names the recording and why.
+    errors = stderr_console()
+    for line in result.warnings:
+        errors.print(f"warning: {line}", markup=False, highlight=False)
+    for line in result.dropped:
+        console.print(f"dropped: {line}", markup=False, highlight=False)
 
 
 # A str, not a Path: typer would turn "" into Path("."), the working directory; the library
@@ -119,7 +125,9 @@ def inspect(
         f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)",
     )
     table.add_row("channels", ", ".join(data["channels"]))
-    table.add_row("recordings", str(data["recordings"]))
+    table.add_row(
+        "recordings", f"{data['recordings']} ({data['recordings_selected']} contribute scenes)"
+    )
     scenes = data["scenes"]
     table.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
     table.add_row("source type", data["source_type"])
@@ -130,6 +138,10 @@ def inspect(
     console = stdout_console()
     console.print(table)
     console.print(f"root_sha256 {data['root_sha256']}")
+    for line in data["warnings"]:
+        console.print(f"warning: {line}", markup=False, highlight=False)
+    for line in data["dropped"]:
+        console.print(f"dropped: {line}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
