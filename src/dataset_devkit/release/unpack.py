@@ -37,19 +37,37 @@ import errno
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import threading
+import time
 import unicodedata
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+try:
+    import msvcrt
+except ImportError:
+    msvcrt = None  # type: ignore[assignment]
 
 FORMAT = "dataset-devkit-release"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 FILES_NAME = "files.jsonl"
 STATE_SUFFIX = ".unpack-state.json"
+INDEX_SUFFIX = ".unpack-index.jsonl"
+LOCK_SUFFIX = ".unpack.lock"
+#: --readable-by: (file mode, directory mode) of a restored tree.
+READABLE_BY = {"owner": (0o400, 0o500), "group": (0o440, 0o550), "all": (0o444, 0o555)}
+#: Temporary names of files being restored; removed on a re-run (under the output lock).
+_TEMP_NAME = re.compile(r"\.unpack-[0-9a-f]{12}\.tmp\Z")
 BLOCK = 512
 CHUNK = 1 << 20
 MAX_PAX_BYTES = 1 << 16
@@ -666,19 +684,19 @@ def _package_path(release: Release, name: str) -> str:
     return os.path.join(release.directory, *name.split("/"))
 
 
-def _extra_packages(release: Release, packages: list[dict[str, Any]]) -> list[str]:
-    issues: list[str] = []
+def _note_unlisted(
+    release: Release, packages: list[dict[str, Any]], log: Callable[[str], None]
+) -> None:
+    """Say which files of the chosen family folders are ignored (``base/.DS_Store``, a
+    package of another release): only the packages ``manifest.json`` names are ever read."""
     for fam in sorted({p["family"] for p in packages}):
         listed = {p["name"].split("/", 1)[1] for p in release.packages_of([fam])}
         try:
             present = set(os.listdir(os.path.join(release.directory, fam)))
         except OSError:
             present = set()
-        issues.extend(
-            f"extra package {fam}/{x} is not listed in {MANIFEST_NAME} (from another release?)"
-            for x in sorted(present - listed)
-        )
-    return issues
+        for extra in sorted(present - listed):
+            log(f"notice: ignoring {fam}/{extra}: not a package of this release ({MANIFEST_NAME})")
 
 
 def _stat_package(release: Release, pkg: dict[str, Any]) -> str:
@@ -707,7 +725,12 @@ def stat_packages(release: Release, packages: list[dict[str, Any]]) -> list[str]
     return [msg for msg in (_stat_package(release, p) for p in packages) if msg]
 
 
-def check_packages(release: Release, packages: list[dict[str, Any]], workers: int = 2) -> None:
+def check_packages(
+    release: Release,
+    packages: list[dict[str, Any]],
+    workers: int = 2,
+    log: Callable[[str], None] = lambda _m: None,
+) -> None:
     """Check that every package is present as a regular file with its size and SHA-256."""
 
     def check(pkg: dict[str, Any]) -> str:
@@ -720,7 +743,8 @@ def check_packages(release: Release, packages: list[dict[str, Any]], workers: in
             return f"package {pkg['name']} SHA-256 is {digest}, expected {pkg['sha256']}"
         return ""
 
-    issues = _extra_packages(release, packages)
+    _note_unlisted(release, packages, log)
+    issues: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         issues.extend(msg for msg in pool.map(check, packages) if msg)
     if issues:
@@ -752,6 +776,7 @@ def verify_release(
     families: Sequence[str] = (),
     everything: bool = False,
     log: Callable[[str], None] = lambda _m: None,
+    expect_root: str | None = None,
 ) -> Summary:
     """Verify the chosen families' packages and every member against ``files.jsonl``.
 
@@ -759,9 +784,11 @@ def verify_release(
     from the same bytes while the tar is parsed strictly. Nothing is written.
     """
     release = load_release(release_dir)
+    check_expected_root(release, expect_root)
     chosen = choose_families(release, families, everything)
     packages = release.packages_of(chosen)
-    issues = _extra_packages(release, packages)
+    _note_unlisted(release, packages, log)
+    issues: list[str] = []
 
     def verify_one(pkg: dict[str, Any]) -> list[str]:
         problem = _stat_package(release, pkg)
@@ -959,6 +986,8 @@ class PinnedDir:
                     os.mkdir(where)
             except FileExistsError:
                 pass
+            except OSError as exc:
+                raise _named(exc, where) from None
             else:
                 self.dirty = True
             st = self.lstat(name)
@@ -987,6 +1016,20 @@ class PinnedDir:
         if self.fd is not None:
             return os.open(name, flags, 0o644, dir_fd=self.fd)
         return os.open(self._at(name), flags, 0o644)
+
+    def open_rw(self, name: str) -> int:
+        """Open or create *name* for reading and writing (a lock file), never a link."""
+        flags = os.O_RDWR | os.O_CREAT | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
+        where = self._at(name)
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=self.fd) if self.fd is not None else None
+            fd = os.open(where, flags, 0o644) if fd is None else fd
+        except OSError as exc:
+            raise UnpackError(f"{where}: cannot open ({exc.strerror})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise UnpackError(f"{where}: not a regular file")
+        return fd
 
     def open_read(self, name: str) -> IO[bytes]:
         flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
@@ -1030,11 +1073,17 @@ class PinnedDir:
 
 
 class DirChain:
-    """The open directories from the release root down to the current member's parent."""
+    """The open directories from the release root down to the current member's parent.
 
-    def __init__(self, root: PinnedDir) -> None:
+    Descriptors held: one per level of the current path, never one per directory of the
+    tree. A directory the chain leaves is handed to *on_leave* (default: closed), which may
+    keep it open a little longer (files still being placed in it).
+    """
+
+    def __init__(self, root: PinnedDir, on_leave: Callable[[PinnedDir], None] | None = None):
         self.parts: list[str] = []
         self.dirs = [root]
+        self.on_leave = on_leave or PinnedDir.close
 
     def goto(self, parts: list[str], create: bool) -> PinnedDir:
         common = 0
@@ -1042,7 +1091,7 @@ class DirChain:
             common += 1
         while len(self.parts) > common:
             self.parts.pop()
-            self.dirs.pop().close()
+            self.on_leave(self.dirs.pop())
         for part in parts[common:]:
             self.dirs.append(self.dirs[-1].child(part, create))
             self.parts.append(part)
@@ -1050,7 +1099,8 @@ class DirChain:
 
     def close(self) -> None:
         while len(self.dirs) > 1:
-            self.dirs.pop().close()
+            self.parts.pop()
+            self.on_leave(self.dirs.pop())
 
 
 def _hash_open(fh: IO[bytes]) -> tuple[int, str]:
@@ -1061,36 +1111,81 @@ def _hash_open(fh: IO[bytes]) -> tuple[int, str]:
     return size, hasher.hexdigest()
 
 
-def _existing_tree(root: PinnedDir) -> Iterator[tuple[str, os.stat_result, PinnedDir]]:
-    """Walk an existing output root without following links: ``(relpath, lstat, parent)``."""
-    stack: list[tuple[str, PinnedDir]] = [("", root)]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            for name, st in folder.entries():
-                rel = prefix + name
-                if stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
-                    stack.append((rel + "/", folder.child(name, False)))
-                else:
-                    yield rel, st, folder
-        finally:
+def _existing_tree(
+    root: PinnedDir, on_dir: Callable[[PinnedDir], None] | None = None
+) -> Iterator[tuple[str, os.stat_result, PinnedDir]]:
+    """Walk an existing output root without following links: ``(relpath, lstat, parent)``.
+
+    Depth first, holding one descriptor per level of the current path (a directory is
+    opened when its turn comes, not when its parent is listed): a tree of 10,000
+    directories walks in a handful of descriptors. *on_dir* sees every directory, the
+    root included, before its entries.
+    """
+    if on_dir is not None:
+        on_dir(root)
+    stack: list[tuple[str, PinnedDir, Iterator[tuple[str, os.stat_result]]]] = [
+        ("", root, iter(root.entries()))
+    ]
+    try:
+        while stack:
+            prefix, folder, names = stack[-1]
+            entry = next(names, None)
+            if entry is None:
+                stack.pop()
+                if folder is not root:
+                    folder.close()
+                continue
+            name, st = entry
+            if stat.S_ISDIR(st.st_mode):
+                child = folder.child(name, False)
+                try:
+                    if on_dir is not None:
+                        on_dir(child)
+                    listing = iter(child.entries())
+                except BaseException:
+                    child.close()
+                    raise
+                stack.append((prefix + name + "/", child, listing))
+            else:
+                yield prefix + name, st, folder
+    finally:
+        for _prefix, folder, _names in stack:
             if folder is not root:
                 folder.close()
 
 
 def _preflight(
-    release: Release, root: PinnedDir, chosen: list[str], state: dict[str, Any] | None
+    release: Release,
+    root: PinnedDir,
+    chosen: list[str],
+    state: dict[str, Any] | None,
+    log: Callable[[str], None],
+    writable: bool,
 ) -> list[str]:
-    """Check what the output already holds before anything is written."""
+    """Check what the output already holds before anything is written.
+
+    Runs under the output lock, so a ``.unpack-<12 hex>.tmp`` file is a leftover of a killed
+    run, never a live peer's: it is removed. With *writable*, directories sealed read-only
+    by an earlier run are opened for the owner again (sealed at the end of this run).
+    """
     rows = {r.path: r for r in release.rows}
     issues = []
-    for rel, st, folder in _existing_tree(root):
+    removed = 0
+
+    def unseal(folder: PinnedDir) -> None:
+        if writable and folder.fd is not None:
+            mode = stat.S_IMODE(os.fstat(folder.fd).st_mode)
+            if mode & 0o700 != 0o700:
+                _fchmod(folder.fd, mode | 0o700)
+
+    for rel, st, folder in _existing_tree(root, unseal):
         where = f"{release.name}/{rel}"
         row = rows.get(rel)
-        if not stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+        if row is None and stat.S_ISREG(st.st_mode) and _TEMP_NAME.match(os.path.basename(rel)):
+            folder.unlink(os.path.basename(rel))
+            removed += 1
+        elif not stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
             issues.append(f"{where}: exists in the output and is not a regular file; kept")
-        elif row is None and os.path.basename(rel).startswith(".unpack-"):
-            issues.append(f"{where}: temporary file left by an interrupted run; delete it")
         elif row is None:
             issues.append(
                 f"{where}: exists in the output but is not part of snapshot "
@@ -1104,6 +1199,8 @@ def _preflight(
             with folder.open_read(os.path.basename(rel)) as fh:
                 if _hash_open(fh)[1] != row.sha256:
                     issues.append(f"{where}: existing file differs from this snapshot; kept")
+    if removed:
+        log(f"removed {removed} temporary files left by an interrupted run")
     return issues
 
 
@@ -1137,24 +1234,72 @@ def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     return state
 
 
-def _write_state(output: PinnedDir, release: Release, families: list[str], fsync: bool) -> None:
-    name = release.name + STATE_SUFFIX
+def _write_small(output: PinnedDir, name: str, body: bytes, fsync: bool) -> None:
+    """Write *name* in *output* through a temporary name (``.NAME.PID.tmp``) and a rename."""
     tmp = f".{name}.{os.getpid()}.tmp"
-    body = canonical_json(
-        {
-            "name": release.name,
-            "snapshot_root_sha256": release.snapshot_root,
-            "families": sorted(families),
-        }
-    )
     fd = output.open_new(tmp)
     try:
-        os.write(fd, body + b"\n")
+        _write_all(fd, body, os.path.join(output.path, name))
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
     output.replace(tmp, name)
+
+
+def _write_state(
+    output: PinnedDir, release: Release, families: list[str], fsync: bool, index: bytes
+) -> None:
+    """Record what ``output/NAME`` holds: ``NAME.unpack-index.jsonl`` (a copy of
+    ``files.jsonl``) and ``NAME.unpack-state.json`` (snapshot, families restored and absent,
+    the index's SHA-256), in that order, so that ``dataset-devkit verify`` can check a
+    partial restore family by family without the release directory."""
+    _write_small(output, release.name + INDEX_SUFFIX, index, fsync)
+    body = canonical_json(
+        {
+            "name": release.name,
+            "snapshot_root_sha256": release.snapshot_root,
+            "families": sorted(families),
+            "release_families": sorted(release.families),
+            "files_jsonl_sha256": hashlib.sha256(index).hexdigest(),
+        }
+    )
+    _write_small(output, release.name + STATE_SUFFIX, body + b"\n", fsync)
+
+
+def _remove_stale_metadata(output: PinnedDir, release: Release) -> None:
+    """Remove ``.NAME.unpack-state.json.PID.tmp`` files of killed runs (under the lock)."""
+    prefixes = tuple(f".{release.name}{suffix}." for suffix in (STATE_SUFFIX, INDEX_SUFFIX))
+    for name, st in output.entries():
+        if name.startswith(prefixes) and name.endswith(".tmp") and stat.S_ISREG(st.st_mode):
+            output.unlink(name)
+
+
+def check_expected_root(release: Release, expect_root: str | None) -> None:
+    """Refuse a release whose snapshot root is not the one the user pinned."""
+    if expect_root is None:
+        return
+    if not _is_sha(expect_root.lower()):
+        raise UnpackError(f"--expect-root {expect_root!r}: expected 64 hexadecimal digits")
+    if expect_root.lower() != release.snapshot_root:
+        raise UnpackError(
+            f"release {release.name} is snapshot root_sha256 {release.snapshot_root}, "
+            f"not the expected {expect_root.lower()} (--expect-root); nothing was written"
+        )
+
+
+def file_modes(readable_by: str | None) -> tuple[int, int] | None:
+    """``(file mode, directory mode)`` for ``--readable-by owner|group|all`` (None: leave)."""
+    if readable_by is None:
+        return None
+    if readable_by not in READABLE_BY:
+        raise UnpackError(f"readable_by {readable_by!r}: expected one of {sorted(READABLE_BY)}")
+    return READABLE_BY[readable_by]
+
+
+def _seal(folder: PinnedDir, mode: int) -> None:
+    if folder.fd is not None and stat.S_IMODE(os.fstat(folder.fd).st_mode) != mode:
+        _fchmod(folder.fd, mode)
 
 
 def unpack_release(
@@ -1165,6 +1310,9 @@ def unpack_release(
     only_packages: Sequence[str] | None = None,
     log: Callable[[str], None] = lambda _m: None,
     fsync: bool = True,
+    readable_by: str | None = "owner",
+    expect_root: str | None = None,
+    wait: bool = True,
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
@@ -1175,43 +1323,140 @@ def unpack_release(
     With *fsync* (the default) every file is fsynced before it is moved into place and every
     directory that gained entries is fsynced after them, so a success message survives a
     power cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
+
+    One run at a time writes into an output: an advisory lock on ``OUTPUT/NAME.unpack.lock``
+    makes a second run wait (or, with ``wait=False``, fail naming the first one's pid). Under
+    the lock, temporary files of killed runs are removed, so re-running the same command
+    finishes an interrupted restore. *readable_by* (``owner``, ``group``, ``all``) sets the
+    restored files' and directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves
+    the modes the umask gives (scratch restores that are deleted right after). Modes are
+    never taken from the archive (no setuid, setgid or sticky bit is ever restored).
+    *expect_root* fails the run, before anything is written, unless the release is the
+    snapshot with that root hash.
     """
+    modes = file_modes(readable_by)
     release = load_release(release_dir)
+    check_expected_root(release, expect_root)
     chosen = choose_families(release, families, everything)
     packages = release.packages_of(chosen)
     if only_packages is not None:
         packages = [p for p in packages if p["name"] in set(only_packages)]
-    check_packages(release, packages, workers=min(4, os.cpu_count() or 1))
+    check_packages(release, packages, workers=min(4, os.cpu_count() or 1), log=log)
     log(f"{len(packages)} packages present with the expected size and SHA-256")
     out = PinnedDir.open_root(output, create=True, sync=fsync)
     summary = Summary()
     summary.families, summary.output = chosen, os.path.join(output, release.name)
     try:
-        state = _read_state(out, release)
-        root = out.child(release.name, create=True)
-        try:
-            issues = _preflight(release, root, chosen, state)
-            if issues:
-                raise UnpackError(
-                    "the output already holds conflicting files; nothing was written", issues
+        with _OutputLock(out, release.name + LOCK_SUFFIX, output, log, wait):
+            _remove_stale_metadata(out, release)
+            state = _read_state(out, release)
+            root = out.child(release.name, create=True)
+            try:
+                issues = _preflight(release, root, chosen, state, log, modes is not None)
+                if issues:
+                    raise UnpackError(
+                        "the output already holds conflicting files; nothing was written", issues
+                    )
+                issues = _restore_packages(
+                    release, root, packages, summary, fsync, log, modes and modes[0]
                 )
-            issues = _restore_packages(release, root, packages, summary, fsync, log)
-            if issues:
-                raise UnpackError(
-                    "restore incomplete: existing files differ or appeared meanwhile (kept)", issues
-                )
-            wanted = {r.path: r for r in release.rows if r.package in {p["name"] for p in packages}}
-            _check_structure(release, root, wanted)
-        finally:
-            root.close()
-        done = set(chosen) | set(state.get("families", []) if state else [])
-        if only_packages is None:
-            _write_state(out, release, sorted(done), fsync)
+                if issues:
+                    raise UnpackError(
+                        "restore incomplete: existing files differ or appeared meanwhile (kept)",
+                        issues,
+                    )
+                names = {p["name"] for p in packages}
+                wanted = {r.path for r in release.rows if r.package in names}
+                _check_structure(release, root, wanted, modes and modes[1])
+            finally:
+                root.close()
+            if only_packages is None:
+                index = _read_small(release.directory, FILES_NAME, limit=1 << 34)
+                if hashlib.sha256(index).hexdigest() != release.manifest["files_jsonl_sha256"]:
+                    raise UnpackError(f"{FILES_NAME}: changed while restoring")
+                done = set(chosen) | set(state.get("families", []) if state else [])
+                _write_state(out, release, sorted(done), fsync, index)
     finally:
         out.close()
     summary.packages = len(packages)
     summary.package_bytes = sum(p["size"] for p in packages)
     return summary
+
+
+class _OutputLock:
+    """An advisory lock on a file in the output: one restore writes into it at a time.
+
+    ``flock`` (POSIX) or ``msvcrt.locking`` on a byte far past the pid (Windows); the kernel
+    drops it when the process dies, however it dies, so a stale lock never blocks a re-run.
+    The holder writes its pid into the file for the message a waiting run prints.
+    """
+
+    def __init__(
+        self, out: PinnedDir, name: str, shown: str, log: Callable[[str], None], wait: bool
+    ) -> None:
+        self.out, self.name, self.shown, self.log, self.wait = out, name, shown, log, wait
+        self.fd: int | None = None
+        self.held = False
+
+    def __enter__(self) -> _OutputLock:
+        while True:
+            fd = self.fd = self.out.open_rw(self.name)
+            if not self._try(blocking=False):
+                peer = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+                message = f"another restore is running into {self.shown} (pid {peer})"
+                if not self.wait:
+                    self.__exit__()
+                    raise UnpackError(message + "; try again when it has finished")
+                self.log(message + "; waiting for it to finish")
+                self._try(blocking=True)
+            # The holder removes the file when it is done: a lock taken on a file that is no
+            # longer at the name is worthless, so take the one at the name.
+            st = self.out.lstat(self.name)
+            if st is not None and st.st_ino == os.fstat(fd).st_ino:
+                break
+            self.__exit__()
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        self.held = True
+        return self
+
+    def _try(self, blocking: bool) -> bool:
+        assert self.fd is not None
+        try:
+            if fcntl is not None:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            elif msvcrt is not None:  # pragma: no cover - Windows
+                os.lseek(self.fd, 1 << 30, os.SEEK_SET)
+                while True:
+                    try:
+                        msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
+                        break
+                    except OSError:
+                        if not blocking:
+                            raise BlockingIOError from None
+                        time.sleep(0.5)
+                os.lseek(self.fd, 0, os.SEEK_SET)
+        except BlockingIOError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise UnpackError(
+                f"{self.shown}: cannot lock {self.name} ({exc.strerror}); restore into a "
+                "local folder"
+            ) from None
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            try:
+                if self.held:
+                    self.held = False
+                    self.out.unlink(self.name)  # still holding it: waiters will retry
+            finally:
+                os.close(self.fd)  # closing the last descriptor releases the lock
+                self.fd = None
 
 
 class _Placer:
@@ -1220,38 +1465,72 @@ class _Placer:
     One ``fsync`` per small file is a disk round trip; done one after another they dominate
     a restore. With *fsync*, each verified file goes to a worker thread that fsyncs it and
     only then places it (no-replace), while the main thread parses the next members; the
-    filesystem journal commits concurrent fsyncs together. :meth:`drain` waits for every
-    file, then fsyncs each directory that received entries. Without *fsync* files are placed
-    inline. At most ``2 * workers`` files are in flight (flat memory and descriptors).
+    filesystem journal commits concurrent fsyncs together. A directory the walk has left is
+    fsynced and closed by a worker once its last file is placed (:meth:`leave`), so each
+    directory costs one fsync and descriptors stay bounded: at most ``2 * workers`` jobs are
+    in flight, each holding one file and one directory. Without *fsync* files are placed
+    inline. :meth:`drain` waits for every job and re-raises the first failure.
     """
 
     def __init__(self, fsync: bool, workers: int = 8) -> None:
         self.fsync = fsync
         self.limit = 2 * workers
         self.pool = ThreadPoolExecutor(max_workers=workers) if fsync else None
-        self.pending: list[Any] = []
-        self.dirs: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) -> our own descriptor
+        self.pending: deque[tuple[Any, PinnedDir | None]] = deque()
+        self.jobs: dict[int, int] = {}  # id(folder) -> files in flight there
+        self.left: set[int] = set()  # folders the walk has left, closed after their jobs
         self.written = 0
         self.issues: list[str] = []
+        self.failure: BaseException | None = None
 
     def submit(self, folder: PinnedDir, fd: int, tmp: str, leaf: str, where: str) -> None:
         """Take over *fd* (the verified temporary file *tmp* in *folder*) and place it."""
-        dir_fd = None
-        if folder.fd is not None and self.fsync:
-            st = os.fstat(folder.fd)
-            dir_fd = self.dirs.get((st.st_dev, st.st_ino))
-            if dir_fd is None:
-                dir_fd = self.dirs[(st.st_dev, st.st_ino)] = os.dup(folder.fd)
-        elif folder.fd is not None:
-            dir_fd = folder.fd
-        prefix = "" if dir_fd is not None else folder.path
+        folder.dirty = True
+        prefix = "" if folder.fd is not None else folder.path
         if self.pool is None:
-            self._collect(self._place(dir_fd, prefix, fd, tmp, leaf, where))
+            self._collect(self._place(folder.fd, prefix, fd, tmp, leaf, where))
             return
-        # Queue this file first: should an older job have failed, drain() still finishes it.
-        self.pending.append(self.pool.submit(self._place, dir_fd, prefix, fd, tmp, leaf, where))
+        self.jobs[id(folder)] = self.jobs.get(id(folder), 0) + 1
+        job = self.pool.submit(self._place, folder.fd, prefix, fd, tmp, leaf, where)
+        self.pending.append((job, folder))
+        self._bound()
+
+    def leave(self, folder: PinnedDir) -> None:
+        """The walk is done with *folder*: fsync and close it once its files are placed."""
+        if self.pool is None or folder.fd is None:
+            folder.close()
+        elif self.jobs.get(id(folder)):
+            self.left.add(id(folder))
+        else:
+            self.pending.append((self.pool.submit(folder.close), None))
+            self._bound()
+
+    def _bound(self) -> None:
         while len(self.pending) > self.limit:
-            self._collect(self.pending.pop(0).result())
+            self._finish_one()
+
+    def _finish_one(self) -> None:
+        job, folder = self.pending.popleft()
+        try:
+            issue = job.result()
+        except BaseException as exc:  # every job must finish; the first failure is raised
+            self.failure = self.failure or exc
+            issue = None
+        if folder is not None:
+            key = id(folder)
+            self.jobs[key] -= 1
+            if not self.jobs[key]:
+                del self.jobs[key]
+                if key in self.left:
+                    self.left.discard(key)
+                    if self.failure is not None or self.pool is None:
+                        folder.close()
+                    else:
+                        self.pending.append((self.pool.submit(folder.close), None))
+        if issue:
+            self.issues.append(issue)
+        elif issue is not None:
+            self.written += 1
 
     def _place(
         self, dir_fd: int | None, prefix: str, fd: int, tmp: str, leaf: str, where: str
@@ -1259,6 +1538,9 @@ class _Placer:
         try:
             if self.fsync:
                 os.fsync(fd)  # the data is durable before its name is
+        except OSError as exc:
+            _unlink(dir_fd, os.path.join(prefix, tmp))
+            raise _named(exc, where) from None
         except BaseException:
             _unlink(dir_fd, os.path.join(prefix, tmp))
             raise
@@ -1270,6 +1552,9 @@ class _Placer:
         except FileExistsError:
             _unlink(dir_fd, src)
             return f"{where}: appeared while restoring (another writer?); kept, not replaced"
+        except OSError as exc:
+            _unlink(dir_fd, src)
+            raise _named(exc, where) from None
         except BaseException:
             _unlink(dir_fd, src)
             raise
@@ -1282,21 +1567,10 @@ class _Placer:
             self.written += 1
 
     def drain(self) -> None:
-        """Wait for every file in flight, then fsync the directories that gained entries."""
-        failure: BaseException | None = None
-        for future in self.pending:
-            try:
-                self._collect(future.result())
-            except BaseException as exc:  # every job must finish; report the first failure
-                failure = failure or exc
-        self.pending = []
-        for dir_fd in self.dirs.values():
-            try:
-                if failure is None:
-                    _fsync_dir(dir_fd)
-            finally:
-                os.close(dir_fd)
-        self.dirs = {}
+        """Wait for every job in flight; re-raise the first failure."""
+        while self.pending:
+            self._finish_one()
+        failure, self.failure = self.failure, None
         if failure is not None:
             raise failure
 
@@ -1319,6 +1593,7 @@ def _restore_packages(
     summary: Summary,
     fsync: bool,
     log: Callable[[str], None],
+    file_mode: int | None = None,
     workers: int = 2,
 ) -> list[str]:
     """Restore *packages* on *workers* threads, each taking the next package in turn.
@@ -1337,23 +1612,29 @@ def _restore_packages(
         issues: list[str] = []
         with lock:
             tallies.append((mine, issues))
-        chain, placer = DirChain(root), _Placer(fsync)
+        placer = _Placer(fsync)
+        chain = DirChain(root, placer.leave)
         try:
             while True:
                 with lock:
                     if failed or not todo:
-                        return
+                        break
                     pkg = todo.pop(0)
-                try:
-                    _restore_package(release, pkg, chain, mine, issues, placer)
-                except BaseException as exc:
-                    with lock:
-                        failed.append(exc)
-                    raise
+                _restore_package(release, pkg, chain, mine, issues, placer, file_mode)
                 log(f"restored {pkg['name']}")
+            chain.close()  # hands the open directories to the placer: fsync, close
+            placer.drain()
+        except BaseException as exc:
+            with lock:
+                failed.append(exc)
+            chain.close()
+            try:
+                placer.drain()
+            except BaseException:  # noqa: S110 - the first failure is the one reported
+                pass
+            raise
         finally:
             placer.close()
-            chain.close()
 
     count = max(1, min(workers, len(todo)))
     with ThreadPoolExecutor(max_workers=count) as pool:
@@ -1375,12 +1656,13 @@ def _restore_package(
     summary: Summary,
     issues: list[str],
     placer: _Placer,
+    file_mode: int | None = None,
 ) -> None:
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
         parts = m.path.split("/")
         folder = chain.goto(parts[:-1], create=True)
         leaf = parts[-1]
-        where = f"{release.name}/{m.path}"
+        where = os.path.join(folder.path, leaf)
         st = folder.lstat(leaf)
         if st is not None:
             if not stat.S_ISREG(st.st_mode):
@@ -1391,16 +1673,23 @@ def _restore_package(
                         issues.append(f"{where}: existing file differs from {FILES_NAME}; kept")
                     else:
                         summary.skipped += 1
+                        if file_mode is not None and stat.S_IMODE(st.st_mode) != file_mode:
+                            _fchmod(fh.fileno(), file_mode)
             stream.skip(m.size)
             return
         tmp = f".unpack-{os.urandom(6).hex()}.tmp"
-        fd = folder.open_new(tmp)
         try:
-            digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data))
+            fd = folder.open_new(tmp)
+        except OSError as exc:
+            raise _named(exc, where) from None
+        try:
+            digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
             if digest != row.sha256:
                 raise UnpackError(
                     f"{pkg['name']}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}"
                 )
+            if file_mode is not None:
+                _fchmod(fd, file_mode)
         except BaseException:
             os.close(fd)
             folder.unlink(tmp)
@@ -1419,26 +1708,46 @@ def _restore_package(
             issues.extend(placer.issues[found:])
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, where: str) -> None:
     view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        raise _named(exc, where) from None
 
 
-def _check_structure(release: Release, root: PinnedDir, wanted: dict[str, FileRow]) -> None:
+def _named(exc: OSError, path: str) -> OSError:
+    """The same error, naming *path* (calls relative to a descriptor know only a leaf)."""
+    return OSError(exc.errno, exc.strerror or str(exc), path)
+
+
+def _fchmod(fd: int, mode: int) -> None:
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+
+
+def _check_structure(
+    release: Release, root: PinnedDir, wanted: set[str], dir_mode: int | None
+) -> None:
+    """The tree must hold only listed regular files of the listed sizes, and every file in
+    *wanted*; with *dir_mode*, every directory is sealed to it on the way."""
     rows = {r.path: r for r in release.rows}
     issues = []
-    present = set()
-    for rel, st, _folder in _existing_tree(root):
+    missing = set(wanted)
+
+    def seal(folder: PinnedDir) -> None:
+        if dir_mode is not None:
+            _seal(folder, dir_mode)
+
+    for rel, st, _folder in _existing_tree(root, seal):
         row = rows.get(rel)
         if row is None or not stat.S_ISREG(st.st_mode):
             issues.append(f"{release.name}/{rel}: not part of this release")
         elif st.st_size != row.size:
             issues.append(f"{release.name}/{rel}: size {st.st_size}, expected {row.size}")
-        present.add(rel)
-    issues.extend(
-        f"{release.name}/{p}: missing after restore" for p in sorted(set(wanted) - present)
-    )
+        missing.discard(rel)
+    issues.extend(f"{release.name}/{p}: missing after restore" for p in sorted(missing))
     if issues:
         raise UnpackError("restored tree does not match the release", issues)
 
