@@ -1407,7 +1407,7 @@ class _OutputLock:
                 if not self.wait:
                     self.__exit__()
                     raise UnpackError(message + "; try again when it has finished")
-                self.log(message + "; waiting for it to finish")
+                self.log(f"notice: {message}; waiting for it to finish")
                 self._try(blocking=True)
             # The holder removes the file when it is done: a lock taken on a file that is no
             # longer at the name is worthless, so take the one at the name.
@@ -1775,6 +1775,23 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip fsync of each file and directory (faster; not safe against power loss)",
     )
+    p.add_argument(
+        "--expect-root",
+        metavar="HEX",
+        help="fail unless the release is the snapshot with this root_sha256",
+    )
+    p.add_argument(
+        "--readable-by",
+        choices=sorted(READABLE_BY),
+        default="owner",
+        help="who may read the restored tree: owner 0400/0500 (default), group 0440/0550, "
+        "all 0444/0555",
+    )
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="fail instead of waiting when another restore is running into the same output",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -1794,12 +1811,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--verify-only writes nothing: drop --output DIR, or drop --verify-only")
 
     def log(message: str) -> None:
-        if not args.quiet:
+        if not args.quiet or message.startswith("notice:"):  # notices show with --quiet
             sys.stderr.write(message + "\n")
 
     try:
         if args.verify_only:
-            s = verify_release(args.release_dir, families, args.all, log)
+            s = verify_release(args.release_dir, families, args.all, log, args.expect_root)
             sys.stdout.write(
                 f"OK: {s.packages} packages ({s.package_bytes} bytes) of "
                 f"{', '.join(s.families)} verified\n"
@@ -1812,6 +1829,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.all,
                 log=log,
                 fsync=not args.no_fsync,
+                readable_by=args.readable_by,
+                expect_root=args.expect_root,
+                wait=not args.no_wait,
             )
             sys.stdout.write(
                 f"OK: {', '.join(s.families)} restored into {s.output}: {s.written} files written, "
@@ -1821,7 +1841,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"FAILED: {exc}\n")
         return 1
     except OSError as exc:
-        sys.stderr.write(f"FAILED: {exc}\n")
+        where = f": {exc.filename}" if exc.filename else ""
+        sys.stderr.write(f"FAILED: {exc.strerror or exc}{where}\n")
         return 1
     return 0
 
