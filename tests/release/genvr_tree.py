@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
+import tarfile
 from pathlib import Path
+from typing import Any
+
+from dataset_devkit.release import unpack
 
 #: The real release: 2,008 stereo pairs (about 10,000 directories, 50,000 files).
 PAIRS = 2008
@@ -67,13 +73,6 @@ def craft_genvr_release(folder: Path, pairs: int = PAIRS, packages: int = 35) ->
     The same metadata ``release pack`` writes (manifest, files.jsonl, pax/ustar packages
     holding ``ds/<path>``), without writing and re-reading 58,000 source files first.
     """
-    # Imported here: the helpers module imports the packer, which tests may not need.
-    import io
-    import json
-    import tarfile
-
-    from dataset_devkit.release import unpack
-
     files: dict[str, bytes] = {"genvr_i2s.jsonl": b'{"id": 0}\n'}
     for index in range(pairs):
         files.update(pair_files(index))
@@ -81,7 +80,8 @@ def craft_genvr_release(folder: Path, pairs: int = PAIRS, packages: int = 35) ->
     by_family = {f: [p for p in paths if _package_of(p) == f] for f in ("base", "depth")}
     per = -(-len(paths) // packages)
     folder.mkdir(parents=True)
-    rows, records = [], []
+    rows: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
     for family, members in by_family.items():
         (folder / family).mkdir()
         for number, start in enumerate(range(0, len(members), per), 1):
@@ -114,9 +114,8 @@ def craft_genvr_release(folder: Path, pairs: int = PAIRS, packages: int = 35) ->
                     "member_count": count,
                 }
             )
-    rows.sort(key=lambda r: r["path"])
-    index = b"".join(unpack.canonical_json(r) + b"\n" for r in rows)
-    (folder / "files.jsonl").write_bytes(index)
+    listing = b"".join(sorted(unpack.canonical_json(r) + b"\n" for r in rows))
+    (folder / "files.jsonl").write_bytes(listing)
     script = Path(unpack.__file__).read_bytes()
     (folder / "unpack.py").write_bytes(script)
     manifest = {
@@ -144,7 +143,7 @@ def craft_genvr_release(folder: Path, pairs: int = PAIRS, packages: int = 35) ->
             for family, members in by_family.items()
         ],
         "packages": records,
-        "files_jsonl_sha256": hashlib.sha256(index).hexdigest(),
+        "files_jsonl_sha256": hashlib.sha256(listing).hexdigest(),
         "unpack_py_sha256": hashlib.sha256(script).hexdigest(),
     }
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")

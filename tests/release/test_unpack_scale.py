@@ -109,10 +109,12 @@ def test_restoring_into_many_directories_holds_a_bounded_number_of_descriptors(
         peak[0] = max(peak[0], _open_descriptors())
         real_place(dir_fd, src, dst)
 
-    unpack._place_noreplace = place  # type: ignore[assignment]
+    before = _open_descriptors()
+    unpack._place_noreplace = place
     try:
         unpack.unpack_release(str(release), str(tmp_path / "out"), everything=True)
     finally:
-        unpack._place_noreplace = real_place  # type: ignore[assignment]
+        unpack._place_noreplace = real_place
     assert soft >= LIMIT and hard >= LIMIT
-    assert peak[0] < 120, peak[0]  # 2 workers x (16 files + their folders + the chain)
+    # 2 workers x (16 files + their folders + the chain) + the placers' threads' packages
+    assert peak[0] - before < 100, (peak[0], before)

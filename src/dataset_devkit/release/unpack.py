@@ -33,6 +33,7 @@ concurrent attacker in the output directory but still never follows a link it ha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import hashlib
 import json
@@ -48,20 +49,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-try:
-    import msvcrt
-except ImportError:
-    msvcrt = None  # type: ignore[assignment]
-
 FORMAT = "dataset-devkit-release"
 FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 FILES_NAME = "files.jsonl"
 STATE_SUFFIX = ".unpack-state.json"
+MAX_NAME_BYTES = 255  # one path component (Linux, macOS, NTFS in UTF-16 units)
+MAX_PATH_BYTES = 4095  # a whole path below the output (Linux PATH_MAX - 1)
 INDEX_SUFFIX = ".unpack-index.jsonl"
 LOCK_SUFFIX = ".unpack.lock"
 #: --readable-by: (file mode, directory mode) of a restored tree.
@@ -136,7 +130,10 @@ class UnpackError(Exception):
     def __init__(self, message: str, issues: Sequence[str] = ()) -> None:
         self.summary = message
         self.issues = sorted(issues)
-        text = message + "".join(f"\n  - {issue}" for issue in self.issues)
+        if len(self.issues) == 1 and "\n" not in self.issues[0]:
+            text = f"{message}: {self.issues[0]}"  # one problem, one line
+        else:
+            text = message + "".join(f"\n  - {issue}" for issue in self.issues)
         super().__init__(text)
 
 
@@ -185,9 +182,16 @@ def _relpath_problem(path: str) -> str:
         return "empty path"
     if path.startswith("/"):
         return "absolute path"
+    problem = _text_problem(path)
+    if problem:
+        return problem
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        return f"path is longer than {MAX_PATH_BYTES} bytes (the Linux limit)"
     for part in path.split("/"):
         if part in ("", ".", ".."):
             return f"component {part!r} is not allowed"
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            return f"component {part[:40]!r}... is longer than {MAX_NAME_BYTES} bytes"
         bad = sorted(set(part) & _WINDOWS_BAD_CHARS)
         if bad:
             return f"component {part!r} has characters Windows rejects: {bad!r}"
@@ -195,6 +199,16 @@ def _relpath_problem(path: str) -> str:
             return f"component {part!r} ends with a dot or a space (Windows drops it)"
         if part.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
             return f"component {part!r} is a reserved device name on Windows"
+    return ""
+
+
+def _text_problem(text: str) -> str:
+    """Why *text* cannot be a file name on disk ("" if it can): a lone surrogate (JSON
+    ``\\ud800``) has no UTF-8 encoding."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "not encodable as UTF-8 (lone surrogate)"
     return ""
 
 
@@ -297,8 +311,8 @@ def load_release(directory: str) -> Release:
     """Read ``manifest.json`` and ``files.jsonl``, and check that they agree.
 
     ``files.jsonl`` must hash to the manifest's ``files_jsonl_sha256``, its rows must give
-    the snapshot's ``root_sha256``, every path must be portable, and each package's member
-    count and family must match its rows.
+    the snapshot's ``root_sha256`` and its totals, every path must be portable, and each
+    package's member count and family must match its rows.
     """
     problem = _not_a_directory(directory)
     if problem:
@@ -308,9 +322,51 @@ def load_release(directory: str) -> Release:
         manifest = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except ValueError as exc:
         raise UnpackError(f"{MANIFEST_NAME}: not valid UTF-8 JSON ({exc})") from None
+    status = _check_manifest(manifest)
+    files_sha = manifest["files_jsonl_sha256"]
+    data = _read_small(directory, FILES_NAME, limit=1 << 34)
+    if hashlib.sha256(data).hexdigest() != files_sha:
+        raise UnpackError(
+            f"{FILES_NAME}: SHA-256 {hashlib.sha256(data).hexdigest()} does not match "
+            f"{MANIFEST_NAME} ({files_sha}); the metadata files are from different releases"
+        )
+    rows = parse_index(data, FILES_NAME)
+    name = manifest["name"]
+    for r in rows:
+        if r.family not in status:
+            raise UnpackError(
+                f"{_at_row(r)}: family {r.family!r} is not declared in {MANIFEST_NAME}"
+            )
+        if len(name.encode("utf-8")) + 1 + len(r.path.encode("utf-8")) > MAX_PATH_BYTES:
+            raise UnsafeNameError(
+                f"{_at_row(r)}: {name}/<path> is longer than {MAX_PATH_BYTES} bytes"
+            )
+    _check_snapshot(manifest, rows)
+    release = Release(directory, manifest, rows)
+    counts: dict[str | None, int] = {}
+    for r in rows:
+        counts[r.package] = counts.get(r.package, 0) + 1
+        if r.package is not None and release.packages.get(r.package, {}).get("family") != r.family:
+            raise UnpackError(f"{_at_row(r)}: package {r.package!r} is not a {r.family} package")
+        if (r.package is None) != (status[r.family] == "pending"):
+            raise UnpackError(f"{_at_row(r)}: package must be null exactly for pending families")
+    for pname, pkg in release.packages.items():
+        if counts.get(pname, 0) != pkg["member_count"]:
+            raise UnpackError(
+                f"{MANIFEST_NAME}: package {pname} declares {pkg['member_count']} members, "
+                f"{FILES_NAME} assigns {counts.get(pname, 0)}"
+            )
+    return release
+
+
+def _check_manifest(manifest: Any) -> dict[str, str]:
+    """Check ``manifest.json``'s fields and types; return each family's status."""
     where = MANIFEST_NAME
     if not isinstance(manifest, dict):
         raise UnpackError(f"{where}: expected a JSON object, found {type(manifest).__name__}")
+    bad_text = _first_bad_text(manifest)
+    if bad_text:
+        raise UnpackError(f"{where}: {bad_text}")
     if _need(manifest, "format", str, where) != FORMAT:
         raise UnpackError(f"{where}: format is {manifest['format']!r}, expected {FORMAT!r}")
     version = _need(manifest, "format_version", int, where)
@@ -320,11 +376,12 @@ def load_release(directory: str) -> Release:
     if "/" in name or _relpath_problem(name):
         raise UnsafeNameError(f"{where}: release root name {name!r} is not a safe directory name")
     snapshot = _need(manifest, "snapshot", dict, where)
-    root = _need(snapshot, "root_sha256", str, where + " snapshot")
+    for key in ("root_sha256",):
+        if not _is_sha(_need(snapshot, key, str, where + " snapshot")):
+            raise UnpackError(f"{where} snapshot: {key} is not 64 lowercase hex digits")
     listed = _need(snapshot, "excluded", list, where + " snapshot")
     if not all(isinstance(path, str) for path in listed):
         raise UnpackError(f"{where} snapshot: field 'excluded' must list paths (strings)")
-    excluded = set(listed)
     families = _need(manifest, "families", list, where)
     status = {}
     for fam in families:
@@ -345,25 +402,46 @@ def load_release(directory: str) -> Release:
             raise UnpackError(f"{where}: package {pname} belongs to undelivered family {fam!r}")
         if pname.count("/") != 1 or not pname.startswith(fam + "/") or _relpath_problem(pname):
             raise UnsafeNameError(f"{where}: package name {pname!r} is not FAMILY/NAME.tar")
-    files_sha = _need(manifest, "files_jsonl_sha256", str, where)
-    data = _read_small(directory, FILES_NAME, limit=1 << 34)
-    if hashlib.sha256(data).hexdigest() != files_sha:
-        raise UnpackError(
-            f"{FILES_NAME}: SHA-256 {hashlib.sha256(data).hexdigest()} does not match "
-            f"{MANIFEST_NAME} ({files_sha}); the metadata files are from different releases"
-        )
-    rows = []
+    if not _is_sha(_need(manifest, "files_jsonl_sha256", str, where)):
+        raise UnpackError(f"{where}: files_jsonl_sha256 is not 64 lowercase hex digits")
+    return status
+
+
+def _first_bad_text(obj: Any, at: str = "") -> str:
+    """The first string (key or value) of a JSON document with no UTF-8 encoding."""
+    if isinstance(obj, str):
+        problem = _text_problem(obj)
+        return f"{at or 'value'}: {problem}" if problem else ""
+    items: Iterable[tuple[Any, Any]] = ()
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, list):
+        items = enumerate(obj)
+    for key, value in items:
+        here = f"{at}[{key!r}]" if at else repr(key)
+        found = _first_bad_text(key, here) if isinstance(key, str) else ""
+        found = found or _first_bad_text(value, here)
+        if found:
+            return found
+    return ""
+
+
+def parse_index(data: bytes, label: str) -> list[FileRow]:
+    """Parse ``files.jsonl``: canonical rows, strictly increasing (sorted, no duplicates),
+    valid SHA-256 strings and sizes, portable paths within the platform limits."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UnpackError(f"{FILES_NAME}: not UTF-8 ({exc})") from None
+        raise UnpackError(f"{label}: not UTF-8 ({exc})") from None
     # Split on "\n" only: str.splitlines() would also split inside names holding U+2028,
     # U+0085 or other Unicode line breaks, which are legal file names.
     lines = text.split("\n")
     if lines[-1]:
-        raise UnpackError(f"{FILES_NAME}: does not end with a newline (truncated?)")
+        raise UnpackError(f"{label}: does not end with a newline (truncated?)")
+    rows = []
+    previous = ""
     for number, line in enumerate(lines[:-1], 1):
-        at = f"{FILES_NAME} line {number}"
+        at = f"{label} line {number}"
         try:
             obj = json.loads(line, parse_constant=_no_constant)
         except ValueError:
@@ -378,32 +456,65 @@ def load_release(directory: str) -> Release:
         )
         if set(obj) != {"path", "size", "sha256", "family", "package"} or row.size < 0:
             raise UnpackError(f"{at}: expected exactly path, size, sha256, family, package")
-        if row.family not in status:
-            raise UnpackError(f"{at}: family {row.family!r} is not declared in {MANIFEST_NAME}")
+        bad_text = _first_bad_text(obj)
+        if bad_text:
+            raise UnpackError(f"{at}: {bad_text}")
+        if not _is_sha(row.sha256):
+            raise UnpackError(f"{at}: sha256 {row.sha256[:80]!r} is not 64 lowercase hex digits")
+        if line <= previous:
+            what = "a duplicate of" if line == previous else "out of order after"
+            raise UnpackError(f"{at}: {what} line {number - 1} (rows are sorted, each once)")
+        previous = line
         rows.append(row)
     issues = check_tree_names(r.path for r in rows)
     if issues:
-        raise UnsafeNameError(f"{FILES_NAME} lists unsafe or colliding paths", issues)
-    found = root_sha256((r.path, r.size, r.sha256) for r in rows if r.path not in excluded)
-    if found != root:
+        raise UnsafeNameError(f"{label} lists unsafe or colliding paths", issues)
+    return rows
+
+
+def _check_snapshot(manifest: dict[str, Any], rows: list[FileRow]) -> None:
+    """The snapshot root and totals, and each family's totals, must be the rows'."""
+    where = f"{MANIFEST_NAME} snapshot"
+    snapshot = manifest["snapshot"]
+    listed = snapshot["excluded"]
+    source = _need(snapshot, "source", str, where)
+    paths = {r.path for r in rows}
+    wanted = 0 if source == "computed" else 1
+    if source not in ("computed", "content_manifest") or len(listed) != wanted:
         raise UnpackError(
-            f"{FILES_NAME}: rows give root_sha256 {found}, {MANIFEST_NAME} says {root}"
+            f"{where}: excluded {listed!r} with source {source!r}: only a content manifest's "
+            "own location may be excluded, and only when the source is content_manifest"
         )
-    release = Release(directory, manifest, rows)
-    counts: dict[str | None, int] = {}
-    for r in rows:
-        counts[r.package] = counts.get(r.package, 0) + 1
-        if r.package is not None and release.packages.get(r.package, {}).get("family") != r.family:
-            raise UnpackError(f"{_at_row(r)}: package {r.package!r} is not a {r.family} package")
-        if (r.package is None) != (status[r.family] == "pending"):
-            raise UnpackError(f"{_at_row(r)}: package must be null exactly for pending families")
-    for pname, pkg in release.packages.items():
-        if counts.get(pname, 0) != pkg["member_count"]:
+    for path in listed:
+        if path.rsplit("/", 1)[-1] != "content_manifest.json" or path not in paths:
             raise UnpackError(
-                f"{MANIFEST_NAME}: package {pname} declares {pkg['member_count']} members, "
-                f"{FILES_NAME} assigns {counts.get(pname, 0)}"
+                f"{where}: excluded {path!r} is not a content_manifest.json listed in {FILES_NAME}"
             )
-    return release
+    covered = [r for r in rows if r.path not in listed]
+    found = root_sha256((r.path, r.size, r.sha256) for r in covered)
+    if found != snapshot["root_sha256"]:
+        raise UnpackError(
+            f"{FILES_NAME}: rows give root_sha256 {found}, "
+            f"{MANIFEST_NAME} says {snapshot['root_sha256']}"
+        )
+    totals = {"file_count": len(covered), "total_bytes": sum(r.size for r in covered)}
+    for key, value in totals.items():
+        if _need(snapshot, key, int, where) != value:
+            raise UnpackError(f"{where}: {key} {snapshot[key]}, the {FILES_NAME} rows give {value}")
+    for fam in manifest["families"]:
+        mine = [r for r in rows if r.family == fam["name"]]
+        packages = [p for p in manifest["packages"] if p["family"] == fam["name"]]
+        totals = {
+            "file_count": len(mine),
+            "total_bytes": sum(r.size for r in mine),
+            "package_count": len(packages),
+        }
+        for key, value in totals.items():
+            if _need(fam, key, int, f"{MANIFEST_NAME} family {fam['name']}") != value:
+                raise UnpackError(
+                    f"{MANIFEST_NAME} family {fam['name']}: {key} {fam[key]}, "
+                    f"the release gives {value}"
+                )
 
 
 def _at_row(row: FileRow) -> str:
@@ -593,15 +704,19 @@ def scan_package(
                 raise TarFormatError(f"{at}: unexpected or oversized pax header")
             pax = _pax(stream.read(_padded(size))[:size], at)
             continue
-        raw_name = _cstr(block[345:500]) + b"/" + _cstr(block[:100])
-        raw_name = raw_name.lstrip(b"/") if not _cstr(block[345:500]) else raw_name
+        prefix = _cstr(block[345:500])
+        raw_name = prefix + b"/" + _cstr(block[:100]) if prefix else _cstr(block[:100])
         try:
             name = pax["path"] if pax and "path" in pax else raw_name.decode("utf-8")
         except UnicodeDecodeError:
             raise TarFormatError(f"{at}: member name is not UTF-8") from None
         if pax and "size" in pax:
-            if not pax["size"].isdigit():
-                raise TarFormatError(f"{at}: pax size {pax['size']!r} is not a number")
+            # Only ASCII digits: str.isdigit() and int() also take "²" or Arabic-Indic "٢".
+            if not pax["size"] or pax["size"].strip("0123456789"):
+                raise TarFormatError(
+                    f"{label}: member {name!r}: pax size {pax['size']!r} is not a decimal "
+                    "number of ASCII digits"
+                )
             size = int(pax["size"])
         pax = None
         if kind not in _REGULAR:
@@ -611,12 +726,16 @@ def scan_package(
             )
         if _cstr(block[157:257]):
             raise TarFormatError(f"{label}: regular member {name!r} carries a link target")
+        if name.startswith("/"):
+            raise UnsafeNameError(f"{label}: member {name!r} is an absolute path (refused)")
         if not name.startswith(root_name + "/"):
             raise UnsafeNameError(f"{label}: member {name!r} is not under {root_name + '/'!r}")
         if len(seen) >= len(expected):
             raise TarFormatError(f"{label}: more members than the {len(expected)} listed")
         rel = name[len(root_name) + 1 :]
-        check_relpath(rel)
+        problem = _relpath_problem(rel)
+        if problem:
+            raise UnsafeNameError(f"{label}: member {name[:300]!r}: {problem}")
         row = expected.get(rel)
         if row is None:
             raise TarFormatError(
@@ -1383,6 +1502,29 @@ def unpack_release(
     return summary
 
 
+def _lock_fd(fd: int, blocking: bool) -> None:
+    """Take an exclusive lock on *fd*; :class:`BlockingIOError` if busy and not *blocking*."""
+    if sys.platform == "win32":  # pragma: no cover - Windows: lock a byte far past the pid
+        import msvcrt
+
+        os.lseek(fd, 1 << 30, os.SEEK_SET)
+        try:
+            while True:
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                    return
+                except OSError:
+                    if not blocking:
+                        raise BlockingIOError from None
+                    time.sleep(0.5)
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+
+
 class _OutputLock:
     """An advisory lock on a file in the output: one restore writes into it at a time.
 
@@ -1424,19 +1566,7 @@ class _OutputLock:
     def _try(self, blocking: bool) -> bool:
         assert self.fd is not None
         try:
-            if fcntl is not None:
-                fcntl.flock(self.fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            elif msvcrt is not None:  # pragma: no cover - Windows
-                os.lseek(self.fd, 1 << 30, os.SEEK_SET)
-                while True:
-                    try:
-                        msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
-                        break
-                    except OSError:
-                        if not blocking:
-                            raise BlockingIOError from None
-                        time.sleep(0.5)
-                os.lseek(self.fd, 0, os.SEEK_SET)
+            _lock_fd(self.fd, blocking)
         except BlockingIOError:
             return False
         except OSError as exc:
@@ -1628,10 +1758,8 @@ def _restore_packages(
             with lock:
                 failed.append(exc)
             chain.close()
-            try:
+            with contextlib.suppress(BaseException):  # the first failure is the one reported
                 placer.drain()
-            except BaseException:  # noqa: S110 - the first failure is the one reported
-                pass
             raise
         finally:
             placer.close()
