@@ -29,6 +29,14 @@ release_app = typer.Typer(
 
 FamilyFlags = tuple[bool, bool, bool, list[str]]
 
+_EXPECT_HELP = "Fail unless the release is the snapshot with this root_sha256."
+
+
+def _note(message: str) -> None:
+    """Notices (ignored stray files, waiting for another restore) go to stderr."""
+    if message.startswith("notice:"):
+        typer.echo(message, err=True)
+
 
 def _families(base: bool, depth: bool, everything: bool, family: list[str] | None) -> list[str]:
     names = list(family or []) + (["base"] if base else []) + (["depth"] if depth else [])
@@ -105,10 +113,13 @@ def verify(
     depth: Annotated[bool, typer.Option("--depth")] = False,
     everything: Annotated[bool, typer.Option("--all")] = False,
     family: Annotated[list[str] | None, typer.Option("--family")] = None,
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
-    summary = verify_release(release_dir, _families(base, depth, everything, family))
+    summary = verify_release(
+        release_dir, _families(base, depth, everything, family), expect_root=expect_root, log=_note
+    )
     report = {
         "ok": True,
         "families": summary.families,
@@ -137,13 +148,36 @@ def unpack(
     no_fsync: Annotated[
         bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
     ] = False,
+    readable_by: Annotated[
+        str,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the restored tree: owner (0400/0500), group (0440/0550), "
+            "all (0444/0555).",
+        ),
+    ] = "owner",
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Fail if another restore writes into OUTPUT.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    summary = restore_release(release_dir, output, families, fsync=not no_fsync)
+    if readable_by not in ("owner", "group", "all"):
+        raise typer.BadParameter("must be owner, group or all", param_hint="--readable-by")
+    summary = restore_release(
+        release_dir,
+        output,
+        families,
+        fsync=not no_fsync,
+        readable_by=readable_by,  # type: ignore[arg-type]
+        expect_root=expect_root,
+        wait=not no_wait,
+        log=_note,
+    )
     report = {
         "ok": True,
         "families": summary.families,
