@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
@@ -66,7 +67,12 @@ def verify(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
-    """Check DIR against its content manifest; exit 1 with every difference listed."""
+    """Check DIR against its content manifest; exit 1 with every difference listed.
+
+    A tree restored in part by unpack.py (base without depth) is checked family by family
+    against its release index instead, naming the absent families."""
+    if location is None and verify_partial_restore(directory, as_json):
+        return
     with byte_progress("verifying", tree_size(directory)) as advance:
         report = verify_tree(directory, location=location, progress=advance)
     if as_json:

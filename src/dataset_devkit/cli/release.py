@@ -9,6 +9,7 @@ import msgspec
 import typer
 
 from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -19,8 +20,9 @@ from dataset_devkit.release import (
     restore_release,
     verify_release,
 )
+from dataset_devkit.release.restored import restore_state, verify_restored
 
-__all__ = ["register"]
+__all__ = ["register", "verify_partial_restore"]
 
 release_app = typer.Typer(
     help="Release packaging: verified <= 4 GiB tar packages and a stdlib-only unpack.py.",
@@ -192,6 +194,34 @@ def unpack(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
         f"{summary.written} files written, {summary.skipped} already present and verified"
     )
+
+
+def verify_partial_restore(directory: Path, as_json: bool) -> bool:
+    """``verify`` of a tree that ``unpack.py`` restored only in part (base without depth).
+
+    Checks the families present against the release index recorded with the restore and
+    names the absent ones; returns False (nothing done) for any other tree.
+    """
+    state = restore_state(directory)
+    if state is None or set(state["families"]) >= set(state["release_families"]):
+        return False
+    report = verify_restored(directory, state)
+    if as_json:
+        print_json(report.to_json())
+        if not report.ok:
+            raise typer.Exit(1)
+        return True
+    if not report.ok:
+        raise VerificationFailed(
+            f"{directory}: restored release {report.name} does not verify", report.issues
+        )
+    absent = ", ".join(f"{fam} ({n} files)" for fam, n in report.absent.items())
+    stdout_console().print(
+        f"OK {directory}: families {', '.join(report.present)} of release {report.name} "
+        f"verified ({report.file_count} files, {report.total_bytes} bytes) against its "
+        f"release index, snapshot root_sha256 {report.snapshot_root}; not restored: {absent}"
+    )
+    return True
 
 
 def register(app: typer.Typer) -> None:
