@@ -1613,7 +1613,9 @@ class _Placer:
         self.issues: list[str] = []
         self.failure: BaseException | None = None
 
-    def submit(self, folder: PinnedDir, fd: int, tmp: str, leaf: str, where: str) -> None:
+    def submit(
+        self, folder: PinnedDir, fd: int, tmp: str, leaf: str, where: str, parts: list[str]
+    ) -> None:
         """Take over *fd* (the verified temporary file *tmp* in *folder*) and place it."""
         folder.dirty = True
         prefix = "" if folder.fd is not None else folder.path
@@ -1709,6 +1711,112 @@ class _Placer:
             self.pool.shutdown()
 
 
+class _BatchPlacer:
+    """Linux: make verified files durable in batches, with one ``syncfs`` per batch.
+
+    Per-file ``fsync`` costs a journal commit each: 58,000 small files took ~47 s on a VM
+    disk where writing them took ~20 s. Here each verified temporary file is closed and
+    queued; every *batch_files* files (or *batch_bytes*), one ``syncfs`` of the output's
+    filesystem makes all their data durable, and only then are they moved to their final
+    names, so a name still never points at data that is not on disk. Directory entries are
+    made durable by one last ``syncfs`` after every package (``_restore_packages``).
+    The queue holds names, not descriptors: each file's folder is reopened for the rename
+    by walking again from the pinned release root (no-follow, one level at a time) and must
+    be the very directory it was written in (same inode), so descriptors stay bounded by
+    the tree depth however large the batch.
+    """
+
+    def __init__(
+        self,
+        root: PinnedDir,
+        syncfs: Callable[[int, str], None],
+        batch_files: int = 4096,
+        batch_bytes: int = 256 << 20,
+    ) -> None:
+        self.root, self.syncfs = root, syncfs
+        self.batch_files, self.batch_bytes = batch_files, batch_bytes
+        self.chain = DirChain(root)
+        self.pending: list[tuple[list[str], int, str, str, str]] = []
+        self.bytes = 0
+        self.written = 0
+        self.issues: list[str] = []
+
+    def submit(
+        self, folder: PinnedDir, fd: int, tmp: str, leaf: str, where: str, parts: list[str]
+    ) -> None:
+        """Take over *fd* (the verified temporary file *tmp* in *folder*) and queue it."""
+        folder.dirty = True
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        assert folder.fd is not None
+        self.pending.append((parts, os.fstat(folder.fd).st_ino, tmp, leaf, where))
+        self.bytes += st.st_size
+        if len(self.pending) >= self.batch_files or self.bytes >= self.batch_bytes:
+            self.drain()
+
+    def leave(self, folder: PinnedDir) -> None:
+        """Close *folder*: its entries become durable with the final ``syncfs``."""
+        folder.sync = False
+        folder.close()
+
+    def drain(self) -> None:
+        """Make the queued files durable with one ``syncfs``, then give them their names."""
+        if not self.pending:
+            return
+        assert self.root.fd is not None
+        self.syncfs(self.root.fd, self.root.path)
+        pending, self.pending, self.bytes = self.pending, [], 0
+        for parts, ino, tmp, leaf, where in pending:
+            folder = self.chain.goto(parts, create=False)
+            assert folder.fd is not None
+            if os.fstat(folder.fd).st_ino != ino:
+                raise UnsafeNameError(f"{os.path.dirname(where)}: replaced while restoring")
+            try:
+                _place_noreplace(folder.fd, tmp, leaf)
+            except FileExistsError:
+                folder.unlink(tmp)
+                self.issues.append(
+                    f"{where}: appeared while restoring (another writer?); kept, not replaced"
+                )
+            except OSError as exc:
+                folder.unlink(tmp)
+                raise _named(exc, where) from None
+            else:
+                self.written += 1
+
+    def close(self) -> None:
+        self.chain.close()
+
+
+_syncfs_cache: list[Any] = []
+
+
+def _syncfs_function() -> Callable[[int, str], None] | None:
+    """``syncfs(2)`` through :mod:`ctypes` on Linux (None elsewhere, or without it)."""
+    if _syncfs_cache:
+        return _syncfs_cache[0]  # type: ignore[no-any-return]
+    call = None
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            func = ctypes.CDLL(None, use_errno=True).syncfs
+            func.argtypes, func.restype = [ctypes.c_int], ctypes.c_int
+        except (ImportError, OSError, AttributeError, TypeError):
+            func = None
+        if func is not None:
+
+            def call(fd: int, where: str) -> None:
+                if func(fd) != 0:
+                    code = ctypes.get_errno()
+                    raise OSError(code, os.strerror(code), where)
+
+    _syncfs_cache.append(call)
+    return call
+
+
 def _unlink(dir_fd: int | None, path: str) -> None:
     if dir_fd is not None:
         os.unlink(path, dir_fd=dir_fd)
@@ -1742,7 +1850,10 @@ def _restore_packages(
         issues: list[str] = []
         with lock:
             tallies.append((mine, issues))
-        placer = _Placer(fsync)
+        syncfs = _syncfs_function() if fsync and root.fd is not None else None
+        placer: _Placer | _BatchPlacer = (
+            _BatchPlacer(root, syncfs) if syncfs is not None else _Placer(fsync)
+        )
         chain = DirChain(root, placer.leave)
         try:
             while True:
@@ -1774,6 +1885,9 @@ def _restore_packages(
         issues.extend(found)
     for future in futures:
         future.result()  # re-raises a worker's error (the first one in submission order)
+    syncfs = _syncfs_function() if fsync and root.fd is not None else None
+    if syncfs is not None and packages and root.fd is not None:
+        syncfs(root.fd, root.path)  # the last batch's names and every new directory
     return issues
 
 
@@ -1783,7 +1897,7 @@ def _restore_package(
     chain: DirChain,
     summary: Summary,
     issues: list[str],
-    placer: _Placer,
+    placer: _Placer | _BatchPlacer,
     file_mode: int | None = None,
 ) -> None:
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
@@ -1822,7 +1936,7 @@ def _restore_package(
             os.close(fd)
             folder.unlink(tmp)
             raise
-        placer.submit(folder, fd, tmp, leaf, where)
+        placer.submit(folder, fd, tmp, leaf, where, parts[:-1])
 
     written, found = placer.written, len(placer.issues)
     try:
