@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import shutil
 import stat
@@ -248,3 +249,38 @@ def test_a_real_file_size_limit_is_named_too(release: Path, tmp_path: Path) -> N
     )
     assert done.returncode == 1
     assert done.stderr.startswith(f"FAILED: File too large: {tmp_path / 'o' / 'ds'}/")
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class _Terminal(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+@pytest.mark.parametrize(
+    ("tty", "quiet", "shown"), [(True, False, True), (False, False, False), (True, True, False)]
+)
+def test_byte_progress_is_one_line_on_a_terminal_only(
+    release: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tty: bool,
+    quiet: bool,
+    shown: bool,
+) -> None:
+    err = _Terminal(tty)
+    monkeypatch.setattr(sys, "stderr", err)
+    argv = ["--all", "--release-dir", str(release), "--output", str(tmp_path / "o")]
+    assert unpack.main(argv + (["--quiet"] if quiet else [])) == 0
+    text = err.getvalue()
+    assert ("\rrestoring: " in text) is shown
+    total = sum(len(b) for b in SAMPLE.values()) / 2**20
+    if shown:
+        assert f"of {total:.1f} MiB (100%)" in text
+        assert "\n" not in text.split("\rrestoring: ", 1)[1].split("\r\x1b[K")[0]

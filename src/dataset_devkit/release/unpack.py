@@ -1432,6 +1432,7 @@ def unpack_release(
     readable_by: str | None = "owner",
     expect_root: str | None = None,
     wait: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
@@ -1451,7 +1452,8 @@ def unpack_release(
     the modes the umask gives (scratch restores that are deleted right after). Modes are
     never taken from the archive (no setuid, setgid or sticky bit is ever restored).
     *expect_root* fails the run, before anything is written, unless the release is the
-    snapshot with that root hash.
+    snapshot with that root hash. *progress* is called with ``(bytes done, bytes in all)``
+    as member data is restored or verified.
     """
     modes = file_modes(readable_by)
     release = load_release(release_dir)
@@ -1477,7 +1479,7 @@ def unpack_release(
                         "the output already holds conflicting files; nothing was written", issues
                     )
                 issues = _restore_packages(
-                    release, root, packages, summary, fsync, log, modes and modes[0]
+                    release, root, packages, summary, fsync, log, modes and modes[0], progress
                 )
                 if issues:
                     raise UnpackError(
@@ -1720,10 +1722,11 @@ class _BatchPlacer:
     filesystem makes all their data durable, and only then are they moved to their final
     names, so a name still never points at data that is not on disk. Directory entries are
     made durable by one last ``syncfs`` after every package (``_restore_packages``).
-    The queue holds names, not descriptors: each file's folder is reopened for the rename
-    by walking again from the pinned release root (no-follow, one level at a time) and must
-    be the very directory it was written in (same inode), so descriptors stay bounded by
-    the tree depth however large the batch.
+    A full batch is flushed by a background thread while the next one is written (one
+    batch in flight at a time). The queue holds names, not descriptors: each file's folder
+    is reopened for the rename by walking again from the pinned release root (no-follow,
+    one level at a time) and must be the very directory it was written in (same inode), so
+    descriptors stay bounded by the tree depth however large the batch.
     """
 
     def __init__(
@@ -1731,11 +1734,13 @@ class _BatchPlacer:
         root: PinnedDir,
         syncfs: Callable[[int, str], None],
         batch_files: int = 4096,
-        batch_bytes: int = 256 << 20,
+        batch_bytes: int = 128 << 20,
     ) -> None:
         self.root, self.syncfs = root, syncfs
         self.batch_files, self.batch_bytes = batch_files, batch_bytes
         self.chain = DirChain(root)
+        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.flushing: Any = None  # the batch being flushed in the background
         self.pending: list[tuple[list[str], int, str, str, str]] = []
         self.bytes = 0
         self.written = 0
@@ -1754,21 +1759,32 @@ class _BatchPlacer:
         self.pending.append((parts, os.fstat(folder.fd).st_ino, tmp, leaf, where))
         self.bytes += st.st_size
         if len(self.pending) >= self.batch_files or self.bytes >= self.batch_bytes:
-            self.drain()
+            self._wait()
+            batch, self.pending, self.bytes = self.pending, [], 0
+            self.flushing = self.pool.submit(self._flush, batch)
 
     def leave(self, folder: PinnedDir) -> None:
         """Close *folder*: its entries become durable with the final ``syncfs``."""
         folder.sync = False
         folder.close()
 
+    def _wait(self) -> None:
+        if self.flushing is not None:
+            job, self.flushing = self.flushing, None
+            job.result()
+
     def drain(self) -> None:
-        """Make the queued files durable with one ``syncfs``, then give them their names."""
-        if not self.pending:
+        """Flush every queued file: one ``syncfs``, then their final names."""
+        self._wait()
+        batch, self.pending, self.bytes = self.pending, [], 0
+        self._flush(batch)
+
+    def _flush(self, batch: list[tuple[list[str], int, str, str, str]]) -> None:
+        if not batch:
             return
         assert self.root.fd is not None
         self.syncfs(self.root.fd, self.root.path)
-        pending, self.pending, self.bytes = self.pending, [], 0
-        for parts, ino, tmp, leaf, where in pending:
+        for parts, ino, tmp, leaf, where in batch:
             folder = self.chain.goto(parts, create=False)
             assert folder.fd is not None
             if os.fstat(folder.fd).st_ino != ino:
@@ -1787,6 +1803,9 @@ class _BatchPlacer:
                 self.written += 1
 
     def close(self) -> None:
+        with contextlib.suppress(BaseException):  # a failure was raised by drain already
+            self._wait()
+        self.pool.shutdown()
         self.chain.close()
 
 
@@ -1832,6 +1851,7 @@ def _restore_packages(
     fsync: bool,
     log: Callable[[str], None],
     file_mode: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
     workers: int = 2,
 ) -> list[str]:
     """Restore *packages* on *workers* threads, each taking the next package in turn.
@@ -1842,6 +1862,16 @@ def _restore_packages(
     """
     todo = list(packages)
     lock = threading.Lock()
+    names = {p["name"] for p in packages}
+    total = sum(r.size for r in release.rows if r.package in names)
+    done = [0]
+
+    def advance(n: int) -> None:
+        if progress is not None:
+            with lock:
+                done[0] += n
+                progress(done[0], total)
+
     failed: list[BaseException] = []
     tallies: list[tuple[Summary, list[str]]] = []
 
@@ -1861,7 +1891,7 @@ def _restore_packages(
                     if failed or not todo:
                         break
                     pkg = todo.pop(0)
-                _restore_package(release, pkg, chain, mine, issues, placer, file_mode)
+                _restore_package(release, pkg, chain, mine, issues, placer, file_mode, advance)
                 log(f"restored {pkg['name']}")
             chain.close()  # hands the open directories to the placer: fsync, close
             placer.drain()
@@ -1899,8 +1929,10 @@ def _restore_package(
     issues: list[str],
     placer: _Placer | _BatchPlacer,
     file_mode: int | None = None,
+    advance: Callable[[int], None] = lambda _n: None,
 ) -> None:
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
+        advance(m.size)
         parts = m.path.split("/")
         folder = chain.goto(parts[:-1], create=True)
         leaf = parts[-1]
@@ -2038,6 +2070,28 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+class _TtyProgress:
+    """One self-overwriting line of restored bytes, at most five times a second (a
+    terminal only: logs and pipes get no carriage returns)."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream, self.last, self.shown = stream, 0.0, False
+
+    def update(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and done < total:
+            return
+        self.last, self.shown = now, True
+        share = 100 * done // total if total else 100
+        self.stream.write(f"\rrestoring: {done / 2**20:.1f} of {total / 2**20:.1f} MiB ({share}%)")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.shown = False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 failure, 2 usage)."""
     parser = _parser()
@@ -2052,8 +2106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verify_only and args.output:
         parser.error("--verify-only writes nothing: drop --output DIR, or drop --verify-only")
 
+    bar = _TtyProgress(sys.stderr) if not args.quiet and sys.stderr.isatty() else None
+
     def log(message: str) -> None:
         if not args.quiet or message.startswith("notice:"):  # notices show with --quiet
+            if bar is not None:
+                bar.clear()
             sys.stderr.write(message + "\n")
 
     try:
@@ -2074,15 +2132,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 readable_by=args.readable_by,
                 expect_root=args.expect_root,
                 wait=not args.no_wait,
+                progress=bar.update if bar is not None else None,
             )
+            if bar is not None:
+                bar.clear()
             sys.stdout.write(
                 f"OK: {', '.join(s.families)} restored into {s.output}: {s.written} files written, "
                 f"{s.skipped} already present and verified\n"
             )
     except UnpackError as exc:
+        if bar is not None:
+            bar.clear()
         sys.stderr.write(f"FAILED: {exc}\n")
         return 1
     except OSError as exc:
+        if bar is not None:
+            bar.clear()
         where = f": {exc.filename}" if exc.filename else ""
         sys.stderr.write(f"FAILED: {exc.strerror or exc}{where}\n")
         return 1
