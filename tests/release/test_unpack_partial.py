@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dataset_devkit.cli.release import verify_partial_restore
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import write_manifest
 from dataset_devkit.release import unpack
 from tests.cli_run import run_devkit
@@ -87,3 +89,11 @@ def test_a_tampered_recorded_index_is_refused(
     done = run_devkit(package_env, "verify", str(tree))
     assert done.returncode == 1
     assert "ds.unpack-index.jsonl: does not match" in done.stderr
+
+
+def test_a_partial_restore_is_held_to_a_pinned_root(base_only: tuple[Path, Path]) -> None:
+    release, tree = base_only
+    root = unpack.load_release(str(release)).snapshot_root
+    with pytest.raises(VerificationFailed, match="not the expected 0000"):
+        verify_partial_restore(tree, as_json=False, expect_root="0" * 64)
+    assert verify_partial_restore(tree, as_json=False, expect_root=root.upper()) is True

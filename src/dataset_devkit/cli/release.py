@@ -196,15 +196,21 @@ def unpack(
     )
 
 
-def verify_partial_restore(directory: Path, as_json: bool) -> bool:
+def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | None = None) -> bool:
     """``verify`` of a tree that ``unpack.py`` restored only in part (base without depth).
 
     Checks the families present against the release index recorded with the restore and
-    names the absent ones; returns False (nothing done) for any other tree.
+    names the absent ones; returns False (nothing done) for any other tree. With
+    *expect_root*, the restored release must be the snapshot with that root.
     """
     state = restore_state(directory)
     if state is None or set(state["families"]) >= set(state["release_families"]):
         return False
+    if expect_root is not None and expect_root.lower() != state["snapshot_root_sha256"]:
+        raise VerificationFailed(
+            f"{directory}: restored from snapshot root_sha256 {state['snapshot_root_sha256']}, "
+            f"not the expected {expect_root.lower()} (--expect-root)"
+        )
     report = verify_restored(directory, state)
     if as_json:
         print_json(report.to_json())
