@@ -109,8 +109,8 @@ def batched(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
         log.append(("syncfs", 0, 0))
         real_syncfs(fd, where)
 
-    def open_new(self: unpack.PinnedDir, name: str) -> int:
-        fd = real_open_new(self, name)
+    def open_new(self: unpack.PinnedDir, name: str, mode: int = 0o644) -> int:
+        fd = real_open_new(self, name, mode)
         log.append(("create", os.fstat(fd).st_ino, 0))
         return fd
 

@@ -60,6 +60,7 @@ INDEX_SUFFIX = ".unpack-index.jsonl"
 LOCK_SUFFIX = ".unpack.lock"
 #: --readable-by: (file mode, directory mode) of a restored tree.
 READABLE_BY = {"owner": (0o400, 0o500), "group": (0o440, 0o550), "all": (0o444, 0o555)}
+_UMASK = [0o022]  # the process umask, read when a restore starts
 #: Temporary names of files being restored; removed on a re-run (under the output lock).
 _TEMP_NAME = re.compile(r"\.unpack-[0-9a-f]{12}\.tmp\Z")
 BLOCK = 512
@@ -1130,11 +1131,11 @@ class PinnedDir:
             raise UnsafeNameError(f"{where}: replaced while being opened")
         return PinnedDir(where, fd, self.sync)
 
-    def open_new(self, name: str) -> int:
+    def open_new(self, name: str, mode: int = 0o644) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
         if self.fd is not None:
-            return os.open(name, flags, 0o644, dir_fd=self.fd)
-        return os.open(self._at(name), flags, 0o644)
+            return os.open(name, flags, mode, dir_fd=self.fd)
+        return os.open(self._at(name), flags, mode)
 
     def open_rw(self, name: str) -> int:
         """Open or create *name* for reading and writing (a lock file), never a link."""
@@ -1456,6 +1457,8 @@ def unpack_release(
     as member data is restored or verified.
     """
     modes = file_modes(readable_by)
+    _UMASK[0] = os.umask(0o022)  # read it (no call only reads it); set it back at once
+    os.umask(_UMASK[0])
     release = load_release(release_dir)
     check_expected_root(release, expect_root)
     chosen = choose_families(release, families, everything)
@@ -1931,6 +1934,10 @@ def _restore_package(
     file_mode: int | None = None,
     advance: Callable[[int], None] = lambda _n: None,
 ) -> None:
+    create_mode = file_mode if file_mode is not None and not file_mode & _UMASK[0] else None
+    if file_mode is None:
+        create_mode = 0o644
+
     def member(m: Member, row: FileRow, stream: _Stream) -> None:
         advance(m.size)
         parts = m.path.split("/")
@@ -1953,7 +1960,9 @@ def _restore_package(
             return
         tmp = f".unpack-{os.urandom(6).hex()}.tmp"
         try:
-            fd = folder.open_new(tmp)
+            # Created with its final mode when the umask keeps it whole (no fchmod: one
+            # metadata update less per file); the data is written through this descriptor.
+            fd = folder.open_new(tmp, 0o600 if create_mode is None else create_mode)
         except OSError as exc:
             raise _named(exc, where) from None
         try:
@@ -1962,7 +1971,7 @@ def _restore_package(
                 raise UnpackError(
                     f"{pkg['name']}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}"
                 )
-            if file_mode is not None:
+            if file_mode is not None and create_mode is None:
                 _fchmod(fd, file_mode)
         except BaseException:
             os.close(fd)
