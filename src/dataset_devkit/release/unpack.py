@@ -186,7 +186,10 @@ def check_relpath(path: str) -> None:
         raise UnsafeNameError(f"unsafe path {path!r}: {problem}")
 
 
-def _relpath_problem(path: str) -> str:
+def _relpath_problem(path: str, known: set[str] | None = None) -> str:
+    """Why *path* is not a portable relative path ("" if it is). Components in *known*
+    were checked before (a tree's directories repeat in every path below them); good new
+    ones are added to it."""
     if not path:
         return "empty path"
     if path.startswith("/"):
@@ -197,6 +200,8 @@ def _relpath_problem(path: str) -> str:
     if len(path.encode("utf-8")) > MAX_PATH_BYTES:
         return f"path is longer than {MAX_PATH_BYTES} bytes (the Linux limit)"
     for part in path.split("/"):
+        if known is not None and part in known:
+            continue
         if part in ("", ".", ".."):
             return f"component {part!r} is not allowed"
         if len(part.encode("utf-8")) > MAX_NAME_BYTES:
@@ -208,6 +213,8 @@ def _relpath_problem(path: str) -> str:
             return f"component {part!r} ends with a dot or a space (Windows drops it)"
         if part.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
             return f"component {part!r} is a reserved device name on Windows"
+        if known is not None:
+            known.add(part)
     return ""
 
 
@@ -235,9 +242,10 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
     issues = []
     files = set()
     seen: dict[tuple[str, str], str] = {}
-    dirs = set()
+    folded: dict[str, str] = {"": ""}  # directory -> its case/normalization-folded form
+    known: set[str] = set()  # components already found portable
     for path in paths:
-        problem = _relpath_problem(path)
+        problem = _relpath_problem(path, known)
         if problem:
             issues.append(f"unsafe path {path!r}: {problem}")
             continue
@@ -246,18 +254,24 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
             continue
         files.add(path)
         parts = path.split("/")
-        for depth in range(len(parts)):
-            parent, name = "/".join(parts[:depth]), parts[depth]
-            if depth < len(parts) - 1:
-                dirs.add("/".join(parts[: depth + 1]))
-            key = (_fold(parent), _fold(name))
-            other = seen.setdefault(key, name)
+        parent = ""
+        for depth, name in enumerate(parts):
+            last = depth == len(parts) - 1
+            full = f"{parent}/{name}" if parent else name
+            if not last and full in folded:  # a directory seen before: checked then
+                parent = full
+                continue
+            fold = _fold(name)
+            other = seen.setdefault((folded[parent], fold), name)
             if other != name:
                 where = parent or "the root"
                 issues.append(
                     f"{other!r} and {name!r} in {where} collide on case-insensitive systems"
                 )
-    for path in sorted(files & dirs):
+            if not last:
+                folded[full] = f"{folded[parent]}/{fold}"
+                parent = full
+    for path in sorted(files & set(folded)):
         issues.append(f"{path!r} is both a file and a directory")
     return sorted(set(issues))
 
@@ -465,7 +479,8 @@ def parse_index(data: bytes, label: str) -> list[FileRow]:
         )
         if set(obj) != {"path", "size", "sha256", "family", "package"} or row.size < 0:
             raise UnpackError(f"{at}: expected exactly path, size, sha256, family, package")
-        bad_text = _first_bad_text(obj)
+        # The text decoded as strict UTF-8: only a \\u escape can make a lone surrogate.
+        bad_text = _first_bad_text(obj) if "\\u" in line else ""
         if bad_text:
             raise UnpackError(f"{at}: {bad_text}")
         if not _is_sha(row.sha256):
