@@ -757,10 +757,10 @@ def scan_package(
         if len(seen) >= len(expected):
             raise TarFormatError(f"{label}: more members than the {len(expected)} listed")
         rel = name[len(root_name) + 1 :]
-        problem = _relpath_problem(rel)
+        row = expected.get(rel)  # index paths passed every name rule when it was loaded
+        problem = _relpath_problem(rel) if row is None else ""
         if problem:
             raise UnsafeNameError(f"{label}: member {name[:300]!r}: {problem}")
-        row = expected.get(rel)
         if row is None:
             raise TarFormatError(
                 f"{label}: member {name!r} is not listed for this package in {FILES_NAME}"
