@@ -8,7 +8,13 @@ from typing import Annotated, Literal
 import msgspec
 import typer
 
-from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.cli.render import (
+    ReadableByChoice,
+    byte_progress,
+    path_parser,
+    print_json,
+    stdout_console,
+)
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
@@ -73,6 +79,13 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
+        ),
+    ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
@@ -92,6 +105,7 @@ def pack(
         previous=previous,
         read_back=read_back,
         restore_test=mode,
+        readable_by=readable_by.value,
     )
     with byte_progress("packing", tree_size(tree)) as advance:
         result = pack_release(tree, out, options, progress=advance)
@@ -151,13 +165,13 @@ def unpack(
         bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
     ] = False,
     readable_by: Annotated[
-        str,
+        ReadableByChoice,
         typer.Option(
             "--readable-by",
             help="Who may read the restored tree: owner (0400/0500), group (0440/0550), "
             "all (0444/0555).",
         ),
-    ] = "owner",
+    ] = ReadableByChoice.owner,
     expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Fail if another restore writes into OUTPUT.")
@@ -168,14 +182,12 @@ def unpack(
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    if readable_by not in ("owner", "group", "all"):
-        raise typer.BadParameter("must be owner, group or all", param_hint="--readable-by")
     summary = restore_release(
         release_dir,
         output,
         families,
         fsync=not no_fsync,
-        readable_by=readable_by,  # type: ignore[arg-type]
+        readable_by=readable_by.value,
         expect_root=expect_root,
         wait=not no_wait,
         log=_note,
