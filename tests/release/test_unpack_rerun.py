@@ -30,6 +30,10 @@ def _start(release: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
+def _temporaries(out: Path) -> bool:
+    return any(n.startswith(".unpack-") for _d, _s, names in os.walk(out) for n in names)
+
+
 def _restored_root(tree: Path) -> str:
     entries = []
     for dirpath, _dirs, files in os.walk(tree):
@@ -56,13 +60,16 @@ def test_a_restore_killed_at_random_moments_is_finished_by_running_it_again(
         out = roomy_tmp / f"out{trial}"
         for kill in range(2):  # two kills in a row, then the re-run that must finish
             proc = _start(release, out, "--quiet")
-            time.sleep(rng.uniform(0.02, full))
+            if kill == 0:  # at a random moment
+                time.sleep(rng.uniform(0.02, full))
+            else:  # right after a random number of files is mid-write (load varies)
+                time.sleep(rng.uniform(0.0, 0.2))
+                deadline = time.monotonic() + 2 * full + 5
+                while time.monotonic() < deadline and not _temporaries(out):
+                    time.sleep(0.005)
             proc.send_signal(signal.SIGKILL)
             proc.communicate()
-            killed_with_temporaries += any(
-                n.startswith(".unpack-") for _d, _s, names in os.walk(out) for n in names
-            )
-            del kill
+            killed_with_temporaries += bool(_temporaries(out))
         rerun = _start(release, out)
         stdout, stderr = rerun.communicate(timeout=120)
         assert rerun.returncode == 0, f"trial {trial}: {stderr}"
