@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
@@ -84,12 +85,17 @@ def verify(
         ),
     ] = None,
 ) -> None:
-    """Check DIR against its content manifest; exit 1 with every difference listed."""
+    """Check DIR against its content manifest; exit 1 with every difference listed.
+
+    A tree restored in part by unpack.py (base without depth) is checked family by family
+    against its release index instead, naming the absent families."""
     if expect_root is not None:
         try:
             check_root_hex(expect_root)
         except ConfigError as exc:
             raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
+    if location is None and verify_partial_restore(directory, as_json, expect_root):
+        return
     with byte_progress("verifying", tree_size(directory)) as advance:
         report = verify_tree(
             directory, location=location, progress=advance, expect_root=expect_root

@@ -15,6 +15,7 @@ from dataset_devkit.cli.render import (
     print_json,
     stdout_console,
 )
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -25,8 +26,9 @@ from dataset_devkit.release import (
     restore_release,
     verify_release,
 )
+from dataset_devkit.release.restored import restore_state, verify_restored
 
-__all__ = ["register"]
+__all__ = ["register", "verify_partial_restore"]
 
 release_app = typer.Typer(
     help="Release packaging: verified <= 4 GiB tar packages and a stdlib-only unpack.py.",
@@ -34,6 +36,14 @@ release_app = typer.Typer(
 )
 
 FamilyFlags = tuple[bool, bool, bool, list[str]]
+
+_EXPECT_HELP = "Fail unless the release is the snapshot with this root_sha256."
+
+
+def _note(message: str) -> None:
+    """Notices (ignored stray files, waiting for another restore) go to stderr."""
+    if message.startswith("notice:"):
+        typer.echo(message, err=True)
 
 
 def _families(base: bool, depth: bool, everything: bool, family: list[str] | None) -> list[str]:
@@ -119,10 +129,13 @@ def verify(
     depth: Annotated[bool, typer.Option("--depth")] = False,
     everything: Annotated[bool, typer.Option("--all")] = False,
     family: Annotated[list[str] | None, typer.Option("--family")] = None,
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
-    summary = verify_release(release_dir, _families(base, depth, everything, family))
+    summary = verify_release(
+        release_dir, _families(base, depth, everything, family), expect_root=expect_root, log=_note
+    )
     report = {
         "ok": True,
         "families": summary.families,
@@ -151,13 +164,34 @@ def unpack(
     no_fsync: Annotated[
         bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
     ] = False,
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the restored tree: owner (0400/0500), group (0440/0550), "
+            "all (0444/0555).",
+        ),
+    ] = ReadableByChoice.owner,
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Fail if another restore writes into OUTPUT.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    summary = restore_release(release_dir, output, families, fsync=not no_fsync)
+    summary = restore_release(
+        release_dir,
+        output,
+        families,
+        fsync=not no_fsync,
+        readable_by=readable_by.value,
+        expect_root=expect_root,
+        wait=not no_wait,
+        log=_note,
+    )
     report = {
         "ok": True,
         "families": summary.families,
@@ -172,6 +206,40 @@ def unpack(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
         f"{summary.written} files written, {summary.skipped} already present and verified"
     )
+
+
+def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | None = None) -> bool:
+    """``verify`` of a tree that ``unpack.py`` restored only in part (base without depth).
+
+    Checks the families present against the release index recorded with the restore and
+    names the absent ones; returns False (nothing done) for any other tree. With
+    *expect_root*, the restored release must be the snapshot with that root.
+    """
+    state = restore_state(directory)
+    if state is None or set(state["families"]) >= set(state["release_families"]):
+        return False
+    if expect_root is not None and expect_root.lower() != state["snapshot_root_sha256"]:
+        raise VerificationFailed(
+            f"{directory}: restored from snapshot root_sha256 {state['snapshot_root_sha256']}, "
+            f"not the expected {expect_root.lower()} (--expect-root)"
+        )
+    report = verify_restored(directory, state)
+    if as_json:
+        print_json(report.to_json())
+        if not report.ok:
+            raise typer.Exit(1)
+        return True
+    if not report.ok:
+        raise VerificationFailed(
+            f"{directory}: restored release {report.name} does not verify", report.issues
+        )
+    absent = ", ".join(f"{fam} ({n} files)" for fam, n in report.absent.items())
+    stdout_console().print(
+        f"OK {directory}: families {', '.join(report.present)} of release {report.name} "
+        f"verified ({report.file_count} files, {report.total_bytes} bytes) against its "
+        f"release index, snapshot root_sha256 {report.snapshot_root}; not restored: {absent}"
+    )
+    return True
 
 
 def register(app: typer.Typer) -> None:
