@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import typer
 
-from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.render import hidden_alias, path_parser, renamed, stdout_console
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -28,6 +30,10 @@ release_app = typer.Typer(
 )
 
 FamilyFlags = tuple[bool, bool, bool, list[str]]
+_KIND = "release"
+_JSON = Annotated[
+    bool, typer.Option("--json", help="Print the JSON report (pack: manifest.json under manifest).")
+]
 
 
 def _families(base: bool, depth: bool, everything: bool, family: list[str] | None) -> list[str]:
@@ -41,17 +47,26 @@ def pack(
     out: Annotated[
         Path, typer.Option("--out", help="The new release directory.", parser=path_parser)
     ],
-    name: Annotated[str | None, typer.Option(help="Root folder inside packages.")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Root folder inside packages (default: TREE's name).")
+    ] = None,
     package_limit: Annotated[
         int, typer.Option("--package-limit", help="Max bytes per package.")
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
         list[str] | None,
-        typer.Option("--rule", help="PATTERN=FAMILY, first match wins (default depth-*/**=depth)."),
+        typer.Option(
+            "--rule",
+            metavar="PATTERN=FAMILY",
+            help="Family rule, first match wins (repeatable; default depth-*/**=depth).",
+        ),
     ] = None,
     default_family: Annotated[str, typer.Option(help="Family of unmatched files.")] = "base",
     deliver: Annotated[
-        list[str] | None, typer.Option("--deliver", help="Families to package now (default all).")
+        list[str] | None,
+        typer.Option(
+            "--deliver", metavar="FAMILY", help="A family to package now (repeatable; default all)."
+        ),
     ] = None,
     previous: Annotated[
         Path | None,
@@ -63,9 +78,10 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
+    as_json: _JSON = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
+    target(_KIND, out)
     if restore_test not in ("full", "sample", "none"):
         raise typer.BadParameter("must be full, sample or none", param_hint="--restore-test")
     mode: Literal["full", "sample", "none"] = restore_test  # type: ignore[assignment]
@@ -83,10 +99,15 @@ def pack(
         read_back=read_back,
         restore_test=mode,
     )
-    with byte_progress("packing", tree_size(tree)) as advance:
+    with progress_bar("pack", total_bytes=tree_size(tree)) as advance:
         result = pack_release(tree, out, options, progress=advance)
     if as_json:
-        print_json(msgspec.to_builtins(result.manifest))
+        emit_report(
+            ok=True,
+            root=result.release,
+            root_sha256=result.manifest.snapshot.root_sha256,
+            manifest=msgspec.to_builtins(result.manifest),
+        )
         return
     console = stdout_console()
     for fam in result.manifest.families:
@@ -98,25 +119,40 @@ def pack(
     console.print(f"root_sha256 {result.manifest.snapshot.root_sha256}")
 
 
-@release_app.command("verify")
-def verify(
-    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
-    base: Annotated[bool, typer.Option("--base")] = False,
-    depth: Annotated[bool, typer.Option("--depth")] = False,
-    everything: Annotated[bool, typer.Option("--all")] = False,
-    family: Annotated[list[str] | None, typer.Option("--family")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Verify packages and every member against files.jsonl (default: delivered families)."""
-    summary = verify_release(release_dir, _families(base, depth, everything, family))
-    report = {
-        "ok": True,
-        "families": summary.families,
+_BASE = Annotated[bool, typer.Option("--base", help="The base family.")]
+_DEPTH = Annotated[bool, typer.Option("--depth", help="The depth family.")]
+_ALL = Annotated[bool, typer.Option("--all", help="Every delivered family.")]
+_FAMILY = Annotated[
+    list[str] | None,
+    typer.Option("--family", metavar="NAME", help="A family by name (repeat for more)."),
+]
+
+
+def _summary(summary: Any) -> dict[str, Any]:
+    return {
+        "families": list(summary.families),
         "packages": summary.packages,
         "package_bytes": summary.package_bytes,
     }
+
+
+@release_app.command("verify")
+def verify(
+    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
+    base: _BASE = False,
+    depth: _DEPTH = False,
+    everything: _ALL = False,
+    family: _FAMILY = None,
+    as_json: _JSON = False,
+) -> None:
+    """Verify packages and every member against files.jsonl (default: delivered families)."""
+    target(_KIND, release_dir)
+    with progress_bar("verify", unit="packages") as advance:
+        summary = verify_release(
+            release_dir, _families(base, depth, everything, family), progress=advance
+        )
     if as_json:
-        print_json(report)
+        emit_report(ok=True, root_sha256=_snapshot_root(release_dir), **_summary(summary))
         return
     stdout_console().print(
         f"OK {release_dir}: {summary.packages} packages ({summary.package_bytes} bytes) of "
@@ -127,37 +163,54 @@ def verify(
 @release_app.command("unpack")
 def unpack(
     release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
-    output: Annotated[
-        Path, typer.Option("--output", help="Restore into OUTPUT/<name>.", parser=path_parser)
-    ],
-    base: Annotated[bool, typer.Option("--base")] = False,
-    depth: Annotated[bool, typer.Option("--depth")] = False,
-    everything: Annotated[bool, typer.Option("--all")] = False,
-    family: Annotated[list[str] | None, typer.Option("--family")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Restore into OUT/<name>.", parser=path_parser),
+    ] = None,
+    base: _BASE = False,
+    depth: _DEPTH = False,
+    everything: _ALL = False,
+    family: _FAMILY = None,
     no_fsync: Annotated[
         bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: _JSON = False,
+    old_out: Annotated[Path | None, hidden_alias("--output", "--out", path=True)] = None,
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
+    target(_KIND, release_dir)
+    output = renamed(out, old_out, "--out", "--output")
+    if output is None:
+        raise typer.BadParameter("missing --out, the directory to restore into", param_hint="--out")
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    summary = restore_release(release_dir, output, families, fsync=not no_fsync)
-    report = {
-        "ok": True,
-        "families": summary.families,
-        "output": summary.output,
-        "written": summary.written,
-        "skipped": summary.skipped,
-    }
+    with progress_bar("restore", unit="packages") as advance:
+        summary = restore_release(
+            release_dir, output, families, fsync=not no_fsync, progress=advance
+        )
     if as_json:
-        print_json(report)
+        emit_report(
+            ok=True,
+            kind="restored-release",
+            root=summary.output,
+            root_sha256=_snapshot_root(release_dir),
+            written=summary.written,
+            skipped=summary.skipped,
+            release=str(release_dir),
+            **_summary(summary),
+        )
         return
     stdout_console().print(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
         f"{summary.written} files written, {summary.skipped} already present and verified"
     )
+
+
+def _snapshot_root(release_dir: Path) -> str | None:
+    from dataset_devkit.release.unpack import load_release
+
+    return load_release(str(release_dir)).snapshot_root
 
 
 def register(app: typer.Typer) -> None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -28,8 +29,48 @@ def _families(families: Sequence[str]) -> tuple[list[str], bool]:
     return [f for f in families if f != "all"], "all" in families
 
 
-def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary:
+def _package_log(
+    progress: OnProgress | None, stage: str, release: unpack.Release, families: list[str]
+) -> Callable[[str], None]:
+    """Turn unpack's per-package log lines (``verified NAME``) into :class:`ProgressUpdate`.
+
+    ``unpack.py`` is stdlib-only and reports through a ``log(str)`` hook; its package names
+    map to sizes from the manifest, so a bar shows packages and bytes.
+    """
+    packages = release.packages_of(families)
+    sizes = {p["name"]: int(p["size"]) for p in packages}
+    report(
+        progress,
+        ProgressUpdate(
+            stage,
+            total_items=len(packages),
+            total_bytes=sum(sizes.values()),
+            unit="packages",
+        ),
+    )
+    prefix = f"{'verified' if stage == 'verify' else 'restored'} "
+
+    def log(message: str) -> None:
+        name = message[len(prefix) :] if message.startswith(prefix) else None
+        if name in sizes:
+            report(progress, ProgressUpdate(stage, items=1, nbytes=sizes[name], unit="packages"))
+
+    return log
+
+
+def _chosen(
+    release_dir: Path, names: list[str], everything: bool
+) -> tuple[unpack.Release, list[str]]:
+    release = unpack.load_release(str(release_dir))
+    return release, unpack.choose_families(release, names, everything)
+
+
+def verify_release(
+    release_dir: Path, families: Sequence[str], *, progress: OnProgress | None = None
+) -> unpack.Summary:
     """Verify the named families (or ``"all"``; none: every delivered one), writing nothing.
+
+    *progress* hears of each package verified (stage ``"verify"``, packages and bytes).
 
     Raises
     ------
@@ -43,7 +84,9 @@ def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary
         if not names and not everything:
             release = unpack.load_release(str(release_dir))
             names = [n for n, f in release.families.items() if f["status"] == "delivered"]
-        summary = unpack.verify_release(str(release_dir), names, everything)
+        release, chosen = _chosen(release_dir, names, everything)
+        log = _package_log(progress, "verify", release, chosen)
+        summary = unpack.verify_release(str(release_dir), names, everything, log=log)
         issues = check_shipped_files(release_dir)
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
@@ -96,11 +139,17 @@ def check_shipped_files(release_dir: Path) -> list[str]:
 
 
 def restore_release(
-    release_dir: Path, output: Path, families: Sequence[str], *, fsync: bool = True
+    release_dir: Path,
+    output: Path,
+    families: Sequence[str],
+    *,
+    fsync: bool = True,
+    progress: OnProgress | None = None,
 ) -> unpack.Summary:
     """Restore the named families (or ``"all"``) into ``output/<release name>``.
 
     With *fsync* every restored file and every directory that gained entries is fsynced.
+    *progress* hears of each package restored (stage ``"restore"``, packages and bytes).
 
     Raises
     ------
@@ -111,7 +160,11 @@ def restore_release(
     path_argument(output, "output")
     names, everything = _families(families)
     try:
-        return unpack.unpack_release(str(release_dir), str(output), names, everything, fsync=fsync)
+        release, chosen = _chosen(release_dir, names, everything)
+        log = _package_log(progress, "restore", release, chosen)
+        return unpack.unpack_release(
+            str(release_dir), str(output), names, everything, log=log, fsync=fsync
+        )
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
     except OSError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sized
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument, read_manifest, staged_publication
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.spec import (
@@ -240,6 +241,12 @@ def _shards(
         yield flush()
 
 
+def _written(spec: VinOfflineShardSpec, progress: OnProgress | None) -> VinOfflineShardSpec:
+    """Report a finished shard's rows, then hand its spec on."""
+    report(progress, ProgressUpdate("build", items=spec.num_rows, unit="samples"))
+    return spec
+
+
 def build_vin_offline_store(
     samples: Iterable[VinOfflineSample],
     out: Path,
@@ -254,6 +261,7 @@ def build_vin_offline_store(
     vin: Mapping[str, Any] | None = None,
     provenance: Mapping[str, Any] | None = None,
     created_at: str = DEFAULT_CREATED_AT,
+    progress: OnProgress | None = None,
 ) -> VinOfflineBuildResult:
     """Write *samples* as a new store at *out*, validated and published atomically.
 
@@ -276,6 +284,9 @@ def build_vin_offline_store(
         Shards in flight at once; bounds memory while samples stream in.
     materialized_blocks
         Family flags; default inferred from block names. Checked against the shards.
+    progress
+        Hears of each shard written (stage ``"build"``, its rows as ``samples``; the total
+        when *samples* has a length). Called from this thread, never from a worker.
     """
     if (
         isinstance(rows_per_shard, bool)
@@ -302,6 +313,14 @@ def build_vin_offline_store(
     # Imported here: verify imports the reader, which no builder-only user needs at import.
     from dataset_devkit.vin_store.verify import raise_for_store_issues
 
+    report(
+        progress,
+        ProgressUpdate(
+            "build",
+            unit="samples",
+            total_items=len(samples) if isinstance(samples, Sized) else None,
+        ),
+    )
     index: list[VinOfflineIndexRecord] = []
     with (
         ExitStack() as stack,
@@ -319,7 +338,7 @@ def build_vin_offline_store(
                 samples, rows_per_shard, val_fraction, index
             ):
                 while len(pending) >= max_pending:
-                    specs.append(pending.pop(0).result())
+                    specs.append(_written(pending.pop(0).result(), progress))
                 pending.append(
                     executor.submit(
                         _write_shard,
@@ -330,7 +349,7 @@ def build_vin_offline_store(
                         records,
                     )
                 )
-            specs.extend(future.result() for future in pending)
+            specs.extend(_written(future.result(), progress) for future in pending)
         except BaseException:
             for future in pending:
                 future.cancel()
