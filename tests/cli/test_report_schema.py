@@ -1,0 +1,79 @@
+"""Every command's ``--json`` follows one schema, on success and on failure alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.cli.output import REPORT_SCHEMA
+from tests.cli.report_check import check_report, problems
+from tests.cli_run import run_devkit
+
+
+def test_the_checker_catches_what_the_schema_forbids() -> None:
+    good = {"ok": True, "kind": "release", "root": "r", "root_sha256": "a" * 64, "issues": []}
+    assert problems(good, REPORT_SCHEMA) == []
+    assert problems({**good, "ok": "yes"}, REPORT_SCHEMA) == [
+        "$.ok: expected ['boolean'], found str"
+    ]
+    assert problems({**good, "root_sha256": "abc"}, REPORT_SCHEMA) != []
+    assert problems({k: v for k, v in good.items() if k != "issues"}, REPORT_SCHEMA) != []
+    assert problems({**good, "issues": ["a: b"]}, REPORT_SCHEMA) != []
+    assert problems({**good, "issues": [{"path": "a", "kind": "x"}]}, REPORT_SCHEMA) != []
+    assert problems({**good, "exit_code": True}, REPORT_SCHEMA) != []
+
+
+#: A command line per command, each failing on a path that does not exist.
+FAILING = [
+    ("manifest", "{missing}"),
+    ("manifest", "{missing}", "--print"),
+    ("verify", "{missing}"),
+    ("publish", "{missing}", "--out", "{tmp}/final"),
+    ("build", "{missing}"),
+    ("validate", "{missing}"),
+    ("inspect", "{missing}"),
+    ("validate", "--dataroot", "{missing}", "--version", "v1.0-trainval"),
+    ("inspect", "--dataroot", "{missing}", "--version", "v1.0-trainval"),
+    ("release", "pack", "{missing}", "--out", "{tmp}/rel"),
+    ("release", "verify", "{missing}"),
+    ("release", "unpack", "{missing}", "--all", "--out", "{tmp}/data"),
+    ("store", "inspect", "{missing}"),
+    ("store", "verify", "{missing}"),
+    ("store", "sample", "{missing}", "0"),
+    ("stereo", "build", "{missing}", "--out", "{tmp}/ds"),
+    ("stereo", "validate", "{missing}"),
+    ("demo", "{tmp}/afile/demo"),
+]
+
+
+@pytest.mark.parametrize("args", FAILING, ids=lambda a: " ".join(a[:2]))
+def test_a_failure_prints_the_report_with_its_exit_code_and_one_stderr_line(
+    args: tuple[str, ...], tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    (tmp_path / "afile").write_text("keep")
+    argv = [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in args]
+    done = run_devkit(package_env, *argv, "--json")
+    assert done.returncode == 1, done.stderr
+    report = check_report(done.stdout, ok=False)
+    assert report["exit_code"] == 1
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert report["error"] == done.stderr.removeprefix("error: ").rstrip("\n")
+    assert "Traceback" not in done.stderr
+
+
+def test_a_usage_error_prints_the_report_with_exit_code_2(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    done = run_devkit(package_env, "verify", str(tmp_path), "--no-such-flag", "--json")
+    assert done.returncode == 2
+    report = check_report(done.stdout, ok=False)
+    assert report["exit_code"] == 2 and "--no-such-flag" in report["error"]
+
+
+def test_the_documented_schema_is_the_one_checked() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+    text = docs.read_text("utf-8")
+    start = text.index("```json\n", text.index("## The JSON report schema")) + len("```json\n")
+    assert json.loads(text[start : text.index("```", start)]) == REPORT_SCHEMA
