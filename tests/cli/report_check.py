@@ -57,7 +57,7 @@ def problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
 
 def check_report(stdout: str, *, ok: bool | None = None, kind: str | None = None) -> dict[str, Any]:
     """Parse *stdout* as exactly one report object, check it, and return it."""
-    report = json.loads(stdout)
+    report: dict[str, Any] = json.loads(stdout)
     assert problems(report, REPORT_SCHEMA) == [], stdout
     if ok is not None:
         assert report["ok"] is ok, stdout
