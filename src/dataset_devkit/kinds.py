@@ -102,7 +102,8 @@ def detect_tree(path: Path | str) -> DetectedTree:
     if not root.is_dir() or root.is_symlink():
         if not os.path.lexists(root):
             raise MissingPathError("no such directory", path=root)
-        raise ConfigError(f"{root}: expected a dataset directory, found a file", key="path")
+        found = "a symlink" if root.is_symlink() else "a file"
+        raise ConfigError(f"{root}: expected a dataset directory, found {found}", key="path")
     names = {entry.name for entry in root.iterdir()}
     if _has(names, RELEASE_MARKERS):
         return DetectedTree(TreeKind.RELEASE, root, RELEASE_MARKERS)
