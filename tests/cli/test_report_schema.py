@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
-
-import pytest
 
 from dataset_devkit.cli.output import REPORT_SCHEMA
 from tests.cli.report_check import check_report, problems
@@ -48,19 +48,51 @@ FAILING = [
 ]
 
 
-@pytest.mark.parametrize("args", FAILING, ids=lambda a: " ".join(a[:2]))
+#: One child process runs every failing command line through the real entry point, each
+#: with its own stdout/stderr (a process per command line costs a second each).
+_RUN_ALL = """
+import contextlib, io, json, sys
+from dataset_devkit.cli.app import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    results.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
 def test_a_failure_prints_the_report_with_its_exit_code_and_one_stderr_line(
-    args: tuple[str, ...], tmp_path: Path, package_env: dict[str, str]
+    tmp_path: Path, package_env: dict[str, str]
 ) -> None:
     (tmp_path / "afile").write_text("keep")
-    argv = [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in args]
-    done = run_devkit(package_env, *argv, "--json")
-    assert done.returncode == 1, done.stderr
-    report = check_report(done.stdout, ok=False)
-    assert report["exit_code"] == 1
-    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
-    assert report["error"] == done.stderr.removeprefix("error: ").rstrip("\n")
-    assert "Traceback" not in done.stderr
+    argvs = [
+        [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in (*args, "--json")]
+        for args in FAILING
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_ALL, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        env=package_env,
+        timeout=300,
+        check=True,
+    )
+    for argv, (code, stdout, stderr) in zip(argvs, json.loads(done.stdout), strict=True):
+        assert code == 1, (argv, stderr)
+        report = check_report(stdout, ok=False)
+        assert report["exit_code"] == 1
+        assert stderr.startswith("error: ") and stderr.count("\n") == 1, (argv, stderr)
+        assert report["error"] == stderr.removeprefix("error: ").rstrip("\n")
+        assert "Traceback" not in stderr
+    # The same through the installed entry point, as a script would run it.
+    alone = run_devkit(package_env, *argvs[0])
+    assert alone.returncode == 1 and check_report(alone.stdout, ok=False)["error"]
 
 
 def test_a_usage_error_prints_the_report_with_exit_code_2(

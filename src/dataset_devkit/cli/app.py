@@ -106,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     state.debug = "--debug" in args[:end]
     state.quiet = "--quiet" in args[:end]
     state.json = "--json" in args[:end]
+    state.kind = state.root = None
     try:
         code = command.main(args=args, prog_name="dataset-devkit", standalone_mode=False)
     except _ClickException as exc:  # usage errors: Click's own message, exit 2
