@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.progress import tree_bar
 from dataset_devkit.cli.render import hidden_alias, path_parser, renamed, stdout_console
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
@@ -18,7 +18,6 @@ from dataset_devkit.integrity import (
     verify_tree,
     write_manifest,
 )
-from dataset_devkit.integrity.tree_size import tree_size
 
 __all__ = ["register"]
 
@@ -48,7 +47,7 @@ def manifest(
         renamed(manifest_location, old_location, "--manifest-location", "--location")
         or CONTENT_MANIFEST_NAME
     )
-    with progress_bar("hash", total_bytes=tree_size(directory)) as advance:
+    with tree_bar("hash", directory) as advance:
         if print_only:
             result = build_manifest(directory, location=location, progress=advance)
         else:
@@ -92,7 +91,7 @@ def verify(
     """Check DIR against its content manifest; exit 1 with every difference listed."""
     target(_KIND, directory)
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
-    with progress_bar("verify", total_bytes=tree_size(directory)) as advance:
+    with tree_bar("verify", directory) as advance:
         report = verify_tree(directory, location=location, progress=advance)
     if as_json:
         emit_report(
@@ -138,7 +137,7 @@ def publish(
         raise typer.BadParameter("missing --out, the final name", param_hint="--out")
     target(_KIND, final)
     location = manifest_location or CONTENT_MANIFEST_NAME
-    with progress_bar("publish", total_bytes=tree_size(staging)) as advance:
+    with tree_bar("publish", staging) as advance:
         result = publish_tree(staging, final, manifest_location=location, progress=advance)
     if as_json:
         emit_report(

@@ -19,11 +19,10 @@ from rich.text import Text
 
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.progress import tree_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
-from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, detect_tree
 
 __all__ = ["register"]
@@ -54,7 +53,7 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
 
 def _verified(tree: DetectedTree, location: str | None = None) -> dict[str, Any]:
     """Verify a tree against its content manifest, with a bar; raise listing every issue."""
-    with progress_bar("verifying", total_bytes=tree_size(tree.root)) as advance:
+    with tree_bar("verify", tree.root) as advance:
         report = verify_tree(tree.root, location=location, progress=advance)
     report.raise_for_issues()
     return {
@@ -107,7 +106,7 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
     if tree.kind is TreeKind.VIN_STORE:
         from dataset_devkit.vin_store import verify_store
 
-        with progress_bar("verifying", total_bytes=tree_size(tree.root)) as advance:
+        with tree_bar("verify", tree.root) as advance:
             report = verify_store(tree.root, progress=advance)
         report.raise_for_issues()
         return {"root_sha256": report.root_sha256}

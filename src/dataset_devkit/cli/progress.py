@@ -11,6 +11,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.filesize import decimal
@@ -29,8 +30,9 @@ from rich.text import Text
 from dataset_devkit.cli.output import state
 from dataset_devkit.cli.render import stderr_console
 from dataset_devkit.integrity.progress import ProgressUpdate
+from dataset_devkit.integrity.tree_size import tree_totals
 
-__all__ = ["Advance", "bars_enabled", "progress_bar"]
+__all__ = ["Advance", "bars_enabled", "progress_bar", "tree_bar"]
 
 #: What a command hands the library: the shared protocol, or a legacy byte counter.
 Advance = Callable[[ProgressUpdate | int], None]
@@ -79,11 +81,13 @@ def progress_bar(
     total_bytes: int | None = None,
     total_items: int | None = None,
     unit: str = "files",
+    label: str | None = None,
 ) -> Iterator[Advance]:
     """Yield a thread-safe callback taking :class:`ProgressUpdate` (or a byte count).
 
-    *description*/*total_bytes*/*total_items* describe the first stage when the caller
-    already knows them (a tree size from a stat walk); updates of other stages add bars.
+    *description* names the first stage (and bare byte counts); *label* is what its bar
+    shows, *total_bytes*/*total_items* its totals when the caller already knows them (a
+    tree size from a stat walk). Updates of other stages add bars.
     """
     enabled = bars_enabled()
     bars = Progress(
@@ -114,7 +118,8 @@ def progress_bar(
                     "items_total": None,
                     "unit": update.unit,
                 }
-                tasks[update.stage] = (bars.add_task(update.stage, total=None, **fields), fields)
+                shown = label if label and update.stage == description else update.stage
+                tasks[update.stage] = (bars.add_task(shown, total=None, **fields), fields)
             task_id, fields = tasks[update.stage]
             if update.total_bytes is not None:
                 fields["bytes_total"] = update.total_bytes
@@ -137,4 +142,18 @@ def progress_bar(
                     description, total_bytes=total_bytes, total_items=total_items, unit=unit
                 )
             )
+        yield advance
+
+
+@contextmanager
+def tree_bar(stage: str, root: Path) -> Iterator[Advance]:
+    """A byte bar over the regular files of *root*, labelled with their count.
+
+    The stat walk for the totals runs only when a bar is drawn: piped and scripted runs
+    do not pay for it.
+    """
+    totals = tree_totals(root) if bars_enabled() else None
+    total_bytes, files = totals if totals is not None else (None, None)
+    label = f"{stage} {files} files" if files is not None else stage
+    with progress_bar(stage, total_bytes=total_bytes, label=label) as advance:
         yield advance

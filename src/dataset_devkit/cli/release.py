@@ -9,9 +9,8 @@ import msgspec
 import typer
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.progress import progress_bar, tree_bar
 from dataset_devkit.cli.render import hidden_alias, path_parser, renamed, stdout_console
-from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
     FamilyRules,
@@ -99,7 +98,7 @@ def pack(
         read_back=read_back,
         restore_test=mode,
     )
-    with progress_bar("pack", total_bytes=tree_size(tree)) as advance:
+    with tree_bar("pack", tree) as advance:
         result = pack_release(tree, out, options, progress=advance)
     if as_json:
         emit_report(

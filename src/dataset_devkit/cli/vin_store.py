@@ -13,10 +13,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.progress import tree_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
 __all__ = ["register"]
@@ -81,7 +80,7 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
-    with progress_bar("verify", total_bytes=tree_size(store)) as advance:
+    with tree_bar("verify", store) as advance:
         report = verify_store(store, progress=advance)
     if as_json:
         emit_report(
