@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as _run
 from tests.integrity.helpers import make_tree
 
@@ -35,7 +35,7 @@ def test_verify_of_a_damaged_tree_exits_1_listing_every_issue(
     assert "extra: extra" in result.stderr
     as_json = _run(package_env, "verify", "--json", str(root))
     assert as_json.returncode == 1
-    report = json.loads(as_json.stdout)
+    report = check_report(as_json.stdout)
     assert [issue["kind"] for issue in report["issues"]] == ["changed", "extra"]
 
 
@@ -99,7 +99,7 @@ def test_a_nested_manifest_is_written_where_asked_and_found_by_verify(
         str(root),
     )
     assert explicit.returncode == 1
-    report = json.loads(explicit.stdout)
+    report = check_report(explicit.stdout, ok=False, kind="content-manifest-tree")
     assert report["manifest_location"] == "meta/content_manifest.json"
     assert [(i["path"], i["kind"]) for i in report["issues"]] == [
         ("content_manifest.json", "extra")

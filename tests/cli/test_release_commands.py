@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as _run
 from tests.release.helpers import SAMPLE, make_tree, read_tree
 
@@ -33,7 +33,7 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
     assert f"root_sha256 {root}" in packed.stdout
     checked = _run(package_env, "release", "verify", str(release), "--json")
     assert checked.returncode == 0, checked.stderr
-    assert json.loads(checked.stdout)["families"] == ["base", "depth"]
+    assert check_report(checked.stdout, ok=True, kind="release")["families"] == ["base", "depth"]
     data = tmp_path / "data"
     restored = _run(package_env, "release", "unpack", str(release), "--out", str(data), "--all")
     assert restored.returncode == 0, restored.stderr
@@ -45,7 +45,7 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
         "--base", "--no-fsync", "--json",
     )  # fmt: skip
     assert quick.returncode == 0, quick.stderr
-    report = json.loads(quick.stdout)
+    report = check_report(quick.stdout, ok=True, kind="restored-release")
     assert report["ok"] and report["families"] == ["base"] and report["skipped"] == 0
 
 
