@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,9 @@ from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.integrity.tree_size import tree_totals
 
 __all__ = ["Advance", "bars_enabled", "progress_bar", "tree_bar"]
+
+#: The shortest interval between two updates of one bar, in seconds.
+_MIN_UPDATE_S = 0.05
 
 #: What a command hands the library: the shared protocol, or a legacy byte counter.
 Advance = Callable[[ProgressUpdate | int], None]
@@ -103,6 +107,7 @@ def progress_bar(
     )
     tasks: dict[str, tuple[TaskID, dict[str, Any]]] = {}
     lock = threading.Lock()  # library workers report from several threads
+    shown_at: dict[str, float] = {}
 
     def advance(update: ProgressUpdate | int) -> None:
         if not enabled:
@@ -128,12 +133,23 @@ def progress_bar(
             fields["bytes_done"] += update.nbytes
             fields["items_done"] += update.items
             fields["unit"] = update.unit
-            # The bar follows bytes when the stage moves bytes, else its items.
-            if fields["bytes_total"] or (fields["bytes_done"] and not fields["items_total"]):
-                total, done = fields["bytes_total"], fields["bytes_done"]
-            else:
-                total, done = fields["items_total"], fields["items_done"]
-            bars.update(task_id, total=total, completed=done, **fields)
+            # Thousands of small files report thousands of times a second; the bar redraws
+            # ten times a second, so the task is updated at most every 50 ms.
+            # The first advance is always shown: with the last frame it gives the rate.
+            now = time.monotonic()
+            if update.total_bytes is None and update.total_items is None:
+                if now - shown_at.get(update.stage, -_MIN_UPDATE_S) < _MIN_UPDATE_S:
+                    return
+                shown_at[update.stage] = now
+            show(task_id, fields)
+
+    def show(task_id: TaskID, fields: dict[str, Any]) -> None:
+        # The bar follows bytes when the stage moves bytes, else its items.
+        if fields["bytes_total"] or (fields["bytes_done"] and not fields["items_total"]):
+            total, done = fields["bytes_total"], fields["bytes_done"]
+        else:
+            total, done = fields["items_total"], fields["items_done"]
+        bars.update(task_id, total=total, completed=done, **fields)
 
     with bars:
         if enabled:
@@ -143,6 +159,9 @@ def progress_bar(
                 )
             )
         yield advance
+        with lock:  # the last frame shows where every stage ended, throttled or not
+            for task_id, fields in tasks.values():
+                show(task_id, fields)
 
 
 @contextmanager
