@@ -67,6 +67,8 @@ def test_the_demo_ends_with_commands_that_work_on_what_it_wrote(
     # Each suggestion works (the tampered copy fails, as it should); plain validate/inspect
     # of the demo's trees are run by the test below already.
     covered = {(c, str(out / tree)) for c in ("validate", "inspect") for tree in TREES}
+    dataroot = str(out / "nuscenes_publish/out/v1.0-trainval")  # inspect PATH runs the same
+    covered.add(("inspect", "--dataroot", dataroot, "--version", "v1.0-trainval"))
     for command in commands:
         if tuple(command[1:]) in covered:
             continue
