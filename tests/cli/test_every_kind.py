@@ -66,7 +66,9 @@ def test_the_demo_ends_with_commands_that_work_on_what_it_wrote(
         assert any(str(out) in arg for arg in command), command
     # Each suggestion works (the tampered copy fails, as it should); plain validate/inspect
     # of the demo's trees are run by the test below already.
-    covered = {(c, str(out / tree)) for c in ("validate", "inspect") for tree in TREES}
+    covered: set[tuple[str, ...]] = {
+        (c, str(out / tree)) for c in ("validate", "inspect") for tree in TREES
+    }
     dataroot = str(out / "nuscenes_publish/out/v1.0-trainval")  # inspect PATH runs the same
     covered.add(("inspect", "--dataroot", dataroot, "--version", "v1.0-trainval"))
     for command in commands:
@@ -143,3 +145,17 @@ def test_a_directory_of_no_kind_says_what_it_is_not(tmp_path: Path, env: dict[st
 def test_path_and_dataroot_together_is_a_usage_error(tmp_path: Path, env: dict[str, str]) -> None:
     done = run_devkit(env, "validate", str(tmp_path), "--dataroot", str(tmp_path))
     assert done.returncode == 2 and "not both" in done.stderr
+
+
+def test_a_release_restored_in_part_names_the_families_it_holds(
+    demo: tuple[Path, str], env: dict[str, str], tmp_path: Path
+) -> None:
+    out, _ = demo
+    release = str(out / "release" / "GenVR-duo-demo-packages")
+    restored = run_devkit(env, "release", "unpack", release, "--base", "--out", str(tmp_path))
+    assert restored.returncode == 0, restored.stderr
+    done = run_devkit(env, "validate", str(tmp_path), "--json")
+    assert done.returncode == 1
+    report = check_report(done.stdout, ok=False, kind="restored-release")
+    assert "restored families: base" in report["error"]
+    assert report["issues"] and {i["kind"] for i in report["issues"]} == {"missing"}

@@ -90,7 +90,19 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
         }
     if tree.kind is TreeKind.RESTORED_RELEASE:
         record = _restore_record(tree.root)
-        facts = _verified(tree)
+        families = ", ".join(record.get("families", [])) or "none"
+        try:
+            facts = _verified(tree)
+        except VerificationFailed as exc:
+            if exc.issues and all(": missing: " in issue for issue in exc.issues):
+                # A family restored alone (base now, depth later) lacks the others' files.
+                raise VerificationFailed(
+                    f"{tree.root}: {len(exc.issues)} files of the snapshot are not here; "
+                    f"restored families: {families} (unpack the others into the same "
+                    "output, or validate the release directory itself)",
+                    exc.issues,
+                ) from None
+            raise
         if facts["root_sha256"] != record.get("snapshot_root_sha256"):
             raise VerificationFailed(
                 f"{tree.root}: content manifest root {facts['root_sha256']} is not the "
