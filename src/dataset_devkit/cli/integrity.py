@@ -10,7 +10,15 @@ import typer
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import tree_bar
-from dataset_devkit.cli.render import hidden_alias, path_parser, renamed, stdout_console
+from dataset_devkit.cli.render import (
+    READABLE_BY_HELP,
+    ReadableByChoice,
+    hidden_alias,
+    path_parser,
+    renamed,
+    stdout_console,
+)
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     build_manifest,
@@ -18,6 +26,7 @@ from dataset_devkit.integrity import (
     verify_tree,
     write_manifest,
 )
+from dataset_devkit.integrity.verify import check_root_hex
 
 __all__ = ["register"]
 
@@ -86,13 +95,29 @@ def verify(
         ),
     ] = None,
     as_json: _JSON = False,
+    expect_root: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-root",
+            metavar="HEX",
+            help="Fail unless the manifest's root_sha256 is this one (the root printed when "
+            "the tree was published).",
+        ),
+    ] = None,
     old_location: _OLD_LOCATION = None,
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed."""
     target(_KIND, directory)
+    if expect_root is not None:
+        try:
+            check_root_hex(expect_root)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
     with tree_bar("verify", directory) as advance:
-        report = verify_tree(directory, location=location, progress=advance)
+        report = verify_tree(
+            directory, location=location, progress=advance, expect_root=expect_root
+        )
     if as_json:
         emit_report(
             ok=report.ok,
@@ -127,6 +152,9 @@ def publish(
     manifest_location: Annotated[
         str | None, typer.Option("--manifest-location", help=_LOCATION_HELP)
     ] = None,
+    readable_by: Annotated[
+        ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
+    ] = ReadableByChoice.owner,
     as_json: _JSON = False,
     old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
 ) -> None:
@@ -138,7 +166,13 @@ def publish(
     target(_KIND, final)
     location = manifest_location or CONTENT_MANIFEST_NAME
     with tree_bar("publish", staging) as advance:
-        result = publish_tree(staging, final, manifest_location=location, progress=advance)
+        result = publish_tree(
+            staging,
+            final,
+            manifest_location=location,
+            progress=advance,
+            readable_by=readable_by.value,
+        )
     if as_json:
         emit_report(
             ok=True,

@@ -10,7 +10,13 @@ import typer
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar, tree_bar
-from dataset_devkit.cli.render import hidden_alias, path_parser, renamed, stdout_console
+from dataset_devkit.cli.render import (
+    ReadableByChoice,
+    hidden_alias,
+    path_parser,
+    renamed,
+    stdout_console,
+)
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
     FamilyRules,
@@ -77,6 +83,13 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
+        ),
+    ] = ReadableByChoice.owner,
     as_json: _JSON = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
@@ -97,6 +110,7 @@ def pack(
         previous=previous,
         read_back=read_back,
         restore_test=mode,
+        readable_by=readable_by.value,
     )
     with tree_bar("pack", tree) as advance:
         result = pack_release(tree, out, options, progress=advance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -9,12 +10,28 @@ import typer
 from rich.console import Console
 
 __all__ = [
+    "READABLE_BY_HELP",
+    "ReadableByChoice",
     "hidden_alias",
     "path_parser",
     "renamed",
     "stderr_console",
     "stdout_console",
 ]
+
+
+class ReadableByChoice(enum.StrEnum):
+    """``--readable-by``: who may read what a command publishes."""
+
+    owner = "owner"
+    group = "group"
+    all = "all"
+
+
+READABLE_BY_HELP = (
+    "Who may read the published output: owner (files 0400, folders 0500), group (0440/0550) "
+    "or all (0444/0555)."
+)
 
 
 def path_parser(value: str) -> Path:

@@ -11,7 +11,12 @@ from rich.table import Table
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.render import (
+    READABLE_BY_HELP,
+    ReadableByChoice,
+    path_parser,
+    stdout_console,
+)
 from dataset_devkit.errors import ConfigError, DestinationExistsError, DevkitError
 from dataset_devkit.integrity import read_manifest
 
@@ -37,6 +42,9 @@ def build(
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
     ] = 0,
+    readable_by: Annotated[
+        ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
+    ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
@@ -50,9 +58,13 @@ def build(
         if workers:
             context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                result = build_stereo_dataset(source, out, executor=pool, progress=advance)
+                result = build_stereo_dataset(
+                    source, out, executor=pool, progress=advance, readable_by=readable_by.value
+                )
         else:
-            result = build_stereo_dataset(source, out, progress=advance)
+            result = build_stereo_dataset(
+                source, out, progress=advance, readable_by=readable_by.value
+            )
     summary: dict[str, Any] = {
         "pairs": result.pairs,
         "frames_per_eye": result.frames_per_eye,
