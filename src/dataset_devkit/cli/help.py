@@ -35,6 +35,8 @@ def _metavar(param: Any, ctx: Any) -> str:
     label = str(display(ctx) if callable(display) else param.type.name).strip("<>")
     if label.startswith("list[") and label.endswith("]"):
         label = label[5:-1]
+    if "|" in label:  # choices are typed as they are: owner|group|all
+        return label
     return _METAVARS.get(label, label.upper())
 
 
