@@ -9,6 +9,7 @@ from typing import Literal
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -29,17 +30,60 @@ def _families(families: Sequence[str]) -> tuple[list[str], bool]:
     return [f for f in families if f != "all"], "all" in families
 
 
+def _package_log(
+    progress: OnProgress | None,
+    stage: str,
+    release: unpack.Release,
+    families: list[str],
+    log: Callable[[str], None],
+) -> Callable[[str], None]:
+    """Turn unpack's per-package log lines (``verified NAME``) into :class:`ProgressUpdate`.
+
+    ``unpack.py`` is stdlib-only and reports through a ``log(str)`` hook; its package names
+    map to sizes from the manifest, so a bar shows packages and bytes.
+    """
+    packages = release.packages_of(families)
+    sizes = {p["name"]: int(p["size"]) for p in packages}
+    report(
+        progress,
+        ProgressUpdate(
+            stage,
+            total_items=len(packages),
+            total_bytes=sum(sizes.values()),
+            unit="packages",
+        ),
+    )
+    prefix = f"{'verified' if stage == 'verify' else 'restored'} "
+
+    def log_and_report(message: str) -> None:
+        log(message)
+        name = message[len(prefix) :] if message.startswith(prefix) else None
+        if name in sizes:
+            report(progress, ProgressUpdate(stage, items=1, nbytes=sizes[name], unit="packages"))
+
+    return log_and_report
+
+
+def _chosen(
+    release_dir: Path, names: list[str], everything: bool
+) -> tuple[unpack.Release, list[str]]:
+    release = unpack.load_release(str(release_dir))
+    return release, unpack.choose_families(release, names, everything)
+
+
 def verify_release(
     release_dir: Path,
     families: Sequence[str],
     *,
     expect_root: str | None = None,
     log: Callable[[str], None] = lambda _m: None,
+    progress: OnProgress | None = None,
 ) -> unpack.Summary:
     """Verify the named families (or ``"all"``; none: every delivered one), writing nothing.
 
     With *expect_root*, the release must be the snapshot with that ``root_sha256``. Files
     in a family folder that the manifest does not name are ignored and reported to *log*.
+    *progress* hears of each package verified (stage ``"verify"``, packages and bytes).
 
     Raises
     ------
@@ -53,8 +97,10 @@ def verify_release(
         if not names and not everything:
             release = unpack.load_release(str(release_dir))
             names = [n for n, f in release.families.items() if f["status"] == "delivered"]
+        release, chosen = _chosen(release_dir, names, everything)
+        package_log = _package_log(progress, "verify", release, chosen, log)
         summary = unpack.verify_release(
-            str(release_dir), names, everything, log=log, expect_root=expect_root
+            str(release_dir), names, everything, log=package_log, expect_root=expect_root
         )
         issues = check_shipped_files(release_dir)
     except unpack.UnpackError as exc:
@@ -117,6 +163,7 @@ def restore_release(
     expect_root: str | None = None,
     wait: bool = True,
     log: Callable[[str], None] = lambda _m: None,
+    progress: OnProgress | None = None,
 ) -> unpack.Summary:
     """Restore the named families (or ``"all"``) into ``output/<release name>``.
 
@@ -125,6 +172,7 @@ def restore_release(
     (``owner`` 0400/0500, ``group`` 0440/0550, ``all`` 0444/0555); *expect_root* pins the
     snapshot; a run into an output another restore is writing waits for it (*wait*) or
     fails naming its pid. Re-running after any interruption finishes the restore.
+    *progress* hears of each package restored (stage ``"restore"``, packages and bytes).
 
     Raises
     ------
@@ -142,12 +190,14 @@ def restore_release(
             key="readable_by",
         )
     try:
+        release, chosen = _chosen(release_dir, names, everything)
+        package_log = _package_log(progress, "restore", release, chosen, log)
         return unpack.unpack_release(
             str(release_dir),
             str(output),
             names,
             everything,
-            log=log,
+            log=package_log,
             fsync=fsync,
             readable_by=readable_by,
             expect_root=expect_root,
