@@ -38,6 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vin_store",
     "nuscenes",
     "stereo",
+    "preview",
 )
 
 _state = {"debug": False}
