@@ -9,6 +9,7 @@ exceptions, each ``<img>``'s load state and natural size, and a screenshot.
 from __future__ import annotations
 
 import base64
+import contextlib
 import fcntl
 import json
 import os
@@ -127,10 +128,8 @@ def open_page(page: Path, width: int = 1280, height: int = 2000) -> PageReport:
         try:
             return _drive(pipe, page, width, height)
         finally:
-            try:
+            with contextlib.suppress(EOFError, OSError, RuntimeError, TimeoutError):
                 pipe.call("Browser.close")
-            except (EOFError, OSError, RuntimeError, TimeoutError):
-                pass
             os.close(to_w)
             os.close(from_r)
             try:
@@ -168,7 +167,7 @@ def _drive(pipe: _Pipe, page: Path, width: int, height: int) -> PageReport:
         elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
             report.console_errors.append(str(params["entry"].get("text")))
     value = pipe.call("Runtime.evaluate", session, expression=_IMAGES_JS, returnByValue=True)
-    report.images = [tuple(i) for i in json.loads(value["result"]["value"])]  # type: ignore[misc]
+    report.images = [tuple(i) for i in json.loads(value["result"]["value"])]
     shot = pipe.call("Page.captureScreenshot", session, format="png")
     report.screenshot = base64.b64decode(shot["data"])
     return report

@@ -35,7 +35,7 @@ LABELS: dict[Kind, list[str]] = {
 }
 
 
-def _images(page: Path) -> list[str]:
+def _images(page: Path) -> list[tuple[str, str, str]]:
     return re.findall(r'<img src="([^"]+)" width="(\d+)" height="(\d+)"', page.read_text())
 
 
@@ -136,9 +136,13 @@ def test_cli_prints_the_page_path(
     demo_root: Path, tmp_path: Path, package_env: dict[str, str]
 ) -> None:
     out = tmp_path / "page"
-    result = run_devkit(package_env, "preview", str(demo_root / TREES[Kind.MANIFEST]), "--out", str(out))
+    result = run_devkit(
+        package_env, "preview", str(demo_root / TREES[Kind.MANIFEST]), "--out", str(out)
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{out / 'index.html'}\n"
-    result = run_devkit(package_env, "preview", str(tmp_path / "nope"), "--out", str(tmp_path / "x"))
+    result = run_devkit(
+        package_env, "preview", str(tmp_path / "nope"), "--out", str(tmp_path / "x")
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr

@@ -19,7 +19,9 @@ def preview_command(
     ],
     out: Annotated[
         Path,
-        typer.Option("--out", help="An absent or empty directory for the page.", parser=path_parser),
+        typer.Option(
+            "--out", help="An absent or empty directory for the page.", parser=path_parser
+        ),
     ],
     scenes: Annotated[int, typer.Option("--scenes", help="nuScenes scenes drawn.")] = 3,
     pairs: Annotated[int, typer.Option("--pairs", help="Stereo pairs drawn.")] = 4,
@@ -32,9 +34,7 @@ def preview_command(
     from dataset_devkit.preview import preview
 
     err = Console(stderr=True, highlight=False)
-    page = preview(
-        path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=err.print
-    )
+    page = preview(path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=err.print)
     typer.echo(str(page))
 
 

@@ -6,7 +6,6 @@ crash never leaves a half page at *out* and a re-run starts clean.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -82,10 +81,10 @@ def preview(
         _count(name, value)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ConfigError(f"seed must be an int >= 0, found {seed!r}", key="seed")
-    if target.is_symlink() or (
-        target.exists() and (not target.is_dir() or any(target.iterdir()))
-    ):
-        raise DestinationExistsError(f"{target}: preview output must be absent or an empty directory")
+    if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        raise DestinationExistsError(
+            f"{target}: preview output must be absent or an empty directory"
+        )
     kind = detect_kind(source)
     if progress:
         progress(f"{source}: {kind.value}")
@@ -96,10 +95,10 @@ def preview(
         if progress:
             progress(f"drew {sum(len(s.items) for s in sections)} items")
         write_index(staging, f"{kind.value} preview: {source.name}", sections)
-        os.chmod(staging, 0o755)  # mkdtemp makes it private; a page is for sharing
+        staging.chmod(0o755)  # mkdtemp makes it private; a page is for sharing
         if target.is_dir():
             target.rmdir()  # empty, checked above
-        os.replace(staging, target)
+        staging.replace(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from matplotlib import cycler, rc_context
+from cycler import cycler
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -25,7 +26,7 @@ __all__ = ["DPI", "RC", "figure", "save"]
 DPI = 100
 
 #: rcParams that make rendering independent of the user's matplotlibrc and the host's fonts.
-RC: dict[str, Any] = {
+RC: dict[Any, Any] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["DejaVu Sans"],
     "font.size": 9,

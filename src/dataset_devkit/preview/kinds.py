@@ -8,7 +8,7 @@ stereo or VIN root also carries a generic ``content_manifest.json``.
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, MissingPathError
@@ -16,7 +16,7 @@ from dataset_devkit.errors import ConfigError, MissingPathError
 __all__ = ["Kind", "detect_kind"]
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """The kinds of tree ``preview`` can draw."""
 
     NUSCENES = "nuscenes"

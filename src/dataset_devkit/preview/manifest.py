@@ -23,7 +23,9 @@ def _files(root: Path) -> list[tuple[str, int]]:
         data = json.loads(path.read_text("utf-8"))
         files = [(str(f["path"]), int(f["size"])) for f in data["files"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise FormatError(f"expected a content manifest with files[].path/size ({exc})", path=path)
+        raise FormatError(
+            f"expected a content manifest with files[].path/size ({exc})", path=path
+        ) from None
     return files
 
 

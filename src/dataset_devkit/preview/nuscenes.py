@@ -101,9 +101,7 @@ def _trajectories(ds: Dataset, scenes: list[dict[str, Any]], out: Path) -> Secti
     return section
 
 
-def _scene_grid(
-    ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: int
-) -> Section:
+def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: int) -> Section:
     section = Section(f"Scene {scene['name']}")
     chain = ds.scene_samples(scene["token"])
     rows = _evenly(chain, limit)

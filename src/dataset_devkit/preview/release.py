@@ -32,10 +32,14 @@ def render_release(root: Path, out: Path) -> list[Section]:
     manifest = _load(path)
     try:
         limit = int(manifest["package_limit_bytes"])
-        packages = [(str(p["family"]), str(p["name"]), int(p["size"])) for p in manifest["packages"]]
+        packages = [
+            (str(p["family"]), str(p["name"]), int(p["size"])) for p in manifest["packages"]
+        ]
         families = [(str(f["name"]), str(f["status"]), f) for f in manifest["families"]]
     except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"expected packages[], families[], package_limit_bytes ({exc})", path=path)
+        raise FormatError(
+            f"expected packages[], families[], package_limit_bytes ({exc})", path=path
+        ) from None
     section = Section(f"Release {manifest.get('name', root.name)}")
     section.items.append(
         Table(
@@ -55,7 +59,9 @@ def render_release(root: Path, out: Path) -> list[Section]:
     delivered = [n for n, s, _ in families if s == "delivered"]
     pending = [n for n, s, _ in families if s != "delivered"]
     section.items.append(
-        Text(f"delivered: {', '.join(delivered) or 'none'}; pending: {', '.join(pending) or 'none'}")
+        Text(
+            f"delivered: {', '.join(delivered) or 'none'}; pending: {', '.join(pending) or 'none'}"
+        )
     )
     by_family: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for family, name, size in packages:
@@ -66,7 +72,12 @@ def render_release(root: Path, out: Path) -> list[Section]:
         y = 0
         for i, family in enumerate(sorted(by_family)):
             for name, size in by_family[family]:
-                ax.barh(y, size, color=f"C{i}", label=family if name == by_family[family][0][0] else None)
+                ax.barh(
+                    y,
+                    size,
+                    color=f"C{i}",
+                    label=family if name == by_family[family][0][0] else None,
+                )
                 labels.append(name)
                 y += 1
         ax.axvline(limit, color="red", linestyle="--", label=f"limit {human_bytes(limit)}")
@@ -89,7 +100,10 @@ def render_restored(root: Path, out: Path) -> list[Section]:
     section.items.append(
         Table(
             ("field", "value"),
-            tuple((str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in sorted(state.items())),
+            tuple(
+                (str(k), json.dumps(v) if not isinstance(v, str) else v)
+                for k, v in sorted(state.items())
+            ),
         )
     )
     sections = [section]

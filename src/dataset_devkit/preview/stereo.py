@@ -100,7 +100,7 @@ def _views(sample: StereoSample, out: Path, n: int, vmax: float) -> Any:
             for c, (label, data) in enumerate(views):
                 ax = fig.add_subplot(grid[r, c])
                 if label.startswith("depth"):
-                    masked = np.ma.masked_equal(data, 0)
+                    masked = np.where(data == 0, np.nan, data)  # NaN is drawn as 'bad'
                     image = ax.imshow(masked, cmap=cmap, vmin=0, vmax=vmax)
                 else:
                     ax.imshow(data)
