@@ -42,6 +42,7 @@ def _images(page: Path) -> list[tuple[str, str, str]]:
 @pytest.mark.parametrize("kind", list(TREES))
 def test_detects_each_kind_the_demo_writes(demo_root: Path, kind: Kind) -> None:
     assert detect_kind(demo_root / TREES[kind]) is kind
+    assert detect_kind(str(demo_root / TREES[kind])) is kind
 
 
 @pytest.mark.parametrize("kind", list(TREES))

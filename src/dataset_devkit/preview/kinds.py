@@ -35,8 +35,9 @@ def _json_format(path: Path) -> object:
     return data.get("format") if isinstance(data, dict) else None
 
 
-def detect_kind(path: Path) -> Kind:
+def detect_kind(path: str | Path) -> Kind:
     """The kind of the tree at *path*; a clear error when it is none we know."""
+    path = Path(path)
     if not path.exists():
         raise MissingPathError("no such directory", path=path)
     if not path.is_dir():
