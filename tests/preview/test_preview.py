@@ -147,3 +147,15 @@ def test_cli_prints_the_page_path(
     )
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_demo_step_writes_a_page_per_tree_and_says_where(demo_root: Path) -> None:
+    from dataset_devkit.demo import DEMO_STEPS
+    from dataset_devkit.demo.preview import run
+
+    assert DEMO_STEPS[-1] == "preview"  # after every step whose tree it draws
+    report = run(demo_root / "preview")
+    assert len(report.lines) == len(TREES)
+    for _, page in report.lines:
+        assert Path(page).is_file()
+        assert _images(Path(page))
