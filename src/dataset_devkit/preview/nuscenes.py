@@ -50,6 +50,7 @@ def render_nuscenes(
     overview.items.append(
         Table(("split", "scenes"), tuple((k, str(len(v))) for k, v in sorted(splits.items())))
     )
+    overview.items.append(_scene_table(ds, all_scenes))
     sections = [overview, _trajectories(ds, all_scenes, out)]
     count = min(scenes, len(all_scenes))
     picked = sorted(np.random.default_rng(seed).choice(len(all_scenes), count, replace=False))
@@ -59,6 +60,45 @@ def render_nuscenes(
     for n, index in enumerate(picked):
         sections.append(_scene_grid(ds, all_scenes[int(index)], out, n, samples))
     return sections
+
+
+#: Scenes listed in the per-scene table; more are counted, not listed.
+TABLE_SCENES = 200
+
+
+def _scene_table(ds: Dataset, scenes: list[dict[str, Any]]) -> Table:
+    """Per scene: split, tags (duration, distance, speed, time of day), validity, annotations."""
+    rows = []
+    for scene in scenes[:TABLE_SCENES]:
+        token = scene["token"]
+        tags, validity = ds.tags(token), ds.validity(token)
+        rows.append(
+            (
+                scene["name"],
+                ds.split(token),
+                f"{tags.get('duration_s', 0):.1f}",
+                f"{tags.get('distance_m', 0):.1f}",
+                f"{tags.get('mean_speed_mps', 0):.1f}",
+                str(tags.get("time_of_day", "-")),
+                "valid" if validity.get("valid") else "; ".join(map(str, validity["reasons"])),
+                str(len(ds.annotations(token))),
+            )
+        )
+    more = len(scenes) - len(rows)
+    return Table(
+        (
+            "scene",
+            "split",
+            "duration s",
+            "distance m",
+            "mean m/s",
+            "time of day",
+            "validity",
+            "annotations",
+        ),
+        tuple(rows),
+        f"scenes (first {len(rows)}; {more} more not listed)" if more > 0 else "scenes",
+    )
 
 
 def _trajectories(ds: Dataset, scenes: list[dict[str, Any]], out: Path) -> Section:
