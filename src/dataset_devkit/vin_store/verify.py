@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.integrity.progress import OnProgress, byte_reporter
 from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -221,9 +222,13 @@ def raise_for_store_issues(store_dir: Path) -> None:
     ).raise_for_issues()
 
 
-def verify_store(store_dir: Path) -> VinOfflineVerifyReport:
-    """Verify content manifest and format consistency; every issue is reported."""
+def verify_store(store_dir: Path, *, progress: OnProgress | None = None) -> VinOfflineVerifyReport:
+    """Verify content manifest and format consistency; every issue is reported.
+
+    *progress* hears about the hashing, the long part (stage ``"verify"``, bytes).
+    """
     root = Path(store_dir)
-    report = verify_tree(root, location=CONTENT_MANIFEST_NAME)
+    advance = byte_reporter(progress, "verify")
+    report = verify_tree(root, location=CONTENT_MANIFEST_NAME, progress=advance)
     issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))
     return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256)
