@@ -120,7 +120,7 @@ def test_bad_input_is_one_clear_error_and_nothing_is_written(
     with pytest.raises(MissingPathError, match="no such directory"):
         preview(tmp_path / "absent", tmp_path / "out")
     (tmp_path / "plain").mkdir()
-    with pytest.raises(ConfigError, match="not a tree preview knows"):
+    with pytest.raises(ConfigError, match="not a dataset-devkit tree"):
         preview(tmp_path / "plain", tmp_path / "out")
     busy = tmp_path / "busy"
     busy.mkdir()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.preview.html import write_index
-from dataset_devkit.preview.kinds import Kind, detect_kind
+from dataset_devkit.preview.kinds import Kind, detect
 from dataset_devkit.preview.page import Section
 
 __all__ = ["preview"]
@@ -85,7 +85,7 @@ def preview(
         raise DestinationExistsError(
             f"{target}: preview output must be absent or an empty directory"
         )
-    kind = detect_kind(source)
+    kind, source = detect(source)
     if progress:
         progress(f"{source}: {kind.value}")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.nuscenes.dataroot_fixture import rewrite_table, write_dataroot
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError, UnsafePathError
 from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import BuildConfig, parse_build_config
 from dataset_devkit.nuscenes.validation.dataroot import DatarootInvalid, Progress, validate_dataroot
+from tests.nuscenes.dataroot_fixture import rewrite_table, write_dataroot
 
 
 def make_config(tmp_path: Path, output: str = "out") -> BuildConfig:
