@@ -79,6 +79,7 @@ def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
             {
                 "ok": report.ok,
                 "issues": list(report.issues),
+                "notes": list(report.notes),
                 "root_sha256": report.root_sha256,
                 "store_dir": str(report.store_dir),
             }
@@ -86,6 +87,8 @@ def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
         if not report.ok:
             raise typer.Exit(1)
         return
+    for note in report.notes:
+        stdout_console().print(f"note: {note}", markup=False, highlight=False)
     report.raise_for_issues()
     stdout_console().print(f"OK {store}: root_sha256 {report.root_sha256}")
 

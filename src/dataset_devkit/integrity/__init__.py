@@ -28,6 +28,7 @@ from dataset_devkit.integrity.manifest import (
     read_manifest,
     write_manifest,
 )
+from dataset_devkit.integrity.npy import load_npy
 from dataset_devkit.integrity.publish import (
     PUBLISH_PHASES,
     PublishResult,
@@ -70,6 +71,7 @@ __all__ = [
     "decode_json_record",
     "hash_fd",
     "hash_file",
+    "load_npy",
     "locate_manifest",
     "new_staging_dir",
     "open_dir_nofollow",

@@ -363,9 +363,7 @@ def build_vin_offline_store(
         )
         config = VinOfflineStoreConfig(store_dir=staging)
         config.write_split_indices(splits)
-        VinOfflineIndexRecord.write_many(config.sample_index_path, index)
-        with config.sample_index_sidecar_path.open("xb") as stream:
-            np.save(stream, np.array(splits["all"], dtype="<i8"), allow_pickle=False)
+        VinOfflineIndexRecord.write_many(config.sample_index_path, index)  # and its sidecar
         manifest.write(config.manifest_path)
     root = read_manifest(Path(out)).root_sha256
     return VinOfflineBuildResult(
