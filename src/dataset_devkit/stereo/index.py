@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from dataset_devkit.errors import FormatError, NotFoundError
+from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.stereo.spec import (
     FORMAT_VERSION,
     INDEX_WITH_DEPTH,
@@ -27,13 +28,12 @@ from dataset_devkit.stereo.special_files import require_regular
 def decode_json(path: Path, kind: type[Any]) -> Any:
     require_regular(path)
     try:
-        return msgspec.json.decode(path.read_bytes(), type=kind)
+        raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise NotFoundError(f"{path}: missing") from exc
     except OSError as exc:
         raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
-    except msgspec.MsgspecError as exc:
-        raise FormatError(str(exc), path=path) from exc
+    return decode_json_record(raw, kind, path)
 
 
 def load_requirements(root: Path, index: str) -> LoaderRequirements:
@@ -71,7 +71,7 @@ def load_index(path: Path) -> list[IndexRow]:
     for number, line in enumerate(lines, start=1):
         try:
             row = decoder.decode(line)
-        except msgspec.MsgspecError as exc:
+        except (msgspec.MsgspecError, RecursionError) as exc:  # msgspec caps nesting so
             raise FormatError(str(exc), path=path, field=f"line {number}") from exc
         for field, value in _row_paths(row):
             if not is_inside(value):
