@@ -92,3 +92,44 @@ def test_deeply_nested_json_in_a_pair_meta_is_an_issue(root: Path) -> None:
     rel = f"{PAIR}/meta.json"
     (root / rel).write_bytes(b'{"source": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
     assert _naming(validate_stereo(root).issues, rel)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("num_frames", 2**32),
+        ("num_frames", 0),
+        ("fps", -1.0),
+        ("resolution", {"width": 64, "height": -48}),
+    ],
+)
+def test_an_index_size_out_of_bounds_is_a_format_error_naming_line_and_field(
+    root: Path, field: str, value: object
+) -> None:
+    path = root / "genvr_i2s_with_depth.jsonl"
+    lines = path.read_bytes().splitlines()
+    row = json.loads(lines[1])
+    row[field] = value
+    lines[1] = json.dumps(row).encode()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(FormatError, match=r"genvr_i2s_with_depth\.jsonl at line 2"):
+        StereoDataset(root, use_depth=True)
+    assert _naming(validate_stereo(root, with_depth=True).issues, "genvr_i2s_with_depth.jsonl")
+
+
+def test_a_required_row_path_that_is_no_row_field_names_the_requirements_file(
+    root: Path,
+) -> None:
+    path = root / "loader_requirements.json"
+    doc = json.loads(path.read_bytes())
+    doc["required_row_paths"][0] = "le0ft_video"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match=r"loader_requirements\.json at \$\.required_row_paths"):
+        StereoDataset(root)
+
+
+def test_a_failed_reader_check_names_the_file_it_read(root: Path) -> None:
+    rel = f"{PAIR}/cameras/left.json"
+    _set_first_pose_element(root, rel, 2.0)  # still numbers, no longer a rotation
+    reader_issues = [i for i in validate_stereo(root).issues if i.startswith("reader:")]
+    assert reader_issues and all(rel in issue for issue in reader_issues)

@@ -49,6 +49,14 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
             raise FormatError(
                 f"version {found.version}, expected {FORMAT_VERSION}", path=path, field="$.version"
             )
+        for number, dotted in enumerate(found.required_row_paths):
+            if dotted not in ROW_PATH_FIELDS:
+                raise FormatError(
+                    f"{dotted!r} is not a path field of an index row (one of "
+                    f"{', '.join(ROW_PATH_FIELDS)})",
+                    path=path,
+                    field=f"$.required_row_paths[{number}]",
+                )
         if index in found.indexes:
             return found
     absent = f" ({', '.join(missing)} missing)" if missing else ""
@@ -93,6 +101,10 @@ _PATH_FIELDS = (
     "prompt_path",
     "meta_path",
 )
+
+
+#: Every dotted path field of an index row a requirements file may list.
+ROW_PATH_FIELDS = (*_PATH_FIELDS, "depth.zarr", "depth.meta")
 
 
 def _row_paths(row: IndexRow) -> list[tuple[str, str]]:

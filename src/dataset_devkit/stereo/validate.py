@@ -35,6 +35,8 @@ from dataset_devkit.stereo.spec import (
     INDEX_WITH_DEPTH,
     READER_VALIDATION,
     RELEASE_MANIFEST,
+    REQUIREMENTS,
+    REQUIREMENTS_WITH_DEPTH,
     SOURCE_MAPPING,
     SOURCE_RELEASE_MANIFEST,
     CameraFile,
@@ -217,9 +219,11 @@ def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[Inde
         )
         if flags != (use_depth, True, True, True, False, len(rows)):
             issues.append(
-                f"{name} loader requirements: (use_depth, use_camera, online_vae_encoding, "
+                f"{REQUIREMENTS_WITH_DEPTH if use_depth else REQUIREMENTS}: {name} loader "
+                "requirements (use_depth, use_camera, online_vae_encoding, "
                 f"online_text_encoding, is_v2v, num_samples) = {flags}, expected "
-                f"{(use_depth, True, True, True, False, len(rows))}"
+                f"{(use_depth, True, True, True, False, len(rows))} ({INDEX_DEFAULT} has "
+                f"{len(rows)} rows)"
             )
     if any(row.depth is not None for row in rows):
         issues.append(f"{INDEX_DEFAULT}: rows must not require depth")
@@ -263,6 +267,24 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
                     issues.append(
                         f"{entry.path}: sha256 {digest}, {RELEASE_MANIFEST} says {entry.sha256}"
                     )
+
+
+def _read_source(row: IndexRow | None, what: str) -> str:
+    """`` (file)``: the file a failed read came from, so the issue names it."""
+    if row is None:
+        return ""
+    eye, _, kind = what.partition(" ")
+    files = {
+        "video": getattr(row, f"{eye}_video", None),
+        "camera": getattr(row, f"{eye}_camera", None),
+        "depth": row.depth.arrays.get(eye) if row.depth is not None else None,
+    }
+    found = row.prompt_path if what == "prompt" else files.get(kind)
+    if what == "pair":
+        found = row.meta_path
+    if kind == "depth" and row.depth is not None:
+        found = f"{row.depth.zarr}/{found}"
+    return f" ({found})" if found else ""
 
 
 def _is_metadata(path: str) -> bool:
@@ -344,7 +366,12 @@ def validate_stereo(
     except DevkitError as exc:
         issues.append(f"reader: {exc}")
     else:
-        issues.extend(f"reader: {r.id} {r.what}: {r.error}" for r in reader.reads if not r.ok)
+        by_id = {row.id: row for row in rows}
+        issues.extend(
+            f"reader: {r.id} {r.what}{_read_source(by_id.get(r.id), r.what)}: {r.error}"
+            for r in reader.reads
+            if not r.ok
+        )
         _check_recorded_reads(root, reader, issues)
     return StereoValidationReport(
         root=root, pairs=len(rows), with_depth=with_depth, issues=sorted(issues), reader=reader
