@@ -142,6 +142,49 @@ def _validate_stereo(root: Path) -> Sequence[str]:
     return validate_stereo(root, with_depth=True).issues
 
 
+# ---- nuScenes dataroot ------------------------------------------------------------------
+
+
+def _build_nuscenes(out: Path) -> Path:
+    from tests.nuscenes.dataroot_fixture import publish_fixture
+
+    final, _ = publish_fixture(out, scenes=2, samples=2, width=8, height=8)
+    return final
+
+
+def _nuscenes_files(root: Path) -> list[str]:
+    from dataset_devkit.nuscenes import spec
+
+    tables = [f"{spec.VERSION}/{name}.json" for name in spec.TABLE_NAMES]
+    extensions = [
+        p.relative_to(root).as_posix()
+        for p in sorted((root / spec.EXTENSIONS_DIR).iterdir())
+        if p.is_file()
+    ]
+    return tables + extensions
+
+
+def _read_nuscenes(root: Path) -> Any:
+    from dataset_devkit.nuscenes import Dataset, spec
+
+    dataset = Dataset(root)
+    parts: list[Any] = [dataset.table(name) for name in spec.TABLE_NAMES]
+    for scene in dataset.table("scene"):
+        token = scene["token"]
+        parts += [dataset.scene_samples(token), dataset.split(token), dataset.tags(token)]
+        parts += [dataset.validity(token), dataset.annotations(token)]
+    parts += [dataset.channels, dataset.recordings(), dataset.channel_mapping()]
+    parts += [dataset.source_metadata(), dataset.validation_report()]
+    parts += [dataset.split_scene_names(), dataset.annotation_records()]
+    return digest(*parts)
+
+
+def _validate_nuscenes(root: Path) -> Sequence[str]:
+    from dataset_devkit.nuscenes import validate_dataroot
+
+    return validate_dataroot(root, workers=1).issues
+
+
 FORMATS: dict[str, Format] = {
     fmt.name: fmt
     for fmt in (
@@ -154,5 +197,6 @@ FORMATS: dict[str, Format] = {
         ),
         Format("vin_store", _build_vin, _vin_files, _read_vin, _validate_vin),
         Format("stereo", _build_stereo, _stereo_files, _read_stereo, _validate_stereo),
+        Format("nuscenes", _build_nuscenes, _nuscenes_files, _read_nuscenes, _validate_nuscenes),
     )
 }

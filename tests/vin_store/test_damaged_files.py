@@ -156,3 +156,17 @@ def test_the_manifest_reader_turns_deep_nesting_into_a_format_error(tmp_path: Pa
     path.write_bytes(b'{"version": 1, "source": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
     with pytest.raises(DevkitError, match=r"manifest\.json"):
         VinOfflineManifest.read(path)
+
+
+def test_a_deeply_nested_record_is_a_format_error_naming_the_payload(store: Path) -> None:
+    payload = _writable(store, f"{SHARD}/oracle.candidate_pcs.msgpack")
+    offsets_path = _writable(store, f"{SHARD}/oracle.candidate_pcs.offsets.npy")
+    offsets = np.load(offsets_path)
+    raw = payload.read_bytes()
+    deep = b"\x91" * 50_000 + b"\x01"  # a one-element array, 50,000 levels deep
+    payload.write_bytes(deep + raw[offsets[1] :])
+    offsets_path.unlink()
+    np.save(offsets_path, np.concatenate([[0], offsets[1:] - offsets[1] + len(deep)]))
+    with pytest.raises(FormatError, match=r"oracle\.candidate_pcs\.msgpack"):
+        VinOfflineStoreReader(store).read_position(0)
+    assert _issues_naming(store, "oracle.candidate_pcs.msgpack")

@@ -109,7 +109,7 @@ class RecordBlockHandle:
         """Return the decoded record of one row."""
         try:
             return _RECORD_DECODER.decode(self.raw(row))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
             raise VinOfflineFormatError(f"row {row}: {exc}", path=self.path) from None
 
 
