@@ -185,6 +185,41 @@ def _validate_nuscenes(root: Path) -> Sequence[str]:
     return validate_dataroot(root, workers=1).issues
 
 
+# ---- release -------------------------------------------------------------------------
+
+
+def _build_release(out: Path) -> Path:
+    from tests.release.helpers import SAMPLE, make_tree, pack
+
+    out.mkdir(parents=True)
+    files = {k: v for k, v in SAMPLE.items() if not k.endswith(("0.0.0", "1.0.0"))}
+    files["data/chunk.bin"] = bytes(range(256)) * 20  # deterministic: seeds reproduce
+    tree = make_tree(out / "tree", files)
+    return pack(tree, out / "release", restore_test="none")
+
+
+def _release_files(root: Path) -> list[str]:
+    return ["manifest.json", "files.jsonl", "SHA256SUMS"]
+
+
+def _read_release(root: Path) -> Any:
+    import tempfile
+
+    from dataset_devkit.release import restore_release
+
+    with tempfile.TemporaryDirectory(prefix="fuzz-restore-") as tmp:
+        restore_release(root, Path(tmp), ["all"], fsync=False)
+        restored = sorted(p for p in Path(tmp).rglob("*") if p.is_file())
+        return digest(*[(p.relative_to(tmp).as_posix(), p.read_bytes()) for p in restored])
+
+
+def _validate_release(root: Path) -> Sequence[str]:
+    from dataset_devkit.release import verify_release
+
+    verify_release(root, [])  # raises ReleaseVerificationError listing every issue
+    return []
+
+
 FORMATS: dict[str, Format] = {
     fmt.name: fmt
     for fmt in (
@@ -198,5 +233,6 @@ FORMATS: dict[str, Format] = {
         Format("vin_store", _build_vin, _vin_files, _read_vin, _validate_vin),
         Format("stereo", _build_stereo, _stereo_files, _read_stereo, _validate_stereo),
         Format("nuscenes", _build_nuscenes, _nuscenes_files, _read_nuscenes, _validate_nuscenes),
+        Format("release", _build_release, _release_files, _read_release, _validate_release),
     )
 }

@@ -288,7 +288,7 @@ def load_release(directory: str) -> Release:
     raw = _read_small(directory, MANIFEST_NAME)
     try:
         manifest = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # json recurses once per nesting level
         raise UnpackError(f"{MANIFEST_NAME}: not valid UTF-8 JSON ({exc})") from None
     where = MANIFEST_NAME
     if not isinstance(manifest, dict):
@@ -348,7 +348,7 @@ def load_release(directory: str) -> Release:
         at = f"{FILES_NAME} line {number}"
         try:
             obj = json.loads(line, parse_constant=_no_constant)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UnpackError(f"{at}: not valid JSON") from None
         pkg_name = obj.get("package") if isinstance(obj, dict) else None
         row = FileRow(
@@ -1117,7 +1117,7 @@ def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     with output.open_read(name) as fh:
         try:
             state = json.loads(fh.read(1 << 20).decode("utf-8"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise UnpackError(
                 f"{output.path}/{name}: unreadable restore state, expected UTF-8 JSON ({exc}); "
                 "remove it to restore again (existing files are then hashed)"
