@@ -76,15 +76,12 @@ def _vin_files(root: Path) -> list[str]:
 def _read_vin(root: Path) -> Any:
     from dataset_devkit.vin_store import VinOfflineStoreConfig, VinOfflineStoreReader
 
-    parts: list[Any] = []
-    for split in ("all", "train", "val"):
-        reader = VinOfflineStoreReader(VinOfflineStoreConfig(root, split))
-        batch = reader.read_positions(reader.split_positions(list(range(len(reader)))))
-        parts += [split, reader.sample_indices]
-        parts += [(name, batch[name]) for name in sorted(batch)]
-        if split == "all":
-            parts.append(reader.index_records)
-            parts.append(reader.read_sample(int(reader.sample_indices[-1])))
+    reader = VinOfflineStoreReader(root)
+    batch = reader.read_positions(range(len(reader)))  # every block of every row
+    parts: list[Any] = [reader.sample_indices, *[(name, batch[name]) for name in sorted(batch)]]
+    parts += [reader.index_records, reader.read_sample(int(reader.sample_indices[-1]))]
+    for split in ("train", "val"):  # what a split reader serves: its sample indices
+        parts += [split, VinOfflineStoreReader(VinOfflineStoreConfig(root, split)).sample_indices]
     return digest(*parts)
 
 
@@ -123,10 +120,10 @@ def _read_stereo(root: Path) -> Any:
     from dataset_devkit.stereo import StereoDataset
 
     parts: list[Any] = []
-    for use_depth in (False, True):
+    for use_depth in (False, True):  # the default index, then the depth index
         dataset = StereoDataset(root, use_depth=use_depth)
         for sample in range(len(dataset)):
-            item = dataset.read(sample, [0, 4])
+            item = dataset.read(sample, [0])
             parts += [item.id, item.frames, item.prompt, item.fps, item.left, item.right]
             parts += [item.K[e] for e in sorted(item.K)]
             parts += [item.camera_to_world[e] for e in sorted(item.camera_to_world)]
