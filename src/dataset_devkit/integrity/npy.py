@@ -14,30 +14,32 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.safefs import describe_mode
 
+if TYPE_CHECKING:  # the integrity core imports no NumPy until an array is loaded
+    import numpy.typing as npt
+
 __all__ = ["load_npy"]
 
-# NumPy's stubs lag its API (max_header_size exists since 1.24): call it untyped.
-_FORMAT: Any = np.lib.format
 _MAX_HEADER = 10_000  # NumPy's own default limit for untrusted headers
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
 def _read_header(fd: int, size: int, path: Path, what: str, error: type[FormatError]) -> Any:
+    import numpy as np
+
+    # NumPy's stubs lag its API (max_header_size exists since 1.24): call it untyped.
+    fmt: Any = np.lib.format
     with os.fdopen(os.dup(fd), "rb") as stream:
         try:
-            version = _FORMAT.read_magic(stream)
+            version = fmt.read_magic(stream)
             if version == (1, 0):
-                header = _FORMAT.read_array_header_1_0(stream, max_header_size=_MAX_HEADER)
+                header = fmt.read_array_header_1_0(stream, max_header_size=_MAX_HEADER)
             elif version in ((2, 0), (3, 0)):
-                header = _FORMAT.read_array_header_2_0(stream, max_header_size=_MAX_HEADER)
+                header = fmt.read_array_header_2_0(stream, max_header_size=_MAX_HEADER)
             else:
                 raise ValueError(f"unsupported .npy version {version}")
         except Exception as exc:
@@ -69,6 +71,8 @@ def load_npy(
     error
         The :class:`FormatError` subclass to raise.
     """
+    import numpy as np
+
     path = Path(path)
     try:
         mode = os.lstat(path).st_mode
