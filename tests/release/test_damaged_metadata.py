@@ -76,3 +76,15 @@ def test_a_deeply_nested_restore_state_is_an_error_naming_it(release: Path, tmp_
     state.write_text(DEEP)
     with pytest.raises(ReleaseVerificationError, match=f"{state.name}: unreadable restore state"):
         restore_release(release, out, ["all"], fsync=False)
+
+
+@pytest.mark.parametrize("bad", ["README.md\x00", "../manifest.json", "other.txt"])
+def test_a_sums_line_naming_anything_but_a_shipped_file_is_an_issue(
+    release: Path, bad: str
+) -> None:
+    sums = release / "SHA256SUMS"
+    sums.chmod(0o644)
+    text = sums.read_text()
+    sums.write_text(text.replace("  README.md\n", f"  {bad}\n"))
+    with pytest.raises(ReleaseVerificationError, match=r"SHA256SUMS line \d+: .* does not match"):
+        verify_release(release, [])
