@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,40 @@ def test_a_failed_reader_check_names_the_file_it_read(root: Path) -> None:
     _set_first_pose_element(root, rel, 2.0)  # still numbers, no longer a rotation
     reader_issues = [i for i in validate_stereo(root).issues if i.startswith("reader:")]
     assert reader_issues and all(rel in issue for issue in reader_issues)
+
+
+def _edit_row(root: Path, index: str, line: int, edit: object) -> None:
+    path = root / index
+    lines = path.read_bytes().splitlines()
+    row = json.loads(lines[line])
+    edit(row)  # type: ignore[operator]
+    lines[line] = json.dumps(row).encode()
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def test_a_depth_row_without_an_eye_is_a_format_error_naming_the_line(root: Path) -> None:
+    def edit(row: dict[str, Any]) -> None:
+        row["depth"]["arrays"]["rigxt"] = row["depth"]["arrays"].pop("right")
+
+    _edit_row(root, "genvr_i2s_with_depth.jsonl", 0, edit)
+    with pytest.raises(FormatError, match=r"with_depth\.jsonl at line 1 \$\.depth\.arrays"):
+        StereoDataset(root, use_depth=True)
+
+
+def test_a_frame_beyond_the_indexed_count_names_the_index(root: Path) -> None:
+    def edit(row: dict[str, Any]) -> None:
+        row["num_frames"] = 2
+
+    _edit_row(root, "genvr_i2s.jsonl", 0, edit)
+    with pytest.raises(IndexError, match=r"outside 0\.\.1 \(num_frames of line 1 of genvr_i2s"):
+        StereoDataset(root).read(0, [5])
+
+
+def test_a_prompt_path_that_names_no_file_names_the_index(root: Path) -> None:
+    for index in ("genvr_i2s.jsonl", "genvr_i2s_nodepth.jsonl"):
+        _edit_row(root, index, 1, lambda row: row.update(prompt_path=f"{PAIR}/pr[ompt.txt"))
+    issues = validate_stereo(root).issues
+    assert (
+        f"{PAIR}/pr[ompt.txt: No such file or directory (the prompt_path of genvr_i2s.jsonl)"
+        in issues
+    )

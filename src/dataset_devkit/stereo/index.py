@@ -15,6 +15,7 @@ import msgspec
 from dataset_devkit.errors import FormatError, NotFoundError
 from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.stereo.spec import (
+    EYES,
     FORMAT_VERSION,
     INDEX_WITH_DEPTH,
     REQUIREMENTS,
@@ -81,6 +82,13 @@ def load_index(path: Path) -> list[IndexRow]:
             row = decoder.decode(line)
         except (msgspec.MsgspecError, RecursionError) as exc:  # msgspec caps nesting so
             raise FormatError(str(exc), path=path, field=f"line {number}") from exc
+        if row.depth is not None and sorted(row.depth.arrays) != sorted(EYES):
+            raise FormatError(
+                f"expected one depth array per eye ({', '.join(EYES)}), found "
+                f"{sorted(row.depth.arrays)}",
+                path=path,
+                field=f"line {number} $.depth.arrays",
+            )
         for field, value in _row_paths(row):
             if not is_inside(value):
                 raise FormatError(

@@ -132,7 +132,7 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
     try:
         prompt = (root / row.prompt_path).read_bytes().decode("utf-8")
     except OSError as exc:
-        issues.append(f"{row.prompt_path}: {exc.strerror}")
+        issues.append(f"{row.prompt_path}: {exc.strerror} (the prompt_path of {INDEX_DEFAULT})")
     except UnicodeDecodeError as exc:
         issues.append(f"{row.prompt_path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     else:
