@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -170,3 +171,14 @@ def test_a_deeply_nested_record_is_a_format_error_naming_the_payload(store: Path
     with pytest.raises(FormatError, match=r"oracle\.candidate_pcs\.msgpack"):
         VinOfflineStoreReader(store).read_position(0)
     assert _issues_naming(store, "oracle.candidate_pcs.msgpack")
+
+
+def test_a_python2_style_npy_header_loads_without_a_warning(store: Path) -> None:
+    path = _writable(store, "sample_index.npy")
+    raw = path.read_bytes()
+    end = raw.index(b"\n")
+    header = raw[:end].replace(b"(11,)", b"(11L,)")[:end]  # same length: one pad space less
+    path.write_bytes(header + raw[end:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(VinOfflineStoreReader(store)) == 11

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import stat
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +34,9 @@ def _read_header(fd: int, size: int, path: Path, what: str, error: type[FormatEr
 
     # NumPy's stubs lag its API (max_header_size exists since 1.24): call it untyped.
     fmt: Any = np.lib.format
-    with os.fdopen(os.dup(fd), "rb") as stream:
+    # A damaged header may take NumPy's Python 2 fallback, which warns; we judge the result.
+    with os.fdopen(os.dup(fd), "rb") as stream, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         try:
             version = fmt.read_magic(stream)
             if version == (1, 0):
