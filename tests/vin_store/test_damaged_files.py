@@ -139,7 +139,7 @@ def test_a_store_written_through_the_record_api_opens_and_reads(
 
 
 def test_a_store_without_the_sidecar_opens_and_verify_says_it_is_derived(
-    store: Path, tmp_path: Path
+    store: Path, package_env: dict[str, str]
 ) -> None:
     sidecar = _writable(store, "sample_index.npy")
     held = np.load(sidecar)
@@ -150,6 +150,8 @@ def test_a_store_without_the_sidecar_opens_and_verify_says_it_is_derived(
     report = verify_store(store)
     assert any("sample_index.npy: absent" in note for note in report.notes)
     assert not any("differs" in issue for issue in report.issues)
+    shown = run_devkit(package_env, "store", "verify", str(store))
+    assert "note: " in shown.stdout and "sample_index.npy: absent" in shown.stdout
 
 
 def test_the_manifest_reader_turns_deep_nesting_into_a_format_error(tmp_path: Path) -> None:
