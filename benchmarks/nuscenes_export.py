@@ -38,8 +38,8 @@ import numpy as np
 from PIL import Image
 
 from dataset_devkit.nuscenes import PipelineConfig, ScenarioConfig, build_evidence, export_dataset
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg
 from dataset_devkit.nuscenes.evidence import Evidence
-from dataset_devkit.nuscenes.jpeg import decode_jpeg
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
 
 CAMERAS = (

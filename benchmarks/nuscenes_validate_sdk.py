@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' fixtu
 from tests.nuscenes.dataroot_fixture import publish_fixture
 
 from dataset_devkit.integrity import build_manifest
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.validation import validate_dataroot
-from dataset_devkit.nuscenes.validation_images import decode_jpeg_size
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
+from dataset_devkit.nuscenes.validation.images import decode_jpeg_size
+from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 
 CAMERAS = (
     "CAM_FRONT",
@@ -104,7 +104,7 @@ _FRESH = """
 import contextlib, io, sys, time
 which, root = sys.argv[1], sys.argv[2]
 if which == "ours":
-    from dataset_devkit.nuscenes.sdk import Dataset
+    from dataset_devkit.nuscenes.sdk.dataset import Dataset
     load = lambda: Dataset(root)
 else:
     from nuscenes.nuscenes import NuScenes

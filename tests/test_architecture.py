@@ -114,3 +114,131 @@ def test_importing_the_package_and_integrity_core_stays_light() -> None:
         env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
     )
     assert out.stdout.strip() == ""
+
+
+# --------------------------------------------------------------------------- import graph
+#: The nuScenes pipeline, in the order the data flows. A module may import its own stage and
+#: earlier ones, never a later one; ``sdk`` and ``build`` both sit on top and ignore each other.
+NUSCENES_STAGES: dict[str, int] = {
+    "constants": 0,
+    "options": 0,
+    "tables": 0,
+    "extensions": 0,
+    "spec": 0,
+    "common": 0,
+    "samples": 0,
+    "ingest": 1,
+    "evidence": 2,
+    "export": 3,
+    "validation": 4,
+    "sdk": 5,
+    "config": 6,
+    "build": 6,
+}
+_TOP = 7  # the package facade ``dataset_devkit.nuscenes`` itself
+
+
+def _resolved_imports(path: Path, known: set[str]) -> set[str]:
+    """Absolute imports of *path* as module names, ``from pkg import submodule`` resolved."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in known else node.module)
+    return found
+
+
+def _graph(prefix: str) -> dict[str, set[str]]:
+    """Module -> the modules under *prefix* it imports (TYPE_CHECKING imports included)."""
+    modules = dict(_modules())
+    for name in list(modules):
+        if name.endswith(".__init__"):
+            modules[name.removesuffix(".__init__")] = modules.pop(name)
+    known = set(modules)
+    ours = {name for name in known if name == prefix or name.startswith(prefix + ".")}
+    return {name: (_resolved_imports(modules[name], known) & ours) - {name} for name in ours}
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def _rank(module: str) -> int:
+    return NUSCENES_STAGES[_stage(module)] if _stage(module) else _TOP
+
+
+def test_every_nuscenes_module_belongs_to_a_known_stage() -> None:
+    unknown = sorted(
+        m
+        for m in _graph("dataset_devkit.nuscenes")
+        if _stage(m) and _stage(m) not in NUSCENES_STAGES
+    )
+    assert unknown == [], f"add these to NUSCENES_STAGES in pipeline order: {unknown}"
+
+
+def test_nuscenes_stages_import_only_themselves_and_earlier_stages() -> None:
+    violations = []
+    for module, targets in sorted(_graph("dataset_devkit.nuscenes").items()):
+        for target in sorted(targets):
+            later = _rank(target) > _rank(module)
+            sideways = {_stage(module), _stage(target)} == {"sdk", "build"}
+            if later or sideways:
+                violations.append(f"{module} imports {target}")
+    assert violations == []
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder_finds_a_circle_and_accepts_a_chain() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_nuscenes_and_release_have_no_import_circle() -> None:
+    for system in ("dataset_devkit.nuscenes", "dataset_devkit.release"):
+        assert _cycles(_graph(system)) == [], system

@@ -432,7 +432,7 @@ def write_dataroot(root: Path, **kwargs: Any) -> Fixture:
 def publish_fixture(parent: Path, **kwargs: Any) -> tuple[Path, Fixture]:
     """Write a valid staging dataroot beside ``parent/v1.0-trainval`` and publish it there."""
     from dataset_devkit.integrity import new_staging_dir
-    from dataset_devkit.nuscenes.publish import publish_dataroot
+    from dataset_devkit.nuscenes.build.publish import publish_dataroot
 
     parent.mkdir(parents=True, exist_ok=True)
     final = parent / VERSION

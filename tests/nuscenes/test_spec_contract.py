@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from dataset_devkit.nuscenes import export_dataset
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, encode_jpeg, jpeg_dimensions
+from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence import Evidence
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, encode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.spec import (
     EXTENSION_FILES,
     EXTENSION_RECORDS,
@@ -21,7 +22,6 @@ from dataset_devkit.nuscenes.spec import (
     TABLE_RECORDS,
     VERSION,
 )
-from dataset_devkit.nuscenes.tokens import encode_canonical
 
 
 def test_spec_tables_are_the_tables_nuscenes_devkit_loads() -> None:
@@ -67,7 +67,7 @@ def test_jpeg_encode_then_header_and_decode_round_trip_the_size(
 def test_every_token_valued_field_but_the_primary_key_is_a_checked_foreign_key() -> None:
     # The table loader checks only the primary token column's shape and relies on the
     # foreign-key check for every other token-valued field; a new token field must be a key.
-    from dataset_devkit.nuscenes.validation_schema import FOREIGN_KEYS, TABLE_FIELDS
+    from dataset_devkit.nuscenes.validation.schema import FOREIGN_KEYS, TABLE_FIELDS
 
     token_fields = {
         (table, name)

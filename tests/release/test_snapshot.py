@@ -65,7 +65,7 @@ def test_a_published_nuscenes_dataroot_packs_against_its_mz_extensions_manifest(
     tmp_path: Path,
 ) -> None:
     from dataset_devkit.nuscenes import spec
-    from dataset_devkit.nuscenes.validation import validate_dataroot
+    from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
     from tests.nuscenes.dataroot_fixture import publish_fixture
 
     final, _ = publish_fixture(tmp_path / "out")

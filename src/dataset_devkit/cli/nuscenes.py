@@ -18,10 +18,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
+from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import load_build_config
-from dataset_devkit.nuscenes.service import build_dataset
-from dataset_devkit.nuscenes.validation import validate_dataroot
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
+from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 
 __all__ = ["register"]
 

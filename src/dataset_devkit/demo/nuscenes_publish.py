@@ -10,12 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from dataset_devkit.demo.report import DemoReport
+from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
-from dataset_devkit.nuscenes.sdk import Dataset
-from dataset_devkit.nuscenes.service import build_dataset
-from dataset_devkit.nuscenes.validation import validate_dataroot
-from dataset_devkit.nuscenes.validation_summary import inspect_dataroot
+from dataset_devkit.nuscenes.sdk.dataset import Dataset
+from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
+from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 
 __all__ = ["run"]
 

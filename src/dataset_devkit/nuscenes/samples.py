@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import ConfigError, MissingDependencyError
-from dataset_devkit.nuscenes.geodesy import LocalEnu
-from dataset_devkit.nuscenes.jpeg import encode_jpeg
+from dataset_devkit.nuscenes.common.geodesy import LocalEnu
+from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 
 __all__ = ["SampleDrive", "sample_events", "write_sample_decoded", "write_sample_mcap"]
 

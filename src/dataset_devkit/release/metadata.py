@@ -7,12 +7,12 @@ import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
 from dataset_devkit.integrity import pretty_json
 from dataset_devkit.release import unpack
+from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.planner import PlannedPackage
 from dataset_devkit.release.readme import render_readme
 from dataset_devkit.release.spec import (
@@ -32,9 +32,6 @@ from dataset_devkit.release.spec import (
     ValidationReport,
 )
 from dataset_devkit.release.validate import validate_release
-
-if TYPE_CHECKING:
-    from dataset_devkit.release.packer import PackOptions
 
 __all__ = ["files_jsonl_bytes", "sums_text", "unpack_py_bytes", "write_metadata"]
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import (
@@ -27,8 +26,8 @@ from dataset_devkit.integrity import (
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseExistsError
-from dataset_devkit.release.families import FamilyRules
 from dataset_devkit.release.metadata import write_metadata
+from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
 from dataset_devkit.release.snapshot import (
     carry_over,
@@ -38,7 +37,6 @@ from dataset_devkit.release.snapshot import (
 )
 from dataset_devkit.release.source import SourceReader, scan_tree
 from dataset_devkit.release.spec import (
-    DEFAULT_PACKAGE_LIMIT,
     FileRow,
     PackageRecord,
     ReleaseManifest,
@@ -55,39 +53,6 @@ __all__ = ["PackOptions", "PackResult", "pack_release"]
 
 Progress = Callable[[int], None]
 AfterPackage = Callable[[PackageRecord, dict[str, unpack.FileRow]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class PackOptions:
-    """How to cut a release.
-
-    Parameters
-    ----------
-    name
-        The common root directory inside every package (default: the tree's folder name).
-    package_limit
-        Maximum bytes per package (default 4 GiB - 1, which also fits FAT32).
-    rules
-        Family rules (default: ``depth-*/**`` is ``depth``, the rest ``base``).
-    deliver
-        Families to package now (default: all); the others are listed as pending.
-    previous
-        An earlier release of the same snapshot whose delivered families are carried over,
-        so a family can be published later with updated metadata.
-    read_back
-        Re-read every new package strictly and hash every member against ``files.jsonl``.
-    restore_test
-        Restore with the shipped ``unpack.py`` into scratch space: every new package
-        (``full``), the first of each family (``sample``) or none.
-    """
-
-    name: str | None = None
-    package_limit: int = DEFAULT_PACKAGE_LIMIT
-    rules: FamilyRules = field(default_factory=FamilyRules)
-    deliver: tuple[str, ...] | None = None
-    previous: Path | None = None
-    read_back: bool = True
-    restore_test: Literal["full", "sample", "none"] = "sample"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,6 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -19,6 +18,7 @@ from dataset_devkit.integrity import (
 )
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
+from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.spec import (
     FORMAT_VERSION,
     VALIDATION_FORMAT,
@@ -28,9 +28,6 @@ from dataset_devkit.release.spec import (
     RestoreTest,
     ValidationReport,
 )
-
-if TYPE_CHECKING:
-    from dataset_devkit.release.packer import PackOptions
 
 __all__ = ["collect_read_backs", "fsync_package", "read_back_package", "validate_release"]
 

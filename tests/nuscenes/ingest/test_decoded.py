@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from dataset_devkit.errors import FormatError, UnsafePathError
+from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.ingest import read_decoded
-from dataset_devkit.nuscenes.jpeg import encode_jpeg
 from tests.nuscenes.helpers import DRIVE
 
 

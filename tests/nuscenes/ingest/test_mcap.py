@@ -131,7 +131,7 @@ def test_unknown_message_encoding_is_refused_naming_topic_and_schema(tmp_path: P
 def test_a_camera_without_calibration_is_refused(tmp_path: Path) -> None:
     from mcap.writer import Writer
 
-    from dataset_devkit.nuscenes.jpeg import encode_jpeg
+    from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 
     path = tmp_path / "nocal.mcap"
     image = encode_jpeg(SampleDrive(width=16, height=8).image(0, 0), 90)

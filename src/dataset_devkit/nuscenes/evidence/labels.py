@@ -14,6 +14,7 @@ import msgspec
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import decode_json_record
+from dataset_devkit.nuscenes.common.tokens import make_token
 from dataset_devkit.nuscenes.evidence.records import EvRecording, EvScene
 from dataset_devkit.nuscenes.ingest.source import open_regular
 from dataset_devkit.nuscenes.spec import (
@@ -22,7 +23,6 @@ from dataset_devkit.nuscenes.spec import (
     AnnotationSceneReference,
     AnnotationWindow,
 )
-from dataset_devkit.nuscenes.tokens import make_token
 
 __all__ = ["read_labels", "resolve_annotations"]
 

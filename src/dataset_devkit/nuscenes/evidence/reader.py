@@ -15,9 +15,9 @@ from dataset_devkit.integrity import (
     read_manifest,
     verify_tree,
 )
+from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.records import EVIDENCE_FILE, EvidenceDocument
 from dataset_devkit.nuscenes.spec import EVIDENCE_SCHEMA_VERSION
-from dataset_devkit.nuscenes.tokens import encode_canonical
 
 __all__ = ["Evidence", "read_evidence", "recheck_evidence"]
 

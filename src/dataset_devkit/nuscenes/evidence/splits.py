@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.nuscenes.common.tokens import fingerprint, make_token
 from dataset_devkit.nuscenes.evidence.records import EvScene, EvSplit
 from dataset_devkit.nuscenes.spec import SplitConfig
-from dataset_devkit.nuscenes.tokens import fingerprint, make_token
 
 __all__ = ["assign_splits", "check_split"]
 

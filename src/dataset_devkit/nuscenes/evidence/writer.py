@@ -10,7 +10,9 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
-from dataset_devkit.nuscenes.arguments import check_instance
+from dataset_devkit.nuscenes.common.arguments import check_instance
+from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
+from dataset_devkit.nuscenes.common.tokens import encode_canonical, normalize_channel
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
@@ -24,14 +26,12 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvScene,
 )
 from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap
-from dataset_devkit.nuscenes.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.spec import (
     EVIDENCE_SCHEMA_VERSION,
     AnnotationRecord,
     PipelineConfig,
     Rejection,
 )
-from dataset_devkit.nuscenes.tokens import encode_canonical, normalize_channel
 
 __all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
 

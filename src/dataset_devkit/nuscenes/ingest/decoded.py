@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
-from dataset_devkit.nuscenes.geodesy import to_web_mercator
-from dataset_devkit.nuscenes.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.geodesy import to_web_mercator
+from dataset_devkit.nuscenes.common.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE, load_recording
 from dataset_devkit.nuscenes.ingest.model import (
     CameraStream,
@@ -23,7 +24,6 @@ from dataset_devkit.nuscenes.ingest.model import (
     TimedVec3,
 )
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
-from dataset_devkit.nuscenes.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.spec import (
     JPEG_QUALITY,
     SOURCE_DECODED,

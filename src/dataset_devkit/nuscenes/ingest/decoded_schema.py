@@ -15,11 +15,11 @@ import msgspec
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import decode_json_record
-from dataset_devkit.nuscenes.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.geometry import rvec_to_quat
+from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.ingest.model import check_intrinsic
 from dataset_devkit.nuscenes.ingest.source import open_regular
 from dataset_devkit.nuscenes.spec import Matrix3, Vec3
-from dataset_devkit.nuscenes.tokens import normalize_channel
 
 __all__ = ["RECORDING_FILE", "SAFE_RECORDING_ID", "load_recording"]
 

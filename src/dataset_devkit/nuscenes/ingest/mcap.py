@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import FormatError, UnsafePathError
-from dataset_devkit.nuscenes.geodesy import LocalEnu, to_web_mercator
-from dataset_devkit.nuscenes.geometry import Transform, compose, identity
+from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator
+from dataset_devkit.nuscenes.common.geometry import Transform, compose, identity
 from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
 from dataset_devkit.nuscenes.ingest.mcap_scan import (
     IMAGE_SCHEMAS,

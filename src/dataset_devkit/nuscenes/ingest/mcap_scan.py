@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from dataset_devkit.errors import FormatError, MissingDependencyError
+from dataset_devkit.nuscenes.common.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.ingest.messages import (
     ROLE_BY_SCHEMA,
     Calibration,
@@ -30,7 +31,6 @@ from dataset_devkit.nuscenes.ingest.messages import (
 )
 from dataset_devkit.nuscenes.ingest.model import check_intrinsic
 from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
-from dataset_devkit.nuscenes.jpeg import jpeg_dimensions
 from dataset_devkit.nuscenes.spec import Rejection
 
 __all__ = ["IMAGE_SCHEMAS", "METADATA_NAME", "Scan", "iter_records", "scan_records", "source_size"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dataset_devkit.errors import FormatError, MissingDependencyError
-from dataset_devkit.nuscenes.geometry import Transform, xyzw_to_wxyz
+from dataset_devkit.nuscenes.common.geometry import Transform, xyzw_to_wxyz
 from dataset_devkit.nuscenes.spec import Matrix3, Quat
 
 __all__ = [

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from dataset_devkit.errors import FormatError
-from dataset_devkit.nuscenes.geometry import lerp, slerp
+from dataset_devkit.nuscenes.common.geometry import lerp, slerp
 from dataset_devkit.nuscenes.spec import Matrix3, Quat, RecordingObservations, Rejection, Vec3
 
 __all__ = [

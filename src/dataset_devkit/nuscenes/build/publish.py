@@ -1,0 +1,161 @@
+"""Finalize a validated staging dataroot and publish it read-only under its final name.
+
+Order matters and is the seed's: validate everything, run the official loader, and only then
+replace ``validation.json`` with deterministic success evidence; the integrity core then
+writes ``mz_extensions/content_manifest.json`` last, seals the tree (0400/0500), fsyncs,
+rechecks, renames it atomically without replacing anything and checks it again after the
+rename.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from dataset_devkit.errors import (
+    DestinationExistsError,
+    FormatError,
+    PublicationError,
+    UnsafePathError,
+)
+from dataset_devkit.integrity import SafeDir, canonical_json, publish_tree
+from dataset_devkit.integrity.tree_size import tree_size
+from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation.dataroot import (
+    Progress,
+    ValidationReport,
+    byte_counter,
+    validate_dataroot,
+)
+from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck, check_official_loader
+from dataset_devkit.nuscenes.validation.result import (
+    expected_validation_document,
+    loader_target,
+)
+
+__all__ = ["PublishedDataroot", "check_final_destination", "final_dataroot", "publish_dataroot"]
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedDataroot:
+    """A published dataroot: where it is, its root hash and what was checked."""
+
+    dataroot: Path
+    root_sha256: str
+    report: ValidationReport
+    loader: OfficialLoaderCheck
+
+
+def final_dataroot(output_dir: str | Path) -> Path:
+    """The final dataroot of a build: ``output_dir/v1.0-trainval``."""
+    return Path(output_dir).absolute() / spec.VERSION
+
+
+def check_final_destination(final: Path) -> None:
+    """Refuse an existing final name and a parent that is a symlink or not a directory."""
+    parent = final.parent
+    try:
+        st = os.lstat(parent)
+    except FileNotFoundError:
+        raise PublicationError(f"{parent}: output directory does not exist") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError("output directory is a symlink; refusing to follow it", path=parent)
+    if not stat.S_ISDIR(st.st_mode):
+        raise PublicationError(f"{parent}: output directory is not a directory")
+    try:
+        os.lstat(final)
+    except FileNotFoundError:
+        return
+    raise DestinationExistsError(
+        f"{final}: already exists; a published dataroot is never replaced "
+        "(build into an absent destination)"
+    )
+
+
+def _write_success_evidence(staging: Path, report: ValidationReport) -> None:
+    doc = expected_validation_document(report.tables, passed=True)
+    data = canonical_json(msgspec.to_builtins(doc))
+    with SafeDir.open(staging) as root, root.opendir(spec.EXTENSIONS_DIR) as ext:
+        st = os.stat(spec.VALIDATION_FILE, dir_fd=ext.fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise UnsafePathError(
+                "not a single-link regular file", path=ext.path / spec.VALIDATION_FILE
+            )
+        os.unlink(spec.VALIDATION_FILE, dir_fd=ext.fd)
+        ext.write_bytes(spec.VALIDATION_FILE, data)
+
+
+def publish_dataroot(
+    staging: str | Path,
+    final: str | Path,
+    *,
+    progress: Progress | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    workers: int = 2,
+) -> PublishedDataroot:
+    """Validate, finalize and publish the staging dataroot *staging* as *final*.
+
+    Parameters
+    ----------
+    staging
+        A staging dataroot written by the exporter, a sibling of *final*.
+    final
+        The absent final dataroot (``output_dir/v1.0-trainval``).
+    progress
+        ``progress(stage, done, total)`` for validation and hashing.
+    on_phase
+        Called with each publication phase name (see ``integrity.PUBLISH_PHASES``).
+    workers
+        Image decode threads.
+
+    Raises
+    ------
+    DatarootInvalid
+        Validation found issues (all listed); nothing was finalized.
+    MissingDependencyError
+        The ``nuscenes`` extra is missing: the official-loader check cannot be skipped.
+    FormatError
+        The official loader rejected the dataroot or resolved something else.
+    PublicationError, DestinationExistsError
+        Publication failed; *final* was not created or replaced.
+    """
+    staging, final = Path(staging).absolute(), Path(final).absolute()
+    check_final_destination(final)
+    report = validate_dataroot(staging, state="staging", progress=progress, workers=workers)
+    report.raise_for_issues()
+    scene, sample, channel = loader_target(report.tables)
+    if progress is not None:
+        progress("official-loader", 0, 1)
+    loader = check_official_loader(staging, spec.VERSION, scene)
+    if progress is not None:
+        progress("official-loader", 1, 1)
+    if (loader.scene_token, loader.sample_token, loader.channel) != (scene, sample, channel):
+        raise FormatError(
+            f"the official loader resolved {loader.scene_token}/{loader.sample_token}/"
+            f"{loader.channel}, the tables say {scene}/{sample}/{channel}",
+            path=staging,
+        )
+    _write_success_evidence(staging, report)
+
+    def recheck(tree: Path) -> None:
+        # Re-run every check on the finalized tree just before its manifest is written, so
+        # nothing changed since validation slips into the manifest.
+        validate_dataroot(tree, state="finalized", workers=workers).raise_for_issues()
+
+    result = publish_tree(
+        staging,
+        final,
+        validate=recheck,
+        manifest_location=spec.CONTENT_MANIFEST_PATH,
+        # publish_tree hashes the tree twice (manifest, then the sealed recheck).
+        progress=byte_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
+        on_phase=on_phase,
+    )
+    return PublishedDataroot(
+        dataroot=result.final, root_sha256=result.root_sha256, report=report, loader=loader
+    )

@@ -1,0 +1,136 @@
+"""The build service: recordings to a validated, published, read-only dataroot in one call.
+
+``build_dataset`` runs the stages in order — ingest, evidence, export into a fresh sibling
+staging directory, validation, the official loader, finalization and atomic publication — and
+reports each through one progress callback. On any failure the staging directory is removed
+and the final name is untouched; a killed process leaves at most a hidden
+``.v1.0-trainval.staging-*`` directory, never a final dataroot.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from dataset_devkit.errors import ConfigError, UnsafePathError
+from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
+from dataset_devkit.nuscenes.config import BuildConfig
+from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
+from dataset_devkit.nuscenes.validation.dataroot import Progress
+from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
+
+__all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
+
+#: Stage names passed to ``progress``, in order (the first four come from the exporter).
+BUILD_STAGES = (
+    "ingest",
+    "scenes",
+    "frames",
+    "images",
+    "check-images",
+    "official-loader",
+    "hash",
+)
+
+#: ``exporter(config, staging, progress)`` writes the staging dataroot from the recordings.
+Exporter = Callable[[BuildConfig, Path, Progress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    """What a build published."""
+
+    dataroot: Path
+    root_sha256: str
+    scenes: int
+    samples: int
+    images: int
+    channels: tuple[str, ...]
+    loader: OfficialLoaderCheck
+
+
+def _ensure_output_dir(path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            path.mkdir(parents=True)
+        except OSError as exc:  # a parent is a file, read-only, or not permitted
+            raise ConfigError(
+                f"paths.output_dir: cannot create {path} ({exc.strerror})",
+                key="paths.output_dir",
+            ) from None
+        return
+    except NotADirectoryError:
+        raise ConfigError(
+            f"paths.output_dir: a parent of {path} is not a directory", key="paths.output_dir"
+        ) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError("output directory is a symlink; refusing to follow it", path=path)
+
+
+def _default_exporter(config: BuildConfig, staging: Path, progress: Progress) -> None:
+    from dataset_devkit.nuscenes.build.export import export_from_recordings
+
+    export_from_recordings(config, staging, progress)
+
+
+def build_dataset(
+    config: BuildConfig,
+    *,
+    progress: Progress | None = None,
+    exporter: Exporter | None = None,
+    on_phase: Callable[[str], None] | None = None,
+    workers: int = 2,
+) -> BuildResult:
+    """Build and publish ``config.output_dir/v1.0-trainval`` from ``config``'s recordings.
+
+    Parameters
+    ----------
+    config
+        The resolved build configuration (see :mod:`dataset_devkit.nuscenes.config`).
+    progress
+        ``progress(stage, done, total)`` for every stage of :data:`BUILD_STAGES`.
+    exporter
+        Writes the staging dataroot; defaults to ingest + evidence + ``export_dataset``.
+    on_phase
+        Called with each publication phase (``integrity.PUBLISH_PHASES``).
+    workers
+        Image decode threads during validation.
+
+    Raises
+    ------
+    DestinationExistsError
+        The final dataroot exists: it is never replaced.
+    DatarootInvalid
+        The exported dataroot failed validation (every issue listed); nothing was published.
+    MissingDependencyError
+        The ``nuscenes`` extra is not installed.
+    """
+    report: Progress = progress or (lambda _stage, _n, _total: None)
+    final = config.final_dataroot
+    _ensure_output_dir(config.output_dir)
+    check_final_destination(final)
+    remove_stale_staging(final)  # left by killed builds; a live build's staging is locked
+    staging = new_staging_dir(final)
+    try:
+        (exporter or _default_exporter)(config, staging, report)
+        published = publish_dataroot(
+            staging, final, progress=report, on_phase=on_phase, workers=workers
+        )
+    except BaseException:
+        remove_staging(staging)
+        raise
+    tables = published.report.tables.tables
+    return BuildResult(
+        dataroot=published.dataroot,
+        root_sha256=published.root_sha256,
+        scenes=len(tables["scene"]),
+        samples=len(tables["sample"]),
+        images=len(tables["sample_data"]),
+        channels=tuple(sorted(row["channel"] for row in tables["sensor"])),
+        loader=published.loader,
+    )

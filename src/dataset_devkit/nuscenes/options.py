@@ -1,0 +1,94 @@
+"""The resolved pipeline configuration: selection rules, scenario, splits, images, ingest.
+
+Evidence and export follow these records and record them (``config.json``); the build
+service's ``build.toml`` (:mod:`.config`) resolves to them. Changes are additive only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from dataset_devkit.nuscenes.constants import (
+    JPEG_QUALITY,
+    Record,
+)
+
+__all__ = [
+    "ExportConfig",
+    "ImageConfig",
+    "IngestConfig",
+    "PipelineConfig",
+    "ScenarioConfig",
+    "SelectionRule",
+    "SelectionRuleKind",
+    "SplitConfig",
+]
+
+
+SelectionRuleKind: TypeAlias = Literal[
+    "require_valid",
+    "min_samples",
+    "min_distance_m",
+    "min_mean_speed_mps",
+    "max_mean_speed_mps",
+    "time_of_day",
+    "require_cameras",
+    "max_scenes",
+]
+
+
+class SelectionRule(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One ordered scenario-selection rule; ``value``'s type depends on ``kind``.
+
+    ``require_valid`` takes no value; ``min_samples``/``max_scenes`` an int; the speed and
+    distance rules a float; ``time_of_day`` a comma-separated set (``"day,dusk"``);
+    ``require_cameras`` a comma-separated set of normalized channels.
+    """
+
+    kind: SelectionRuleKind
+    value: float | int | str | None = None
+
+
+class ScenarioConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    scene_duration_s: float = 20.0
+    #: A camera frame matches a 2 Hz grid point when it is at most this far from it.
+    frame_tolerance_ms: float = 50.0
+    #: A frame matches an ego pose/GNSS sample when interpolation spans at most this gap.
+    pose_tolerance_ms: float = 200.0
+    #: Scenes shorter than this (the recording tail) are kept in the chronology but invalid.
+    min_scene_duration_s: float = 5.0
+    rules: tuple[SelectionRule, ...] = (SelectionRule(kind="require_valid"),)
+
+
+class SplitConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    test_fraction: float = 0.2
+    #: Selected scenes of one recording with consecutive scene indexes form one split group,
+    #: assigned by ``sha256(namespace, group identity)`` so adjacent scenes never straddle.
+    method: Literal["recording_groups_v1"] = "recording_groups_v1"
+
+
+class ImageConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    jpeg_quality: int = JPEG_QUALITY
+
+
+class ExportConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    #: Export the frames between key frames as non-key-frame sweeps (off by default).
+    include_sweeps: bool = False
+
+
+class IngestConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    #: Vehicle frame of MCAP transform trees: camera extrinsics are taken from it and the
+    #: transforms whose child it is give the ego orientation.
+    vehicle_frame: str = "base_link"
+
+
+class PipelineConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The resolved global config; evidence records it and its fingerprint."""
+
+    namespace: str
+    scenario: ScenarioConfig = ScenarioConfig()
+    split: SplitConfig = SplitConfig()
+    image: ImageConfig = ImageConfig()
+    export: ExportConfig = ExportConfig()
+    #: Added after the first contract (additive): MCAP ingest options.
+    ingest: IngestConfig = IngestConfig()

@@ -1,0 +1,49 @@
+"""How to cut a release: the options the packer, the metadata writer and the validator share.
+
+They live apart from :mod:`.packer` so that :mod:`.metadata` and :mod:`.validate` can read
+them without importing the packer (which imports both): no import circle in ``release``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from dataset_devkit.release.families import FamilyRules
+from dataset_devkit.release.spec import DEFAULT_PACKAGE_LIMIT
+
+__all__ = ["PackOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class PackOptions:
+    """How to cut a release.
+
+    Parameters
+    ----------
+    name
+        The common root directory inside every package (default: the tree's folder name).
+    package_limit
+        Maximum bytes per package (default 4 GiB - 1, which also fits FAT32).
+    rules
+        Family rules (default: ``depth-*/**`` is ``depth``, the rest ``base``).
+    deliver
+        Families to package now (default: all); the others are listed as pending.
+    previous
+        An earlier release of the same snapshot whose delivered families are carried over,
+        so a family can be published later with updated metadata.
+    read_back
+        Re-read every new package strictly and hash every member against ``files.jsonl``.
+    restore_test
+        Restore with the shipped ``unpack.py`` into scratch space: every new package
+        (``full``), the first of each family (``sample``) or none.
+    """
+
+    name: str | None = None
+    package_limit: int = DEFAULT_PACKAGE_LIMIT
+    rules: FamilyRules = field(default_factory=FamilyRules)
+    deliver: tuple[str, ...] | None = None
+    previous: Path | None = None
+    read_back: bool = True
+    restore_test: Literal["full", "sample", "none"] = "sample"
