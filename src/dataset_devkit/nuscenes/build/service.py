@@ -17,8 +17,8 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, UnsafePathError
 from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
-from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
+from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.validation.dataroot import Progress
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
