@@ -16,10 +16,12 @@ from dataset_devkit.vin_store import (
     VinOfflineMaterializedBlocks,
     VinOfflineSample,
     VinOfflineSchemaError,
+    VinOfflineShardSource,
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
     build_vin_offline_store,
 )
+from tests.vin_store._sources import produce
 
 Factory = Callable[..., list[VinOfflineSample]]
 
@@ -83,8 +85,15 @@ def test_same_samples_give_the_same_root_hash_whatever_the_executor(
             val_fraction=0.3,
             executor=client.get_executor(),
         ).root_sha256
+        # Partitioned sources: the Dask workers produce the samples themselves.
+        sources = [VinOfflineShardSource(produce, 0, 4), VinOfflineShardSource(produce, 4, 11)]
+        dask_sources = build_vin_offline_store(
+            sources, tmp_path / "dask-sources", rows_per_shard=4, val_fraction=0.3,
+            executor=client.get_executor(),
+        ).root_sha256  # fmt: skip
     assert threads == pool == dask
     assert read_manifest(tmp_path / "dask").root_sha256 == dask
+    assert dask_sources == _build(list(produce(0, 11)), tmp_path / "same", val_fraction=0.3)
 
 
 def test_a_shape_mismatch_is_caught_before_anything_is_published(

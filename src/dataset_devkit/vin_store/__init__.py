@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from dataset_devkit.vin_store.builder import (
+    DEFAULT_SHARD_BYTES,
     VinOfflineBuildResult,
     VinOfflineSample,
     build_vin_offline_store,
@@ -24,6 +25,7 @@ from dataset_devkit.vin_store.errors import (
 )
 from dataset_devkit.vin_store.inspect import VinOfflineStoreSummary, inspect_store
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+from dataset_devkit.vin_store.sources import VinOfflineShardSource
 from dataset_devkit.vin_store.spec import (
     OFFLINE_DATASET_VERSION,
     VinOfflineBlockSpec,
@@ -36,6 +38,7 @@ from dataset_devkit.vin_store.verify import VinOfflineVerifyReport, verify_store
 from dataset_devkit.vin_store.writer import VinOfflineShardWriter
 
 __all__ = [
+    "DEFAULT_SHARD_BYTES",
     "OFFLINE_DATASET_VERSION",
     "InventoryError",
     "PositionOutOfRangeError",
@@ -50,6 +53,7 @@ __all__ = [
     "VinOfflineMaterializedBlocks",
     "VinOfflineSample",
     "VinOfflineSchemaError",
+    "VinOfflineShardSource",
     "VinOfflineShardSpec",
     "VinOfflineShardWriter",
     "VinOfflineStoreConfig",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar
 
@@ -202,32 +203,67 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     @classmethod
     def read_many(cls, path: Path) -> list[VinOfflineIndexRecord]:
         """Read ``sample_index.jsonl`` strictly; records must be ordered by sample_index."""
-        data = _read_bytes(path)
-        if not data:
-            return []
-        if not data.endswith(b"\n"):
-            raise VinOfflineFormatError("the last line has no newline", path=path)
-        lines = data[:-1].split(b"\n")
+        return [record for _, batch in cls.read_batches(path) for record in batch]
+
+    @classmethod
+    def read_batches(
+        cls, path: Path, lines: int = 1 << 16
+    ) -> Iterator[tuple[int, list[VinOfflineIndexRecord]]]:
+        """Read ``sample_index.jsonl`` strictly, *lines* at a time: (first line number, records).
+
+        Memory holds one batch, so a ten-million-sample index is checked in bounded memory;
+        the errors are those of :meth:`read_many` (which reads through this).
+        """
+        require_regular(path)
         try:
-            records = _INDEX_LIST_DECODER.decode(b"[" + b",".join(lines) + b"]")
-        except msgspec.ValidationError as exc:
-            raise _format_error(exc, path, line_based=True) from None
-        except (msgspec.DecodeError, RecursionError) as exc:
-            raise VinOfflineFormatError(f"not JSON lines: {exc}", path=path) from None
-        if len(records) != len(lines):
+            stream = Path(path).open("rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError:
             raise VinOfflineFormatError(
-                f"expected one JSON object per line ({len(lines)} lines), found {len(records)}",
-                path=path,
-            )
-        for number, (prev, cur) in enumerate(itertools.pairwise(records), start=2):
-            if cur.sample_index <= prev.sample_index:
-                raise InventoryError(
-                    f"sample_index must increase, found {cur.sample_index} after "
-                    f"{prev.sample_index}",
-                    path=path,
-                    field=f"line {number} $.sample_index",
+                "missing: is this a VIN offline store?", path=path
+            ) from None
+        except OSError as exc:
+            raise VinOfflineFormatError(f"unreadable: {exc.strerror}", path=path) from None
+        previous: int | None = None
+        first = 1
+        with stream:
+            while True:
+                chunk = list(itertools.islice(stream, lines))
+                if not chunk:
+                    return
+                if not chunk[-1].endswith(b"\n"):
+                    raise VinOfflineFormatError("the last line has no newline", path=path)
+                try:
+                    records = _INDEX_LIST_DECODER.decode(
+                        b"[" + b",".join(line[:-1] for line in chunk) + b"]"
+                    )
+                except msgspec.ValidationError as exc:
+                    raise _format_error(exc, path, line_based=True, line_offset=first - 1) from None
+                except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
+                    raise VinOfflineFormatError(f"not JSON lines: {exc}", path=path) from None
+                if len(records) != len(chunk):
+                    raise VinOfflineFormatError(
+                        f"expected one JSON object per line ({len(chunk)} lines), found "
+                        f"{len(records)}",
+                        path=path,
+                    )
+                indices = np.fromiter(
+                    (record.sample_index for record in records), dtype=np.int64, count=len(records)
                 )
-        return records
+                steps = np.diff(indices, prepend=-1 if previous is None else previous)
+                if previous is None:
+                    steps[0] = 1
+                bad = np.flatnonzero(steps <= 0)
+                if bad.size:
+                    j = int(bad[0])
+                    before = previous if j == 0 else int(indices[j - 1])
+                    raise InventoryError(
+                        f"sample_index must increase, found {int(indices[j])} after {before}",
+                        path=path,
+                        field=f"line {first + j} $.sample_index",
+                    )
+                previous = int(indices[-1])
+                yield first, records
+                first += len(records)
 
     @staticmethod
     def write_many(path: Path, records: list[VinOfflineIndexRecord]) -> None:
@@ -428,7 +464,11 @@ def _decode(data: bytes, kind: type[_T], path: Path | str) -> _T:
 
 
 def _format_error(
-    exc: msgspec.ValidationError, path: Path | str, *, line_based: bool = False
+    exc: msgspec.ValidationError,
+    path: Path | str,
+    *,
+    line_based: bool = False,
+    line_offset: int = 0,
 ) -> VinOfflineFormatError:
     message = str(exc)
     match = _LOCATION_RE.search(message)
@@ -440,7 +480,7 @@ def _format_error(
     if line_based and field:
         line = re.match(r"^\$\[(\d+)\]", field)
         if line:
-            field = f"line {int(line.group(1)) + 1} ${field[line.end() :]}"
+            field = f"line {int(line.group(1)) + 1 + line_offset} ${field[line.end() :]}"
     return VinOfflineFormatError(detail, path=path, field=field)
 
 

@@ -8,12 +8,14 @@ record offsets.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
 from dataset_devkit.integrity import (
@@ -152,28 +154,35 @@ def _check_shard(root: Path, shard: VinOfflineShardSpec) -> Iterator[str]:
 
 
 def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) -> Iterator[str]:
+    # Streamed: what stays in memory is one int64 index and one split code per sample.
+    path = config.sample_index_path
+    expected = ((s.shard_id, row) for s in manifest.shards for row in range(s.num_rows))
+    parts: list[npt.NDArray[np.int64]] = []
+    codes: list[npt.NDArray[np.uint8]] = []
+    count = 0
     try:
-        records = VinOfflineIndexRecord.read_many(config.sample_index_path)
+        for first, batch in VinOfflineIndexRecord.read_batches(path):
+            places = list(itertools.islice(expected, len(batch)))
+            found = [(rec.shard_id, rec.row) for rec in batch]
+            if found != places:  # compared a batch at a time; named line by line
+                for number, place, got in zip(itertools.count(first), places, found, strict=False):
+                    if got != place:
+                        yield (
+                            f"{path} at line {number}: expected {place[0]} row {place[1]}, "
+                            f"found {got[0]} row {got[1]}"
+                        )
+            parts.append(np.array([r.sample_index for r in batch], dtype="<i8"))
+            codes.append(np.array([SPLIT_NAMES.index(r.split) for r in batch], dtype="u1"))
+            count += len(batch)
     except (DevkitError, OSError) as exc:
         yield str(exc)
         return
-    path = config.sample_index_path
-    if len(records) != manifest.num_rows:
-        yield f"{path}: expected {manifest.num_rows} records (manifest rows), found {len(records)}"
-    position = 0
-    for shard in manifest.shards:
-        for row in range(shard.num_rows):
-            if position < len(records):
-                rec = records[position]
-                if (rec.shard_id, rec.row) != (shard.shard_id, row):
-                    yield (
-                        f"{path} at line {position + 1}: expected {shard.shard_id} row {row}, "
-                        f"found {rec.shard_id} row {rec.row}"
-                    )
-            position += 1
-    indices = np.array([r.sample_index for r in records], dtype="<i8")
+    if count != manifest.num_rows:
+        yield f"{path}: expected {manifest.num_rows} records (manifest rows), found {count}"
+    indices = np.concatenate(parts) if parts else np.empty(0, dtype="<i8")
+    split_codes = np.concatenate(codes) if codes else np.empty(0, dtype="u1")
     sidecar_path = config.sample_index_sidecar_path
-    if sidecar_path.exists() or sidecar_path.is_symlink():
+    if sidecar_path.exists() or sidecar_path.is_symlink():  # absent: readers derive it
         try:
             sidecar = _load_index_array(sidecar_path, "index sidecar")
         except DevkitError as exc:
@@ -182,7 +191,7 @@ def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) ->
             if not np.array_equal(sidecar, indices):
                 yield f"{sidecar_path}: differs from {SAMPLE_INDEX_NAME}"
     for split in SPLIT_NAMES:
-        wanted = indices if split == "all" else indices[[r.split == split for r in records]]
+        wanted = indices if split == "all" else indices[split_codes == SPLIT_NAMES.index(split)]
         try:
             values = _load_index_array(config.split_path(split), f"split {split!r}")
         except DevkitError as exc:
