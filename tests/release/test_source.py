@@ -45,8 +45,8 @@ def test_file_changed_after_listing_fails_the_pack_and_nothing_is_published(
 
     tree = make_tree(tmp_path / "ds", {"a.bin": b"x" * 5000, "b.bin": b"y" * 10})
 
-    def scan_then_change(root: Path) -> list[SourceFile]:
-        files = scan_tree(root)
+    def scan_then_change(root: Path, name: str | None = None) -> list[SourceFile]:
+        files = scan_tree(root, name)
         (root / "b.bin").write_bytes(b"y" * 11)
         return files
 

@@ -12,7 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.release import unpack
-from dataset_devkit.release.tarwriter import TarPackageWriter, member_header, member_span
+from dataset_devkit.release.tarwriter import (
+    TarPackageWriter,
+    _tarfile_header,
+    member_header,
+    member_span,
+)
 
 _COMPONENT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='<>:"/\\|?*'),
@@ -93,3 +98,18 @@ def test_source_shorter_than_its_listed_size_is_an_error_not_a_short_member(
         TarPackageWriter(tmp_path / "p.tar") as tar,
     ):
         tar.add_member("root/a", 10, io.BytesIO(b"abc"))
+
+
+@given(
+    name=st.text(
+        alphabet=st.characters(min_codepoint=32, max_codepoint=0x2FF, exclude_characters="\x7f"),
+        min_size=1,
+        max_size=130,
+    ),
+    size=st.one_of(
+        st.integers(0, 1 << 20), st.sampled_from([8**11 - 1, 8**11, 8**11 + 1, 1 << 40])
+    ),
+)
+def test_member_header_is_exactly_what_tarfile_writes(name: str, size: int) -> None:
+    assert member_header(name, size) == _tarfile_header(name, size)
+    assert member_span(name, size) == len(_tarfile_header(name, size)) + -(-size // 512) * 512

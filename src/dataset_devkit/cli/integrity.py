@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.cli.render import (
+    READABLE_BY_HELP,
+    ReadableByChoice,
+    byte_progress,
+    path_parser,
+    print_json,
+    stdout_console,
+)
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     build_manifest,
@@ -16,6 +24,7 @@ from dataset_devkit.integrity import (
     write_manifest,
 )
 from dataset_devkit.integrity.tree_size import tree_size
+from dataset_devkit.integrity.verify import check_root_hex
 
 __all__ = ["register"]
 
@@ -65,10 +74,26 @@ def verify(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    expect_root: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-root",
+            metavar="HEX",
+            help="Fail unless the manifest's root_sha256 is this one (the root printed when "
+            "the tree was published).",
+        ),
+    ] = None,
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed."""
+    if expect_root is not None:
+        try:
+            check_root_hex(expect_root)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
     with byte_progress("verifying", tree_size(directory)) as advance:
-        report = verify_tree(directory, location=location, progress=advance)
+        report = verify_tree(
+            directory, location=location, progress=advance, expect_root=expect_root
+        )
     if as_json:
         print_json(report.to_json())
         if not report.ok:
@@ -91,10 +116,19 @@ def publish(
     manifest_location: Annotated[
         str, typer.Option("--manifest-location", help=_LOCATION_HELP)
     ] = CONTENT_MANIFEST_NAME,
+    readable_by: Annotated[
+        ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
+    ] = ReadableByChoice.owner,
 ) -> None:
     """Publish STAGING under FINAL: manifest, read-only modes, fsync, atomic rename."""
     with byte_progress("publishing", tree_size(staging)) as advance:
-        result = publish_tree(staging, to, manifest_location=manifest_location, progress=advance)
+        result = publish_tree(
+            staging,
+            to,
+            manifest_location=manifest_location,
+            progress=advance,
+            readable_by=readable_by.value,
+        )
     console = stdout_console()
     console.print(
         f"published {result.final}: {result.manifest.file_count} files (read-only), "

@@ -8,7 +8,13 @@ from typing import Annotated, Literal
 import msgspec
 import typer
 
-from dataset_devkit.cli.render import byte_progress, path_parser, print_json, stdout_console
+from dataset_devkit.cli.render import (
+    ReadableByChoice,
+    byte_progress,
+    path_parser,
+    print_json,
+    stdout_console,
+)
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -63,6 +69,13 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
+        ),
+    ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
@@ -82,6 +95,7 @@ def pack(
         previous=previous,
         read_back=read_back,
         restore_test=mode,
+        readable_by=readable_by.value,
     )
     with byte_progress("packing", tree_size(tree)) as advance:
         result = pack_release(tree, out, options, progress=advance)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -20,7 +21,29 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-__all__ = ["byte_progress", "path_parser", "print_json", "stderr_console", "stdout_console"]
+__all__ = [
+    "READABLE_BY_HELP",
+    "ReadableByChoice",
+    "byte_progress",
+    "path_parser",
+    "print_json",
+    "stderr_console",
+    "stdout_console",
+]
+
+
+class ReadableByChoice(enum.StrEnum):
+    """``--readable-by``: who may read what a command publishes."""
+
+    owner = "owner"
+    group = "group"
+    all = "all"
+
+
+READABLE_BY_HELP = (
+    "Who may read the published output: owner (files 0400, folders 0500), group (0440/0550) "
+    "or all (0444/0555)."
+)
 
 
 def path_parser(value: str) -> Path:

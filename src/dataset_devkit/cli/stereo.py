@@ -9,7 +9,14 @@ import msgspec
 import typer
 from rich.table import Table
 
-from dataset_devkit.cli.render import path_parser, print_json, stderr_console, stdout_console
+from dataset_devkit.cli.render import (
+    READABLE_BY_HELP,
+    ReadableByChoice,
+    path_parser,
+    print_json,
+    stderr_console,
+    stdout_console,
+)
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
@@ -33,6 +40,9 @@ def build(
     workers: Annotated[
         int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
     ] = 0,
+    readable_by: Annotated[
+        ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
+    ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
@@ -46,9 +56,11 @@ def build(
     if workers:
         context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            result = build_stereo_dataset(source, out, executor=pool, progress=say)
+            result = build_stereo_dataset(
+                source, out, executor=pool, progress=say, readable_by=readable_by.value
+            )
     else:
-        result = build_stereo_dataset(source, out, progress=say)
+        result = build_stereo_dataset(source, out, progress=say, readable_by=readable_by.value)
     summary = {
         "root": str(result.root),
         "root_sha256": result.root_sha256,

@@ -28,6 +28,7 @@ from dataset_devkit.integrity.manifest import (
     read_manifest,
     write_manifest,
 )
+from dataset_devkit.integrity.modes import READABLE_BY, ReadableBy
 from dataset_devkit.integrity.npy import load_npy
 from dataset_devkit.integrity.publish import (
     PUBLISH_PHASES,
@@ -46,13 +47,14 @@ from dataset_devkit.integrity.safefs import (
     path_argument,
 )
 from dataset_devkit.integrity.scan import ScanResult, hash_fd, hash_file, scan_tree
-from dataset_devkit.integrity.verify import VerificationReport, verify_tree
+from dataset_devkit.integrity.verify import VerificationReport, check_root_hex, verify_tree
 
 __all__ = [
     "CONTENT_MANIFEST_FORMAT",
     "CONTENT_MANIFEST_NAME",
     "CONTENT_MANIFEST_VERSION",
     "PUBLISH_PHASES",
+    "READABLE_BY",
     "AmbiguousManifestError",
     "ContentManifest",
     "Issue",
@@ -60,6 +62,7 @@ __all__ = [
     "ManifestEntry",
     "ManifestNotFoundError",
     "PublishResult",
+    "ReadableBy",
     "SafeDir",
     "ScanResult",
     "VerificationReport",
@@ -67,6 +70,7 @@ __all__ = [
     "canonical_json",
     "check_manifest_location",
     "check_relative_path",
+    "check_root_hex",
     "compute_root_sha256",
     "decode_json_record",
     "hash_fd",

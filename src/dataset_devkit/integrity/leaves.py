@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from dataset_devkit.errors import UnsafePathError
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.safefs import SafeDir, _create_leaf, _identity, _open_regular
 
 __all__ = ["read_stable", "write_new"]
@@ -65,9 +66,10 @@ def write_new(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> os.
     _check_leaf(name, parent)
     fd = _create_leaf(parent, name, mode)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        with naming(parent.path / name):  # a full disk names the file, not just the errno
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         return os.fstat(fd)
     finally:
         os.close(fd)

@@ -24,6 +24,7 @@ from dataset_devkit.errors import (
     UnsafePathError,
     VerificationFailed,
 )
+from dataset_devkit.integrity.atomic import remove_stale_partials, write_atomic
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
 from dataset_devkit.integrity.location import (
     CONTENT_MANIFEST_NAME,
@@ -170,6 +171,10 @@ def write_manifest(
 ) -> ContentManifest:
     """Build the manifest of *root* and write it at *location*, exclusively and no-follow.
 
+    The file appears complete or not at all (a temp file renamed into place, see
+    :func:`~dataset_devkit.integrity.atomic.write_atomic`), so a kill or a full disk never
+    leaves half a manifest for the next run to trip on.
+
     The directory that will hold it must already exist (it is part of the content); it is
     pinned, and the name checked free, before the tree is hashed, so a misplaced call fails
     at once rather than after hashing everything.
@@ -188,8 +193,11 @@ def write_manifest(
             raise DestinationExistsError(
                 f"{Path(root) / location}: already exists; a manifest is never replaced"
             )
+        # A run killed while writing left its partial file: it is not content, and hashing
+        # it would make this manifest describe a file that is about to disappear.
+        remove_stale_partials(parent, leaf)
         manifest = build_manifest(root, location=location, progress=progress, workers=workers)
-        parent.write_bytes(leaf, manifest.to_bytes())
+        write_atomic(parent, leaf, manifest.to_bytes())
     return manifest
 
 

@@ -3,7 +3,8 @@
 The steps follow the seed's publication contract: the tree is built in a sibling staging
 directory; the caller's validator runs; ``content_manifest.json`` is written last (at the
 top, or wherever the caller's format puts it, such as ``mz_extensions/``); every
-file becomes 0400 and every directory 0500, all fsynced; the tree is re-verified; an
+file becomes 0400 and every directory 0500 (or group- or world-readable, on request), all
+made durable; the tree is re-verified; an
 advisory lock on the parent serializes cooperating publishers; a no-replace rename moves it
 under the final name; and an identity check right after the rename moves the same tree back
 out if anything changed. An existing final name is never replaced.
@@ -24,8 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import PublicationError, UnsafePathError
+from dataset_devkit.integrity.durable import sync_filesystem
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
+from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, sealed_modes
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, path_argument
 from dataset_devkit.integrity.scan import ProgressCallback
@@ -79,16 +83,35 @@ class PublishResult:
         return self.manifest.location
 
 
-def _seal(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
-    """Make files 0400 and directories 0500 bottom-up, fsync all, and record identities."""
+def _seal(dir_fd: int, shown: Path, readable_by: ReadableBy, snapshot: _Snapshot) -> None:
+    """Make the tree read-only (modes of *readable_by*), durable, and record identities.
+
+    One ``syncfs`` after the chmod pass makes everything durable at once where Linux offers
+    it; elsewhere each file and directory is fsynced as it is sealed.
+    """
+    per_file_sync = not sync_filesystem(dir_fd, shown)  # flush what is dirty already
+    _seal_dir(dir_fd, shown, "", sealed_modes(readable_by), per_file_sync, snapshot)
+    if not per_file_sync:
+        sync_filesystem(dir_fd, shown)
+
+
+def _seal_dir(
+    dir_fd: int,
+    shown: Path,
+    prefix: str,
+    modes: tuple[int, int],
+    per_file_sync: bool,
+    snapshot: _Snapshot,
+) -> None:
+    """Seal one directory bottom-up; one descriptor per level of the walk."""
     with os.scandir(dir_fd) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
     for entry in entries:
         rel = prefix + entry.name
         if entry.is_dir(follow_symlinks=False):
-            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
+            sub = open_dir_nofollow(entry.name, dir_fd=dir_fd, shown=shown / rel)
             try:
-                _seal(sub, rel + "/", snapshot)
+                _seal_dir(sub, shown, rel + "/", modes, per_file_sync, snapshot)
             finally:
                 os.close(sub)
         else:
@@ -97,14 +120,18 @@ def _seal(dir_fd: int, prefix: str, snapshot: _Snapshot) -> None:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                     raise UnsafePathError("not a single-link regular file", path=rel)
-                os.fchmod(fd, 0o400)
-                os.fsync(fd)
+                with naming(shown / rel):
+                    os.fchmod(fd, modes[0])
+                    if per_file_sync:
+                        os.fsync(fd)
                 st = os.fstat(fd)
             finally:
                 os.close(fd)
             snapshot[rel] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
-    os.fsync(dir_fd)
-    os.fchmod(dir_fd, 0o500)
+    with naming(shown / prefix):
+        if per_file_sync:
+            os.fsync(dir_fd)
+        os.fchmod(dir_fd, modes[1])
     st = os.fstat(dir_fd)
     snapshot[prefix or "."] = (st.st_dev, st.st_ino, 0, 0, st.st_mode)
 
@@ -136,6 +163,7 @@ def publish_tree(
     manifest_location: str = CONTENT_MANIFEST_NAME,
     progress: ProgressCallback | None = None,
     on_phase: PhaseHook | None = None,
+    readable_by: ReadableBy = "owner",
 ) -> PublishResult:
     """Publish the staged tree *staging* under *final*, atomically and read-only.
 
@@ -157,6 +185,9 @@ def publish_tree(
     on_phase
         Called with each name of :data:`PUBLISH_PHASES` as it completes (observability,
         and the hook tests use to interrupt publication at every phase).
+    readable_by
+        ``"owner"`` (files 0400, directories 0500), ``"group"`` (0440/0550) or ``"all"``
+        (0444/0555): who besides the owner may read the published tree.
 
     Raises
     ------
@@ -168,6 +199,7 @@ def publish_tree(
     final = path_argument(final, "final").absolute()
     staging = path_argument(staging, "staging").absolute()
     location = check_manifest_location(manifest_location)
+    readable = check_readable_by(readable_by)
     phase = on_phase or (lambda _name: None)
     parent_fd = pin_parent(final)
     try:
@@ -193,7 +225,7 @@ def publish_tree(
                 manifest = write_manifest(staging, location=location, progress=progress)
             phase("manifest-written")
             sealed: _Snapshot = {}
-            _seal(staging_fd, "", sealed)
+            _seal(staging_fd, staging, readable, sealed)
             phase("sealed")
             report = verify_tree(staging, location=location, progress=progress)
             if not report.ok or report.root_sha256 != manifest.root_sha256:
@@ -209,7 +241,8 @@ def publish_tree(
             fcntl.flock(parent_fd, fcntl.LOCK_EX)
             phase("locked")
             rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
-            os.fsync(parent_fd)
+            with naming(final.parent):
+                os.fsync(parent_fd)
             phase("renamed")
             _check_after_rename(parent_fd, final, identity, checked)
             phase("verified")
@@ -273,16 +306,19 @@ def staged_publication(
     manifest_location: str = CONTENT_MANIFEST_NAME,
     progress: ProgressCallback | None = None,
     keep_failed: bool = False,
+    readable_by: ReadableBy = "owner",
 ) -> Iterator[Path]:
     """Yield a fresh sibling staging directory; publish it to *final* on a clean exit.
 
-    The manifest is written last at *manifest_location* (see :func:`publish_tree`).
+    The manifest is written last at *manifest_location*, and the tree is sealed readable by
+    *readable_by* (see :func:`publish_tree`).
 
     On an exception in the block, or a failed publication, the staging directory is
     removed (``keep_failed=True`` keeps it for audit) and *final* is untouched. Staging
     trees of *final* abandoned by killed builders are removed first; live ones are kept.
     """
     final = path_argument(final, "final").absolute()
+    check_readable_by(readable_by)  # before anything is built
     remove_stale_staging(final)  # what killed builders of this name left behind
     staging = new_staging_dir(final)
     try:
@@ -293,6 +329,7 @@ def staged_publication(
             validate=validate,
             manifest_location=manifest_location,
             progress=progress,
+            readable_by=readable_by,
         )
     except BaseException:
         if not keep_failed:

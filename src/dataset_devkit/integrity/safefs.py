@@ -23,6 +23,7 @@ from dataset_devkit.errors import (
     MissingPathError,
     UnsafePathError,
 )
+from dataset_devkit.integrity.oserrors import naming
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -216,8 +217,8 @@ class SafeDir:
         return os.fdopen(fd, "wb")
 
     def write_bytes(self, rel: str | PurePosixPath, data: bytes, mode: int = 0o644) -> None:
-        """Create a new file exclusively holding *data*."""
-        with self.open_write(rel, mode) as handle:
+        """Create a new file exclusively holding *data* (a failed write names the file)."""
+        with naming(self.path / rel), self.open_write(rel, mode) as handle:
             handle.write(data)
 
     def open_read(self, rel: str | PurePosixPath) -> BinaryIO:
@@ -270,7 +271,7 @@ class SafeDir:
             before = os.fstat(fd)
             buffer = bytearray(COPY_BLOCK_SIZE)
             view = memoryview(buffer)
-            with self.open_write(rel) as out:
+            with naming(self.path / rel), self.open_write(rel) as out:
                 while True:
                     count = os.readv(fd, [buffer])
                     if count == 0:

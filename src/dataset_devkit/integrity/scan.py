@@ -33,11 +33,15 @@ from dataset_devkit.integrity.safefs import (
     open_dir_nofollow,
 )
 
-__all__ = ["ScanResult", "default_workers", "hash_fd", "hash_file", "scan_tree"]
+__all__ = ["MAX_IN_FLIGHT", "ScanResult", "default_workers", "hash_fd", "hash_file", "scan_tree"]
 
 ProgressCallback = Callable[[int], None]
 
 _SMALL_FILE: Final = 1 << 20
+#: Files handed to the pool and not yet hashed. Each holds its file's descriptor and keeps
+#: its directory's open, so this is the constant in "descriptors <= depth + constant": it
+#: must not grow with the number of cores (64 cores must still fit ``ulimit -n 256``).
+MAX_IN_FLIGHT: Final = 32
 _OPEN_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
@@ -197,8 +201,8 @@ def scan_tree(
         Hashing threads; :func:`default_workers` when ``None``.
     """
     result = ScanResult()
-    nworkers = workers or default_workers()
-    window = threading.BoundedSemaphore(nworkers * 4)
+    nworkers = min(workers or default_workers(), MAX_IN_FLIGHT)
+    window = threading.BoundedSemaphore(min(nworkers * 4, MAX_IN_FLIGHT))
     pending: list[Future[tuple[str, tuple[int, str] | Issue]]] = []
     inline: list[tuple[str, tuple[int, str] | Issue]] = []
     root_ref = _DirRef(open_dir_nofollow(root))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dataset_devkit.errors import DevkitError, FormatError, VerificationFailed
+from dataset_devkit.errors import ConfigError, DevkitError, FormatError, VerificationFailed
 from dataset_devkit.integrity.issues import Issue, IssueKind
 from dataset_devkit.integrity.location import (
     CONTENT_MANIFEST_NAME,
@@ -24,7 +25,19 @@ from dataset_devkit.integrity.manifest import (
 from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow, path_argument
 from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
 
-__all__ = ["VerificationReport", "verify_tree"]
+__all__ = ["VerificationReport", "check_root_hex", "verify_tree"]
+
+_ROOT_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def check_root_hex(value: object) -> str:
+    """*value* if it is a root hash (64 lowercase hex digits), else a :class:`ConfigError`."""
+    if not isinstance(value, str) or not _ROOT_HEX.fullmatch(value):
+        raise ConfigError(
+            f"expected a root_sha256 of 64 lowercase hex digits, found {value!r}",
+            key="expect_root",
+        )
+    return value
 
 
 @dataclass
@@ -112,6 +125,7 @@ def verify_tree(
     location: str | None = None,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
+    expect_root: str | None = None,
 ) -> VerificationReport:
     """Compare every file below *root* with its content manifest.
 
@@ -132,8 +146,19 @@ def verify_tree(
         root-level ``content_manifest.json`` beside a nested manifest is an extra file.
     progress, workers
         As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
+    expect_root
+        The ``root_sha256`` the caller pinned (64 lowercase hex digits), e.g. the one printed
+        when the tree was published. A tree that matches its own manifest still fails when
+        that manifest's root is another: an edited tree with a regenerated manifest is
+        consistent, but it is not the dataset that was published.
+
+    Raises
+    ------
+    ConfigError
+        *expect_root* is not 64 lowercase hex digits.
     """
     root = path_argument(root)
+    pinned_root = check_root_hex(expect_root) if expect_root is not None else None
     os.close(open_dir_nofollow(root))  # a missing or linked root is an error, not a report
     report = VerificationReport(root=root)
     if location is None and manifest is not None:
@@ -175,6 +200,14 @@ def verify_tree(
             report.details.append(Issue(location, IssueKind.MANIFEST, str(exc)))
             return report
     report.root_sha256 = manifest.root_sha256
+    if pinned_root is not None and manifest.root_sha256 != pinned_root:
+        report.details.append(
+            Issue(
+                location,
+                IssueKind.MANIFEST,
+                f"root_sha256 {manifest.root_sha256}, expected the pinned {pinned_root}",
+            )
+        )
     report.file_count = manifest.file_count
     report.total_bytes = manifest.total_bytes
     scan = scan_tree(root, exclude=frozenset({location}), progress=progress, workers=workers)
@@ -197,7 +230,7 @@ def verify_tree(
     for path, (size, _) in scan.files.items():
         if path not in expected:
             issues.append(Issue(path, IssueKind.EXTRA, f"not in the manifest ({size} bytes)"))
-    report.details = sorted(issues)
+    report.details = sorted([*report.details, *issues])
     if not scan.issues:
         report.actual_root_sha256 = compute_root_sha256(
             ManifestEntry(path=p, size=s, sha256=d) for p, (s, d) in scan.files.items()

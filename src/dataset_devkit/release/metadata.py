@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from dataset_devkit.integrity import pretty_json
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.release import unpack
 from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.planner import PlannedPackage
@@ -55,10 +56,11 @@ def sums_text(entries: dict[str, str]) -> str:
 def _write(staging: Path, name: str, data: bytes) -> str:
     fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        with naming(staging / name):  # a full disk names the file, not just the errno
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
     finally:
         os.close(fd)
     return hashlib.sha256(data).hexdigest()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.release.families import FamilyRules
 from dataset_devkit.release.spec import DEFAULT_PACKAGE_LIMIT
 
@@ -38,6 +39,9 @@ class PackOptions:
     restore_test
         Restore with the shipped ``unpack.py`` into scratch space: every new package
         (``full``), the first of each family (``sample``) or none.
+    readable_by
+        Who may read the release folder: ``owner`` (0700, the default), ``group`` (0750) or
+        ``all`` (0755).
     """
 
     name: str | None = None
@@ -47,3 +51,4 @@ class PackOptions:
     previous: Path | None = None
     read_back: bool = True
     restore_test: Literal["full", "sample", "none"] = "sample"
+    readable_by: ReadableBy = "owner"

@@ -23,6 +23,8 @@ from dataset_devkit.integrity import (
     remove_staging,
     remove_stale_staging,
 )
+from dataset_devkit.integrity.modes import check_readable_by, folder_mode
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseExistsError
@@ -47,6 +49,7 @@ from dataset_devkit.release.validate import (
     collect_read_backs,
     fsync_package,
     read_back_package,
+    restore_test_name,
 )
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
@@ -121,7 +124,8 @@ def _write_packages(
 def _fsync_dir(path: Path) -> None:
     fd = open_dir_nofollow(path)
     try:
-        os.fsync(fd)
+        with naming(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -163,9 +167,10 @@ def pack_release(
             f"package limit must be an int of 4096 to 2**63 - 1 bytes, found {limit!r}",
             key="package_limit",
         )
+    readable = check_readable_by(opts.readable_by)
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
-    files = scan_tree(tree)
+    files = scan_tree(tree, name)
     if not files:
         raise ConfigError(
             f"{tree}: the tree holds no files; there is nothing to release", key="tree"
@@ -187,7 +192,10 @@ def pack_release(
             key="deliver",
         )
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
-    remove_stale_staging(out)  # left by killed packers; a live packer's staging is locked
+    # Left by killed packers (their release and restore-test scratch directories); a live
+    # packer's staging directories are locked and stay.
+    remove_stale_staging(out)
+    remove_stale_staging(restore_test_name(out))
     staging = new_staging_dir(out)
     try:
         # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
@@ -246,10 +254,13 @@ def pack_release(
         # the parent's new entry after the no-replace rename.
         for folder in [*(staging / f for f in sorted(deliver)), staging]:
             _fsync_dir(folder)
+        with naming(staging):
+            staging.chmod(folder_mode(readable))  # created 0700; opened up only on request
         parent_fd = open_dir_nofollow(out.parent)
         try:
             rename_noreplace(parent_fd, staging.name, parent_fd, out.name)
-            os.fsync(parent_fd)
+            with naming(out.parent):
+                os.fsync(parent_fd)
         finally:
             os.close(parent_fd)
     except BaseException:

@@ -16,7 +16,7 @@ from typing import Final, cast
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import UnsafeTreeError
 
-__all__ = ["SourceFile", "SourceReader", "scan_tree"]
+__all__ = ["NAME_MAX", "PATH_MAX", "SourceFile", "SourceReader", "length_problem", "scan_tree"]
 
 CHUNK: Final = 1 << 20
 
@@ -29,11 +29,40 @@ class SourceFile:
     size: int
 
 
-def scan_tree(root: Path) -> list[SourceFile]:
+#: Longest file name (one path component) in bytes that Linux, macOS and Windows create.
+NAME_MAX: Final = 255
+#: Longest path in bytes a POSIX system accepts (``PATH_MAX`` 4096 with its final NUL).
+PATH_MAX: Final = 4095
+
+
+def length_problem(path: str) -> str:
+    """Why a member path (``root name/relative path``) is too long to restore, or ``""``.
+
+    Each component must fit ``NAME_MAX`` and the whole path ``PATH_MAX`` bytes in UTF-8:
+    a release holding a longer name packs fine and then cannot be restored anywhere.
+    """
+    size = len(path.encode("utf-8", "surrogateescape"))
+    if size > PATH_MAX:
+        return f"path is {size} bytes; restorable paths have at most {PATH_MAX}"
+    for part in path.split("/"):
+        length = len(part.encode("utf-8", "surrogateescape"))
+        if length > NAME_MAX:
+            shown = part[:40] + "..."
+            return f"component {shown!r} is {length} bytes; names have at most {NAME_MAX}"
+    return ""
+
+
+def scan_tree(root: Path, name: str | None = None) -> list[SourceFile]:
     """List every file of *root*, sorted; refuse links, special files and unportable names.
 
     Dotfiles are ordinary files (Zarr's ``.zgroup`` must survive); nothing is skipped.
-    Every problem is collected and reported at once.
+    Every problem is collected and reported at once. With *name* (the release's root folder)
+    every member path ``name/path`` is also checked against :data:`NAME_MAX` and
+    :data:`PATH_MAX`, so a release that could not be restored is refused here.
+
+    The walk is depth first and holds one descriptor per level of the tree, whatever the
+    number of directories or siblings: a directory's listing is read whole before any of
+    its subdirectories is opened, and each subdirectory is closed before the next.
     """
     try:
         top = unpack.PinnedDir.open_root(str(root), create=False)
@@ -41,35 +70,56 @@ def scan_tree(root: Path) -> list[SourceFile]:
         raise UnsafeTreeError(f"cannot open the tree: {exc}") from None
     files: list[SourceFile] = []
     issues: list[str] = []
-    stack: list[tuple[str, unpack.PinnedDir]] = [("", top)]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            for name, st in folder.entries():
-                rel = prefix + name
-                try:
-                    name.encode("utf-8")  # os.listdir keeps undecodable bytes as surrogates
-                except UnicodeEncodeError:
-                    shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-                    issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((rel + "/", folder.child(name, create=False)))
-                elif stat.S_ISREG(st.st_mode):
-                    files.append(SourceFile(rel, st.st_size))
-                else:
-                    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
-                    issues.append(f"{rel}: is {kind}; a release carries regular files only")
-        finally:
-            folder.close()
+    try:
+        _walk(top, "", files, issues)
+    finally:
+        top.close()
     files.sort(key=lambda f: f.path)
     issues.extend(unpack.check_tree_names(f.path for f in files))
+    if name is not None:
+        issues.extend(
+            f"{f.path}: {problem}" for f in files if (problem := length_problem(f"{name}/{f.path}"))
+        )
     if issues:
         raise UnsafeTreeError(
             "the tree cannot be released:\n" + "\n".join(f"  - {i}" for i in sorted(issues)),
             path=root,
         )
     return files
+
+
+def _walk(
+    folder: unpack.PinnedDir, prefix: str, files: list[SourceFile], issues: list[str]
+) -> None:
+    """Collect the files below *folder*, opening one subdirectory at a time."""
+    try:
+        entries = folder.entries()
+    except OSError as exc:
+        issues.append(f"{prefix.rstrip('/') or '.'}: cannot be listed ({exc.strerror})")
+        return
+    for name, st in entries:
+        rel = prefix + name
+        try:
+            name.encode("utf-8")  # os.listdir keeps undecodable bytes as surrogates
+        except UnicodeEncodeError:
+            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            try:
+                child = folder.child(name, create=False)
+            except unpack.UnpackError as exc:  # names the full path
+                issues.append(str(exc))
+                continue
+            try:
+                _walk(child, rel + "/", files, issues)
+            finally:
+                child.close()
+        elif stat.S_ISREG(st.st_mode):
+            files.append(SourceFile(rel, st.st_size))
+        else:
+            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
+            issues.append(f"{rel}: is {kind}; a release carries regular files only")
 
 
 class SourceReader:

@@ -17,6 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Protocol
 
+from dataset_devkit.integrity.oserrors import naming
+
 __all__ = [
     "BUFFER_SIZE",
     "END_OF_ARCHIVE",
@@ -37,8 +39,7 @@ class ReadInto(Protocol):
     def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 
-def member_header(name: str, size: int) -> bytes:
-    """Return the header block(s) of a regular-file member, identical for identical input."""
+def _tarfile_header(name: str, size: int) -> bytes:
     info = tarfile.TarInfo(name)
     info.size = size
     info.mtime = 0
@@ -49,9 +50,41 @@ def member_header(name: str, size: int) -> bytes:
     return info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8", errors="strict")
 
 
+#: The header ``tarfile`` writes for a one-block member, as this interpreter writes it: a
+#: member whose name and size fit plain ustar fields differs from it only in those fields
+#: and the checksum, so :func:`member_header` patches a copy instead of calling ``tarfile``
+#: (its pax logic was a third of the packing time of 50,000 small files).
+_TEMPLATE: Final = _tarfile_header("x", 0)
+_USTAR_NAME: Final = 100
+_USTAR_SIZE: Final = 8**11  # 11 octal digits
+
+
+def _fits_ustar(name: str, size: int) -> bool:
+    return size < _USTAR_SIZE and len(name) <= _USTAR_NAME and name.isascii()
+
+
+def member_header(name: str, size: int) -> bytes:
+    """Return the header block(s) of a regular-file member, identical for identical input.
+
+    Byte for byte what :meth:`tarfile.TarInfo.tobuf` writes in pax format with every variable
+    field pinned: one ustar block when the name is ASCII of at most 100 bytes and the size
+    fits 11 octal digits (built here from :data:`_TEMPLATE`), else ``tarfile``'s pax header
+    and ustar block.
+    """
+    if not _fits_ustar(name, size):
+        return _tarfile_header(name, size)
+    header = bytearray(_TEMPLATE)
+    header[0:_USTAR_NAME] = name.encode("ascii").ljust(_USTAR_NAME, b"\0")
+    header[124:136] = b"%011o\0" % size
+    header[148:156] = b"        "  # the checksum counts its own field as spaces
+    header[148:156] = b"%06o\0 " % sum(header)
+    return bytes(header)
+
+
 def member_span(name: str, size: int) -> int:
     """Return how many bytes a member takes in the archive: headers plus padded data."""
-    return len(member_header(name, size)) + -(-size // BLOCK) * BLOCK
+    head = BLOCK if _fits_ustar(name, size) else len(_tarfile_header(name, size))
+    return head + -(-size // BLOCK) * BLOCK
 
 
 class TarPackageWriter:
@@ -102,7 +135,8 @@ class TarPackageWriter:
                 self.write(END_OF_ARCHIVE)
                 self._flush()
                 if self._fsync:
-                    os.fsync(self._fd)
+                    with naming(self.path):
+                        os.fsync(self._fd)
                 self.sha256 = self._hash.hexdigest() if self._hash is not None else ""
         finally:
             os.close(self._fd)
@@ -110,8 +144,9 @@ class TarPackageWriter:
 
     def _flush(self) -> None:
         view = self._buffer[: self._fill]
-        while view:
-            view = view[os.write(self._fd, view) :]
+        with naming(self.path):  # a full disk names the package, not just the errno
+            while view:
+                view = view[os.write(self._fd, view) :]
         self._fill = 0
 
     def write(self, data: bytes | memoryview) -> None:

@@ -16,6 +16,8 @@ from dataset_devkit.integrity import (
     new_staging_dir,
     remove_staging,
 )
+from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.staging import release_staging_lock
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.options import PackOptions
@@ -29,7 +31,13 @@ from dataset_devkit.release.spec import (
     ValidationReport,
 )
 
-__all__ = ["collect_read_backs", "fsync_package", "read_back_package", "validate_release"]
+__all__ = [
+    "collect_read_backs",
+    "fsync_package",
+    "read_back_package",
+    "restore_test_name",
+    "validate_release",
+]
 
 
 def read_back_package(
@@ -54,7 +62,8 @@ def fsync_package(path: Path) -> None:
     the disk flush overlaps with the read-back and with writing the next package)."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     try:
-        os.fsync(fd)
+        with naming(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -79,6 +88,28 @@ def collect_read_backs(
     return records
 
 
+def restore_test_name(out: Path) -> Path:
+    """The name whose sibling staging directories hold the restore test's scratch space.
+
+    A packer killed during its restore test leaves ``.OUT.restore-test.staging-*``; the next
+    pack of *out* removes it (it is locked while its packer lives).
+    """
+    return out.with_name(out.name + ".restore-test")
+
+
+def _remove_after_failure(scratch: Path) -> None:
+    """Remove the scratch space of a failed restore test without hiding why it failed.
+
+    A restore that ran out of descriptors or space can make the removal fail the same way;
+    the failure of the restore is what the user must see, and the next pack of the same
+    release removes the leftover (its lock died with this process).
+    """
+    try:
+        remove_staging(scratch)
+    except OSError:
+        release_staging_lock(scratch)  # abandoned: the next pack may take and remove it
+
+
 def _restore_test(
     staging: Path, out: Path, manifest: ReleaseManifest, families: list[str], mode: str
 ) -> RestoreTest:
@@ -86,7 +117,7 @@ def _restore_test(
     only = None
     if mode == "sample":
         only = sorted({min(p.name for p in new if p.family == f) for f in families})
-    scratch = new_staging_dir(out.with_name(out.name + ".restore-test"))
+    scratch = new_staging_dir(restore_test_name(out))
     try:
         # Scratch space that is deleted right after: durability (fsync) is not the point.
         first = unpack.unpack_release(
@@ -112,11 +143,14 @@ def _restore_test(
                     f"the snapshot is {manifest.snapshot.root_sha256}"
                 )
     except unpack.UnpackError as exc:
+        _remove_after_failure(scratch)
         raise ReleaseVerificationError(
             "restore test of the new release failed", [str(exc)]
         ) from None
-    finally:
-        remove_staging(scratch)
+    except BaseException:
+        _remove_after_failure(scratch)
+        raise
+    remove_staging(scratch)
     return RestoreTest(
         mode="full" if only is None else "sample",
         packages=tuple(only if only is not None else [p.name for p in new]),

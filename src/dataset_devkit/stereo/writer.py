@@ -24,6 +24,7 @@ from dataset_devkit.integrity import (
     read_manifest,
     staged_publication,
 )
+from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
 from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
@@ -222,6 +223,7 @@ def build_stereo_dataset(
     *,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    readable_by: ReadableBy = "owner",
 ) -> BuildResult:
     """Check ``source`` fully, then build and publish the dataset at ``out`` (never replaced).
 
@@ -229,6 +231,7 @@ def build_stereo_dataset(
     see the same filesystem) encodes the pairs' depth in parallel, the costly part of a
     build; the output bytes are the same with or without it. Use a ``spawn`` or
     ``forkserver`` process pool: zarr keeps an event loop thread that a fork does not copy.
+    ``readable_by`` (``owner``, ``group`` or ``all``) is who may read the published tree.
 
     Raises
     ------
@@ -248,7 +251,10 @@ def build_stereo_dataset(
     loaded = load_source(Path(source))
     hashes: dict[str, tuple[int, str]] = {}
     source_hashes: dict[str, tuple[int, str]] = {}
-    with staged_publication(Path(out)) as staging, SafeDir.open(staging) as root:
+    with (
+        staged_publication(Path(out), readable_by=readable_by) as staging,
+        SafeDir.open(staging) as root,
+    ):
         say(f"writing {len(loaded.pairs)} pairs")
         _write_pairs(loaded, root, hashes, source_hashes, executor)
         _root_files(loaded, root, source_hashes)
