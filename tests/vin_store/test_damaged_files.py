@@ -184,3 +184,16 @@ def test_a_python2_style_npy_header_loads_without_a_warning(store: Path) -> None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(VinOfflineStoreReader(store)) == 11
+
+
+@pytest.mark.parametrize("value", [2**63, 2**64, 10**30])
+def test_an_index_value_beyond_int64_is_a_field_error(store: Path, value: int) -> None:
+    path = _writable(store, "sample_index.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[0])
+    record["sample_index"] = value
+    lines[0] = json.dumps(record).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(FormatError, match=r"sample_index\.jsonl at line 1 \$\.sample_index"):
+        VinOfflineStoreReader(store).index_records  # noqa: B018 - reading is the test
+    assert _issues_naming(store, "sample_index.jsonl")

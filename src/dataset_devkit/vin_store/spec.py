@@ -58,8 +58,11 @@ SPLIT_NAMES: Final = ("all", "train", "val")
 
 Split: TypeAlias = Literal["all", "train", "val"]
 BlockKind: TypeAlias = Literal["zarr_array", "msgpack_indexed_records"]
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-Positive = Annotated[int, msgspec.Meta(ge=1)]
+# Every count, row and index is stored as int64: a larger decoded value is a field error,
+# never an OverflowError where it meets NumPy.
+_INT64_MAX: Final = 2**63 - 1
+NonNegative = Annotated[int, msgspec.Meta(ge=0, le=_INT64_MAX)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=_INT64_MAX)]
 
 #: Optional block families by logical-name prefix, keyed by their materialized-blocks flag.
 BLOCK_FAMILIES: Final[dict[str, tuple[str, ...]]] = {
