@@ -11,11 +11,16 @@ from tests.cli_run import run_devkit
 COMMANDS = [
     ("manifest", ""),
     ("verify", ""),
-    ("publish", "", "--to", "final"),
+    ("publish", "", "--out", "final"),
+    ("publish", "staging", "--out", ""),
+    ("publish", "staging", "--to", ""),  # the old spelling refuses "" too
     ("store", "inspect", ""),
     ("release", "pack", "", "--out", "rel"),
     ("release", "pack", "tree", "--out", ""),
+    ("release", "unpack", "rel", "--all", "--out", ""),
     ("release", "unpack", "rel", "--all", "--output", ""),
+    ("validate", ""),
+    ("inspect", ""),
     ("stereo", "build", "", "--out", "ds"),
     ("stereo", "validate", ""),
     ("demo", ""),

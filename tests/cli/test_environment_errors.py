@@ -58,13 +58,20 @@ def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(
     assert stderr == ""
 
 
+class _Raising:
+    """Stands for the Click command tree: running it raises *exc*."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def main(self, **_: object) -> None:
+        raise self.exc
+
+
 def _main_raising(
     monkeypatch: pytest.MonkeyPatch, exc: BaseException, *argv: str
 ) -> pytest.ExceptionInfo[SystemExit]:
-    def fake_app(**_: object) -> None:
-        raise exc
-
-    monkeypatch.setattr(app_module, "app", fake_app)
+    monkeypatch.setattr(app_module, "command", _Raising(exc))
     with pytest.raises(SystemExit) as stopped:
         app_module.main(list(argv))
     return stopped
@@ -91,10 +98,9 @@ def test_debug_adds_the_traceback_to_an_environment_error(
 def test_an_os_error_that_is_not_about_the_environment_stays_a_bug(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def fake_app(**_: object) -> None:
-        raise OSError(errno.EBADF, "Bad file descriptor")
-
-    monkeypatch.setattr(app_module, "app", fake_app)
+    monkeypatch.setattr(
+        app_module, "command", _Raising(OSError(errno.EBADF, "Bad file descriptor"))
+    )
     with pytest.raises(OSError, match="Bad file descriptor"):
         app_module.main(["verify", "x"])
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as _run
 from tests.integrity.helpers import make_tree
 
@@ -35,7 +35,7 @@ def test_verify_of_a_damaged_tree_exits_1_listing_every_issue(
     assert "extra: extra" in result.stderr
     as_json = _run(package_env, "verify", "--json", str(root))
     assert as_json.returncode == 1
-    report = json.loads(as_json.stdout)
+    report = check_report(as_json.stdout)
     assert [issue["kind"] for issue in report["issues"]] == ["changed", "extra"]
 
 
@@ -44,11 +44,11 @@ def test_publish_command_refuses_an_existing_destination(
 ) -> None:
     staging = make_tree(tmp_path / ".staging")
     (tmp_path / "final").mkdir()
-    result = _run(package_env, "publish", str(staging), "--to", str(tmp_path / "final"))
+    result = _run(package_env, "publish", str(staging), "--out", str(tmp_path / "final"))
     assert result.returncode == 1
     assert "already exists" in result.stderr
     assert "Traceback" not in result.stderr
-    ok = _run(package_env, "publish", str(staging), "--to", str(tmp_path / "final2"))
+    ok = _run(package_env, "publish", str(staging), "--out", str(tmp_path / "final2"))
     assert ok.returncode == 0, ok.stderr
     assert "root_sha256" in ok.stdout
 
@@ -80,7 +80,9 @@ def test_a_nested_manifest_is_written_where_asked_and_found_by_verify(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:
     root = make_tree(tmp_path / "t", {"meta/config.json": b"{}\n", "a": b"1"})
-    made = _run(package_env, "manifest", str(root), "--location", "meta/content_manifest.json")
+    made = _run(
+        package_env, "manifest", str(root), "--manifest-location", "meta/content_manifest.json"
+    )
     assert made.returncode == 0, made.stderr
     assert f"wrote {root / 'meta/content_manifest.json'}" in made.stdout
     assert not (root / "content_manifest.json").exists()
@@ -89,15 +91,22 @@ def test_a_nested_manifest_is_written_where_asked_and_found_by_verify(
     assert "match meta/content_manifest.json" in checked.stdout
     (root / "content_manifest.json").write_bytes(b"a stray copy")
     explicit = _run(
-        package_env, "verify", "--json", "--location", "meta/content_manifest.json", str(root)
+        package_env,
+        "verify",
+        "--json",
+        "--manifest-location",
+        "meta/content_manifest.json",
+        str(root),
     )
     assert explicit.returncode == 1
-    report = json.loads(explicit.stdout)
-    assert report["manifest"] == "meta/content_manifest.json"
+    report = check_report(explicit.stdout, ok=False, kind="content-manifest-tree")
+    assert report["manifest_location"] == "meta/content_manifest.json"
     assert [(i["path"], i["kind"]) for i in report["issues"]] == [
         ("content_manifest.json", "extra")
     ]
-    bad = _run(package_env, "manifest", str(root), "--location", "../content_manifest.json")
+    bad = _run(
+        package_env, "manifest", str(root), "--manifest-location", "../content_manifest.json"
+    )
     assert bad.returncode == 1
     assert "not a safe relative POSIX path" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -111,7 +120,7 @@ def test_publish_command_writes_the_manifest_at_the_given_location(
         package_env,
         "publish",
         str(staging),
-        "--to",
+        "--out",
         str(tmp_path / "final"),
         "--manifest-location",
         "meta/content_manifest.json",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as _run
 from tests.release.helpers import SAMPLE, make_tree, read_tree
 
@@ -33,19 +33,19 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
     assert f"root_sha256 {root}" in packed.stdout
     checked = _run(package_env, "release", "verify", str(release), "--json")
     assert checked.returncode == 0, checked.stderr
-    assert json.loads(checked.stdout)["families"] == ["base", "depth"]
+    assert check_report(checked.stdout, ok=True, kind="release")["families"] == ["base", "depth"]
     data = tmp_path / "data"
-    restored = _run(package_env, "release", "unpack", str(release), "--output", str(data), "--all")
+    restored = _run(package_env, "release", "unpack", str(release), "--out", str(data), "--all")
     assert restored.returncode == 0, restored.stderr
     assert read_tree(data / "ds") == {**SAMPLE, "content_manifest.json": made_manifest(tree)}
     verified = _run(package_env, "verify", str(data / "ds"))
     assert verified.returncode == 0 and root in verified.stdout
     quick = _run(
-        package_env, "release", "unpack", str(release), "--output", str(tmp_path / "fast"),
+        package_env, "release", "unpack", str(release), "--out", str(tmp_path / "fast"),
         "--base", "--no-fsync", "--json",
     )  # fmt: skip
     assert quick.returncode == 0, quick.stderr
-    report = json.loads(quick.stdout)
+    report = check_report(quick.stdout, ok=True, kind="restored-release")
     assert report["ok"] and report["families"] == ["base"] and report["skipped"] == 0
 
 
@@ -73,12 +73,12 @@ def test_failures_exit_1_with_one_clear_message(
         "none",
     )
     assert packed.returncode == 0, packed.stderr
-    pending = _run(package_env, "release", "unpack", str(release), "--output", "x", "--depth")
+    pending = _run(package_env, "release", "unpack", str(release), "--out", "x", "--depth")
     assert pending.returncode == 1
     assert "declared but not delivered" in pending.stderr and "Traceback" not in pending.stderr
     again = _run(package_env, "release", "pack", str(tree), "--out", str(release))
     assert again.returncode == 1 and "never overwritten" in again.stderr
-    usage = _run(package_env, "release", "unpack", str(release), "--output", "x")
+    usage = _run(package_env, "release", "unpack", str(release), "--out", "x")
     assert usage.returncode == 2
 
 

@@ -25,7 +25,7 @@ def test_publishing_a_missing_staging_names_its_full_path(
     staging = tmp_path / "stage"
     with pytest.raises(MissingPathError, match=f"^{staging}: no such directory$"):
         publish_tree(staging, tmp_path / "final")
-    result = run_devkit(package_env, "publish", str(staging), "--to", str(tmp_path / "final"))
+    result = run_devkit(package_env, "publish", str(staging), "--out", str(tmp_path / "final"))
     assert result.returncode == 1
     assert result.stderr == f"error: {staging}: no such directory\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == []

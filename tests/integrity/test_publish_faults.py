@@ -32,7 +32,7 @@ def test_a_full_disk_while_the_manifest_is_written_names_it_and_the_rerun_publis
 ) -> None:
     staging = make_tree(tmp_path / "staging", MANY)
     final = tmp_path / "final"
-    args = ["publish", str(staging), "--to", str(final)]
+    args = ["publish", str(staging), "--out", str(final)]
     failed = run_limited(package_env, args, fsize=4096)
     assert failed.returncode == 1
     manifest = staging / "content_manifest.json"
@@ -91,7 +91,7 @@ def test_a_partial_file_of_a_live_writer_is_kept(tmp_path: Path) -> None:
 _PUBLISH = (
     "import sys\n"
     "from dataset_devkit.cli.app import main\n"
-    "main(['publish', sys.argv[1], '--to', sys.argv[2]])\n"
+    "main(['publish', sys.argv[1], '--out', sys.argv[2]])\n"
 )
 
 
@@ -112,7 +112,7 @@ def test_publish_killed_at_random_moments_is_finished_by_the_same_command(
         time.sleep(chance.uniform(0.3, 1.2))  # interpreter start-up is ~0.3 s
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
-        rerun = run_limited(package_env, ["publish", str(staging), "--to", str(final)])
+        rerun = run_limited(package_env, ["publish", str(staging), "--out", str(final)])
         if rerun.returncode != 0:  # only acceptable when the kill came after the rename
             assert "already exists" in rerun.stderr or "no such directory" in rerun.stderr
             assert not staging.exists()

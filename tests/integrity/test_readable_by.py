@@ -52,11 +52,11 @@ def test_an_unknown_choice_is_refused_before_anything_is_built(tmp_path: Path) -
 def test_cli_publish_readable_by_group(tmp_path: Path, package_env: dict[str, str]) -> None:
     staging = make_tree(tmp_path / "staging")
     done = run_devkit(
-        package_env, "publish", str(staging), "--to", str(tmp_path / "f"), "--readable-by", "group"
+        package_env, "publish", str(staging), "--out", str(tmp_path / "f"), "--readable-by", "group"
     )
     assert done.returncode == 0, done.stderr
     assert _modes(tmp_path / "f") == ({0o440}, {0o550})
     wrong = run_devkit(
-        package_env, "publish", str(tmp_path), "--to", str(tmp_path / "g"), "--readable-by", "me"
+        package_env, "publish", str(tmp_path), "--out", str(tmp_path / "g"), "--readable-by", "me"
     )
     assert wrong.returncode == 2

@@ -39,7 +39,7 @@ def test_publish_runs_under_256_descriptors_and_seals_every_file(
 ) -> None:
     staging = make_genvr_tree(tmp_path / "staging", 200).root
     final = tmp_path / "GenVR-duo"
-    done = run_limited(package_env, ["publish", str(staging), "--to", str(final)])
+    done = run_limited(package_env, ["publish", str(staging), "--out", str(final)])
     assert done.returncode == 0, done.stderr
     modes = {
         stat.S_IMODE(os.lstat(Path(folder) / name).st_mode)

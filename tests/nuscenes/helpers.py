@@ -19,8 +19,13 @@ CONFIG = PipelineConfig(
 )
 
 
-def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
-    """Write *drive* as a ROS 2 bag in MCAP storage with rosbags; returns the .mcap file."""
+def write_ros2(
+    folder: Path, drive: SampleDrive = DRIVE, keep: Callable[[int], bool] = lambda _t: True
+) -> Path:
+    """Write *drive* as a ROS 2 bag in MCAP storage with rosbags; returns the .mcap file.
+
+    Only the messages whose log time passes *keep* are written (to make bag splits).
+    """
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
@@ -42,6 +47,8 @@ def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
             return conns[topic]
 
         for t, kind, p in sample_events(drive):
+            if not keep(t):
+                continue
             if kind in ("tf", "ego"):
                 msgtype = "tf2_msgs/msg/TFMessage"
                 tr = ty["geometry_msgs/msg/Transform"](
@@ -96,6 +103,45 @@ def write_ros2(folder: Path, drive: SampleDrive = DRIVE) -> Path:
                 topic = f"/{p['frame_id']}/image/compressed"
             writer.write(conn(topic, msgtype), t, ts.serialize_cdr(msg, msgtype))
     return next(folder.glob("*.mcap"))
+
+
+def write_ros2_split(folder: Path, drive: SampleDrive = DRIVE, splits: int = 2) -> Path:
+    """Write *drive* as a ROS 2 bag folder of *splits* ``.mcap`` files, as rosbag2 splits it.
+
+    Each split is written by the rosbags writer (which does not split by itself); the
+    folder's ``metadata.yaml`` then lists them in order, as ``ros2 bag record
+    --max-bag-duration`` would. Static transforms and calibrations land in the first split.
+    """
+    import shutil
+
+    import yaml  # type: ignore[import-untyped]
+
+    times = drive.frame_times()
+    bounds = [times[len(times) * i // splits] for i in range(1, splits)]
+    folder.mkdir()
+    metas: list[dict[str, Any]] = []
+    for i in range(splits):
+        lo = bounds[i - 1] if i else None
+        hi = bounds[i] if i < len(bounds) else None
+        tmp = folder.parent / f".{folder.name}.split{i}"
+
+        def inside(t: int, lo: int | None = lo, hi: int | None = hi) -> bool:
+            return (lo is None or t >= lo) and (hi is None or t < hi)
+
+        part = write_ros2(tmp, drive, inside)
+        name = f"{folder.name}_{i}.mcap"
+        part.rename(folder / name)
+        meta = yaml.safe_load((tmp / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        meta["files"][0]["path"] = name
+        metas.append(meta)
+        shutil.rmtree(tmp)
+    info = metas[0]
+    info["relative_file_paths"] = [m["files"][0]["path"] for m in metas]
+    info["files"] = [m["files"][0] for m in metas]
+    info["message_count"] = sum(m["message_count"] for m in metas)
+    doc = {"rosbag2_bagfile_information": info}
+    (folder / "metadata.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder
 
 
 def rewrite_mcap(

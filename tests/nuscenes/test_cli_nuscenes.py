@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
+from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as run
 from tests.nuscenes.dataroot_fixture import Fixture, publish_fixture, writable_copy
 
@@ -47,7 +47,7 @@ def test_inspect_json_is_deterministic_and_complete(
     first, second = run(package_env, *args), run(package_env, *args)
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout
-    data = json.loads(first.stdout)
+    data = check_report(first.stdout, ok=True, kind="nuscenes-dataroot")
     assert data["validation_state"] == "passed"
     assert data["images"]["total"] == 12 and data["recordings"] == 1
     assert len(data["root_sha256"]) == 64
@@ -78,10 +78,11 @@ def test_build_publishes_and_refuses_a_second_run(
         '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
         '[paths]\noutput_dir = "out"\n'
     )
-    done = run(package_env, "build", str(config))
+    done = run(package_env, "build", str(config), "--json")
     assert done.returncode == 0, done.stderr
-    assert f"published {tmp_path / 'out' / 'v1.0-trainval'}" in done.stdout
-    assert "root_sha256" in done.stdout
+    report = check_report(done.stdout, ok=True, kind="nuscenes-dataroot")
+    assert report["root"] == str(tmp_path / "out" / "v1.0-trainval")
+    assert len(report["root_sha256"]) == 64 and report["scenes"] >= 1
     again = run(package_env, "build", str(config))
     assert again.returncode == 1 and "already exists" in again.stderr
 

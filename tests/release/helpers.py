@@ -144,7 +144,7 @@ def craft_release(
                 "name": family,
                 "status": "delivered",
                 "file_count": len(rows),
-                "total_bytes": 0,
+                "total_bytes": sum(r["size"] for r in rows),
                 "package_count": 1,
             }
         ],

@@ -149,9 +149,7 @@ def test_an_output_that_is_not_a_directory_is_refused_and_kept(
         output.symlink_to(tmp_path / "missing")
         expected = f"{output}: is a symbolic link to a missing target, not a directory"
     before = fingerprint(tmp_path)
-    cli = run_devkit(
-        package_env, "release", "unpack", str(release), "--all", "--output", str(output)
-    )
+    cli = run_devkit(package_env, "release", "unpack", str(release), "--all", "--out", str(output))
     assert cli.returncode == 1
     assert expected in cli.stderr and "Errno" not in cli.stderr
     shipped = _shipped(release, "--all", "--output", str(output))

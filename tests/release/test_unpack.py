@@ -159,12 +159,21 @@ def test_missing_package_is_refused(release: Path, tmp_path: Path) -> None:
         unpack.verify_release(str(release), ["base"])
 
 
-def test_extra_package_is_refused(release: Path, tmp_path: Path) -> None:
+def test_unlisted_files_in_a_family_folder_are_ignored_with_a_notice(
+    release: Path, tmp_path: Path
+) -> None:
     shutil.copyfile(release / "base" / "base-0001.tar", release / "base" / "base-0099.tar")
-    with pytest.raises(unpack.UnpackError, match=r"extra package base/base-0099.tar"):
-        unpack.unpack_release(str(release), str(tmp_path / "data"), ["base"])
-    with pytest.raises(unpack.UnpackError, match="extra package"):
-        unpack.verify_release(str(release), ["base"])
+    (release / "base" / ".DS_Store").write_bytes(b"\x00\x01 finder")
+    notes: list[str] = []
+    unpack.verify_release(str(release), ["base"], log=notes.append)
+    unpack.unpack_release(str(release), str(tmp_path / "data"), ["base"], log=notes.append)
+    assert read_tree(tmp_path / "data" / "ds") == {
+        p: b for p, b in SAMPLE.items() if not p.startswith(DEPTH)
+    }
+    ignored = [n for n in notes if n.startswith("notice: ignoring")]
+    assert len(ignored) == 4, notes
+    assert any("base/.DS_Store" in n for n in ignored)
+    assert any("base/base-0099.tar" in n for n in ignored)
 
 
 def test_metadata_from_another_release_is_refused(release: Path, tmp_path: Path) -> None:

@@ -20,7 +20,13 @@ def release(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def events(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+def per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The portable mode (no ``syncfs``): each file fsynced, each directory after it."""
+    monkeypatch.setattr(unpack, "_syncfs_cache", [None])
+
+
+@pytest.fixture
+def events(monkeypatch: pytest.MonkeyPatch, per_file: None) -> list[Event]:
     """Record every fsync (by inode) and every placement (directory and file inode)."""
     log: list[Event] = []
     real_fsync, real_place = os.fsync, unpack._place_noreplace
@@ -74,7 +80,7 @@ def test_no_fsync_option_skips_every_fsync_and_still_restores(
 
 
 def test_a_failing_fsync_fails_the_restore_and_leaves_no_temporary_file(
-    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_file: None
 ) -> None:
     real_fsync = os.fsync
 
@@ -89,3 +95,72 @@ def test_a_failing_fsync_fails_the_restore_and_leaves_no_temporary_file(
     assert unpack.main(argv) == 1
     assert read_tree(data) == {}
     assert not (data / "ds.unpack-state.json").exists()
+
+
+@pytest.fixture
+def batched(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+    """Linux's batched mode: record temporary files created, syncfs calls, placements."""
+    log: list[Event] = []
+    real_syncfs = unpack._syncfs_function()
+    assert real_syncfs is not None, "syncfs is available on Linux"
+    real_open_new, real_place = unpack.PinnedDir.open_new, unpack._place_noreplace
+
+    def syncfs(fd: int, where: str) -> None:
+        log.append(("syncfs", 0, 0))
+        real_syncfs(fd, where)
+
+    def open_new(self: unpack.PinnedDir, name: str, mode: int = 0o644) -> int:
+        fd = real_open_new(self, name, mode)
+        log.append(("create", os.fstat(fd).st_ino, 0))
+        return fd
+
+    def place(dir_fd: int | None, src: str, dst: str) -> None:
+        assert dir_fd is not None
+        ino = os.stat(src, dir_fd=dir_fd, follow_symlinks=False).st_ino
+        log.append(("place", os.fstat(dir_fd).st_ino, ino))
+        real_place(dir_fd, src, dst)
+
+    monkeypatch.setattr(unpack, "_syncfs_cache", [syncfs])
+    monkeypatch.setattr(unpack.PinnedDir, "open_new", open_new)
+    monkeypatch.setattr(unpack, "_place_noreplace", place)
+    return log
+
+
+def test_batched_mode_makes_every_file_durable_before_its_name_and_names_before_ok(
+    release: Path, tmp_path: Path, batched: list[Event]
+) -> None:
+    data = tmp_path / "data"
+    summary = unpack.unpack_release(str(release), str(data), everything=True)
+    assert read_tree(data / "ds") == SAMPLE
+    placed = [(i, e) for i, e in enumerate(batched) if e[0] == "place"]
+    assert len(placed) == summary.written == len(SAMPLE)
+    for index, (_kind, _folder, ino) in placed:
+        created = max(i for i, e in enumerate(batched[:index]) if e == ("create", ino, 0))
+        between = batched[created:index]
+        assert ("syncfs", 0, 0) in between, "file named before a syncfs made its data durable"
+    last_place = placed[-1][0]
+    assert ("syncfs", 0, 0) in batched[last_place:], "names not made durable before OK"
+    assert len([e for e in batched if e[0] == "syncfs"]) < len(SAMPLE)
+
+
+def test_batched_mode_a_failing_syncfs_fails_the_restore_and_names_nothing(
+    release: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def failing(fd: int, where: str) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO), where)
+
+    monkeypatch.setattr(unpack, "_syncfs_cache", [failing])
+    data = tmp_path / "data"
+    argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
+    assert unpack.main(argv) == 1
+    assert capsys.readouterr().err.startswith(f"FAILED: Input/output error: {data / 'ds'}")
+    assert [p.name for p in (data / "ds").rglob("*") if p.is_file()] == [] or all(
+        p.name.startswith(".unpack-") for p in (data / "ds").rglob("*") if p.is_file()
+    )
+    assert not (data / "ds.unpack-state.json").exists()
+    monkeypatch.setattr(unpack, "_syncfs_cache", [])
+    assert unpack.main(argv) == 0  # the re-run removes the leftovers and finishes
+    assert read_tree(data / "ds") == SAMPLE

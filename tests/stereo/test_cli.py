@@ -9,6 +9,7 @@ import sys
 from typer.testing import CliRunner
 
 from dataset_devkit.cli import app
+from tests.cli.report_check import check_report
 
 
 def test_build_then_validate_with_json_output(source, tmp_path):
@@ -18,7 +19,7 @@ def test_build_then_validate_with_json_output(source, tmp_path):
         app, ["stereo", "build", str(source), "--out", str(out), "--json", "--workers", "1"]
     )
     assert built.exit_code == 0, built.output
-    summary = json.loads(built.stdout)
+    summary = check_report(built.stdout, ok=True, kind="stereo-dataset")
     assert summary["pairs"] == 3 and summary["has_depth"] is True
     report = tmp_path / "reader_validation.json"
     checked = runner.invoke(
@@ -35,7 +36,7 @@ def test_build_then_validate_with_json_output(source, tmp_path):
         ],
     )
     assert checked.exit_code == 0, checked.output
-    result = json.loads(checked.stdout)
+    result = check_report(checked.stdout, ok=True, kind="stereo-dataset")
     assert result["ok"] is True and result["issues"] == []
     assert json.loads(report.read_text())["scope"] == "full"
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 from dataset_devkit.demo.vin_store import run as run_demo
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store
+from tests.cli.report_check import check_report
+from tests.tty_run import BAR, run_on_tty
 
 
 def _run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -27,7 +28,7 @@ def test_inspect_reports_shards_blocks_splits_and_root_hash(
 ) -> None:
     result = _run(package_env, "inspect", str(store), "--json")
     assert result.returncode == 0, result.stderr
-    summary = json.loads(result.stdout)
+    summary = check_report(result.stdout, ok=True, kind="vin-store")
     assert summary["num_shards"] == 3
     assert summary["num_samples"] == 11
     assert {b["name"] for b in summary["blocks"]} >= {"vin.points_world", "oracle.candidate_pcs"}
@@ -54,7 +55,7 @@ def test_verify_passes_then_fails_with_every_issue_on_a_damaged_store(
     assert "offsets.npy" in bad.stderr and "shard-000007: extra shard" in bad.stderr
     as_json = _run(package_env, "verify", str(store), "--json")
     assert as_json.returncode == 1
-    assert len(json.loads(as_json.stdout)["issues"]) >= 3
+    assert len(check_report(as_json.stdout, ok=False)["issues"]) >= 3
 
 
 def test_sample_prints_one_sample_and_a_missing_index_exits_1(
@@ -62,7 +63,7 @@ def test_sample_prints_one_sample_and_a_missing_index_exits_1(
 ) -> None:
     result = _run(package_env, "sample", str(store), "4", "--json")
     assert result.returncode == 0, result.stderr
-    sample = json.loads(result.stdout)
+    sample = check_report(result.stdout, ok=True)
     assert sample["record"]["sample_index"] == 4
     assert sample["blocks"]["vin.lengths"] == [1]
     assert sample["blocks"]["oracle.candidate_pcs"]["i"] == 1
@@ -94,3 +95,12 @@ def test_a_directory_that_is_not_a_store_is_one_clear_error(
         f"error: {tmp_path / 'manifest.json'}: missing: is this a VIN offline store?"
     )
     assert "Traceback" not in result.stderr
+
+
+def test_verify_draws_a_bar_on_a_terminal_only(store: Path, package_env: dict[str, str]) -> None:
+    code, shown = run_on_tty(package_env, "store", "verify", str(store))
+    assert code == 0 and BAR in shown and "verify" in shown and "OK " in shown
+    piped = _run(package_env, "verify", str(store))
+    assert piped.returncode == 0 and piped.stderr == "" and BAR not in piped.stdout
+    report = check_report(_run(package_env, "verify", str(store), "--json").stdout, ok=True)
+    assert report["kind"] == "vin-store" and report["root"] == str(store)

@@ -2,9 +2,10 @@
 
 Exit codes: 0 success, 1 a :class:`~dataset_devkit.errors.DevkitError` or an error of the
 environment such as a full disk (one clear line on stderr, the traceback only with
-``--debug``), 2 a usage error (Typer/Click's own), 130 an interruption (Ctrl-C).
-Each system contributes its commands through a ``register(app)`` function in its own
-``cli/<system>.py`` module, listed in :data:`COMMAND_MODULES`.
+``--debug``), 2 a usage error (Typer/Click's own), 130 an interruption (Ctrl-C). With
+``--json`` a failure also prints the JSON report (``"ok": false`` and ``"exit_code"``) on
+stdout. Each system contributes its commands through a ``register(app)`` function in its
+own ``cli/<system>.py`` module, listed in :data:`COMMAND_MODULES`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.rich_utils import rich_format_error
 
+from dataset_devkit import __version__
+from dataset_devkit.cli.help import tidy_help
+from dataset_devkit.cli.output import state, write_failure_safely
 from dataset_devkit.errors import DevkitError
 
 app = typer.Typer(
@@ -27,7 +32,7 @@ app = typer.Typer(
     help="Build, verify, publish, ship and read immutable ML datasets.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 
 #: ``dataset_devkit.cli.<name>`` modules whose ``register(app)`` adds commands.
@@ -38,41 +43,92 @@ COMMAND_MODULES: tuple[str, ...] = (
     "vin_store",
     "nuscenes",
     "stereo",
+    "kinds",
 )
 
-_state = {"debug": False}
+# Typer >= 0.2x vendors Click: its exception classes are found from Typer's public ones.
+_ClickException: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+#: Options of the whole run, accepted before or after the subcommand.
+GLOBAL_FLAGS = ("--debug", "--quiet")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(f"dataset-devkit {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
-    debug: bool = typer.Option(False, "--debug", help="Show the traceback of a failure."),
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the traceback of a failure (also after the command)."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", help="No progress bars (also after the command)."),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_show_version,
+        is_eager=True,
+        help="Print the dataset-devkit version and exit.",
+    ),
 ) -> None:
     """Build, verify, publish, ship and read immutable ML datasets."""
-    _state["debug"] = debug
+    state.debug = state.debug or debug
+    state.quiet = state.quiet or quiet
 
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"dataset_devkit.cli.{_name}").register(app)
 
+#: The Click command tree, built once, with help metavars made readable.
+command = tidy_help(typer.main.get_command(app))
+
+
+def _global_flags_first(args: list[str]) -> list[str]:
+    """Move ``--debug``/``--quiet`` written after the subcommand to the front.
+
+    Users add ``--debug`` to the end of a failing command line; Click only knows root
+    options before the subcommand. Arguments after ``--`` are left alone.
+    """
+    end = args.index("--") if "--" in args else len(args)
+    flags = [a for a in args[:end] if a in GLOBAL_FLAGS]
+    rest = [a for a in args[:end] if a not in GLOBAL_FLAGS]
+    return [*flags, *rest, *args[end:]]
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the CLI and map devkit errors to exit code 1 with one clear message."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+    args = _global_flags_first(list(sys.argv[1:] if argv is None else argv))
+    end = args.index("--") if "--" in args else len(args)
+    state.debug = "--debug" in args[:end]
+    state.quiet = "--quiet" in args[:end]
+    state.json = "--json" in args[:end]
+    state.kind = state.root = None
     try:
-        app(args=args, prog_name="dataset-devkit")
+        code = command.main(args=args, prog_name="dataset-devkit", standalone_mode=False)
+    except _ClickException as exc:  # usage errors: Click's own message, exit 2
+        rich_format_error(exc)  # type: ignore[arg-type]
+        exit_code = int(getattr(exc, "exit_code", 2))
+        if state.json:
+            write_failure_safely(getattr(exc, "format_message", exc.__str__)(), exit_code)
+        sys.exit(exit_code)
     except DevkitError as exc:
-        _fail(str(exc), debug)
+        _fail(str(exc), getattr(exc, "issues", ()))
     except OSError as exc:
         if exc.errno not in _ENVIRONMENT_ERRNOS:
             raise
         # A full disk, a read-only filesystem or a permission the user lacks is a fact
         # about the machine, not a bug: one line naming the file, like any devkit error.
         where = f": {exc.filename}" if exc.filename else ""
-        _fail(f"{exc.strerror or exc}{where}", debug)
+        _fail(f"{exc.strerror or exc}{where}", ())
     except KeyboardInterrupt:
-        Console(stderr=True, highlight=False).print("interrupted", style="bold red")
-        sys.exit(130)
+        _interrupted()
+    if code == 130:  # typer turns Ctrl-C inside a command into Exit(130)
+        _interrupted()
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 #: Errors of the environment (space, quota, permissions, I/O, descriptors) rather than of
@@ -92,9 +148,18 @@ _ENVIRONMENT_ERRNOS = frozenset(
 )
 
 
-def _fail(message: str, debug: bool) -> NoReturn:
-    if _state["debug"] or debug:
+def _interrupted() -> NoReturn:
+    Console(stderr=True, highlight=False).print("interrupted", style="bold red")
+    if state.json:
+        write_failure_safely("interrupted", 130)
+    sys.exit(130)
+
+
+def _fail(message: str, issues: Sequence[object]) -> NoReturn:
+    if state.debug:
         traceback.print_exc()
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     err.print(Text.assemble(("error: ", "bold red"), message))
+    if state.json:
+        write_failure_safely(message.split("\n", 1)[0], 1, issues)
     sys.exit(1)

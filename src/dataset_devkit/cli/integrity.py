@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
-    byte_progress,
+    hidden_alias,
     path_parser,
-    print_json,
+    renamed,
     stdout_console,
 )
 from dataset_devkit.errors import ConfigError
@@ -23,40 +27,58 @@ from dataset_devkit.integrity import (
     verify_tree,
     write_manifest,
 )
-from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.integrity.verify import check_root_hex
 
 __all__ = ["register"]
 
-
+_KIND = "content-manifest-tree"
 _LOCATION_HELP = (
     "Where the manifest lives, relative to the tree (a path ending in content_manifest.json, "
-    "e.g. mz_extensions/content_manifest.json)."
+    "e.g. mz_extensions/content_manifest.json; default: content_manifest.json)."
 )
+_JSON = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
+_OLD_LOCATION = Annotated[str | None, hidden_alias("--location", "--manifest-location")]
 
 
 def manifest(
     directory: Annotated[Path, typer.Argument(help="The tree to hash.", parser=path_parser)],
-    location: Annotated[
-        str, typer.Option("--location", help=_LOCATION_HELP)
-    ] = CONTENT_MANIFEST_NAME,
+    manifest_location: Annotated[
+        str | None, typer.Option("--manifest-location", help=_LOCATION_HELP)
+    ] = None,
     print_only: Annotated[
         bool, typer.Option("--print", help="Print the manifest instead of writing it.")
     ] = False,
+    as_json: _JSON = False,
+    old_location: _OLD_LOCATION = None,
 ) -> None:
-    """Write DIR/content_manifest.json or DIR/LOCATION (never replacing one); print its root."""
-    with byte_progress("hashing", tree_size(directory)) as advance:
+    """Write DIR/content_manifest.json (or at --manifest-location), never replacing one."""
+    target(_KIND, directory)
+    location = (
+        renamed(manifest_location, old_location, "--manifest-location", "--location")
+        or CONTENT_MANIFEST_NAME
+    )
+    with tree_bar("hash", directory) as advance:
         if print_only:
             result = build_manifest(directory, location=location, progress=advance)
         else:
             result = write_manifest(directory, location=location, progress=advance)
+    if as_json:
+        emit_report(
+            ok=True,
+            root_sha256=result.root_sha256,
+            manifest_location=location,
+            written=not print_only,
+            files=result.file_count,
+            bytes=result.total_bytes,
+            **({"manifest": json.loads(result.to_bytes())} if print_only else {}),
+        )
+        return
     if print_only:
         typer.echo(result.to_bytes().decode("utf-8"), nl=False)
         return
     console = stdout_console()
     console.print(
-        f"wrote {directory / result.location}: {result.file_count} files, "
-        f"{result.total_bytes} bytes"
+        f"wrote {directory / location}: {result.file_count} files, {result.total_bytes} bytes"
     )
     console.print(f"root_sha256 {result.root_sha256}")
 
@@ -65,15 +87,15 @@ def verify(
     directory: Annotated[
         Path, typer.Argument(help="A tree holding content_manifest.json.", parser=path_parser)
     ],
-    location: Annotated[
+    manifest_location: Annotated[
         str | None,
         typer.Option(
-            "--location",
+            "--manifest-location",
             help="Where the manifest is (default: found at the top, or the one subdirectory "
             "whose manifest names itself).",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    as_json: _JSON = False,
     expect_root: Annotated[
         str | None,
         typer.Option(
@@ -83,26 +105,45 @@ def verify(
             "the tree was published).",
         ),
     ] = None,
+    old_location: _OLD_LOCATION = None,
 ) -> None:
-    """Check DIR against its content manifest; exit 1 with every difference listed."""
+    """Check DIR against its content manifest; exit 1 with every difference listed.
+
+    A tree restored in part by unpack.py (base without depth) is checked family by family
+    against its release index instead, naming the absent families."""
+    target(_KIND, directory)
     if expect_root is not None:
         try:
             check_root_hex(expect_root)
         except ConfigError as exc:
             raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
-    with byte_progress("verifying", tree_size(directory)) as advance:
+    location = renamed(manifest_location, old_location, "--manifest-location", "--location")
+    if location is None and verify_partial_restore(directory, as_json, expect_root):
+        return
+    with tree_bar("verify", directory) as advance:
         report = verify_tree(
             directory, location=location, progress=advance, expect_root=expect_root
         )
     if as_json:
-        print_json(report.to_json())
+        emit_report(
+            ok=report.ok,
+            root_sha256=report.root_sha256,
+            issues=report.details,
+            manifest_location=report.manifest_location,
+            actual_root_sha256=report.actual_root_sha256,
+            files=report.file_count,
+            bytes=report.total_bytes,
+            exit_code=None if report.ok else 1,
+        )
         if not report.ok:
             raise typer.Exit(1)
         return
     if report.ok:
         stdout_console().print(
             f"OK {directory}: {report.file_count} files, {report.total_bytes} bytes match "
-            f"{report.manifest_location}, root_sha256 {report.root_sha256}"
+            f"{report.manifest_location}",
+            f"root_sha256 {report.root_sha256}",
+            sep="\n",
         )
         return
     report.raise_for_issues()
@@ -110,25 +151,44 @@ def verify(
 
 def publish(
     staging: Annotated[Path, typer.Argument(help="The complete staged tree.", parser=path_parser)],
-    to: Annotated[
-        Path, typer.Option("--to", help="The final name (must not exist).", parser=path_parser)
-    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="The final name (must not exist).", parser=path_parser),
+    ] = None,
     manifest_location: Annotated[
-        str, typer.Option("--manifest-location", help=_LOCATION_HELP)
-    ] = CONTENT_MANIFEST_NAME,
+        str | None, typer.Option("--manifest-location", help=_LOCATION_HELP)
+    ] = None,
     readable_by: Annotated[
         ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
     ] = ReadableByChoice.owner,
+    as_json: _JSON = False,
+    old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
 ) -> None:
-    """Publish STAGING under FINAL: manifest, read-only modes, fsync, atomic rename."""
-    with byte_progress("publishing", tree_size(staging)) as advance:
+    """Publish STAGING under --out: manifest, read-only modes, fsync, atomic rename."""
+    target(_KIND, staging)
+    final = renamed(out, old_out, "--out", "--to")
+    if final is None:
+        raise typer.BadParameter("missing --out, the final name", param_hint="--out")
+    target(_KIND, final)
+    location = manifest_location or CONTENT_MANIFEST_NAME
+    with tree_bar("publish", staging) as advance:
         result = publish_tree(
             staging,
-            to,
-            manifest_location=manifest_location,
+            final,
+            manifest_location=location,
             progress=advance,
             readable_by=readable_by.value,
         )
+    if as_json:
+        emit_report(
+            ok=True,
+            root=result.final,
+            root_sha256=result.root_sha256,
+            manifest_location=result.manifest_location,
+            files=result.manifest.file_count,
+            bytes=result.manifest.total_bytes,
+        )
+        return
     console = stdout_console()
     console.print(
         f"published {result.final}: {result.manifest.file_count} files (read-only), "

@@ -1,6 +1,7 @@
-"""``build``, ``validate`` and ``inspect``: the nuScenes pipeline on the command line.
+"""``build``, and the nuScenes side of ``validate``/``inspect``, on the command line.
 
-Exactly as the seed names them::
+As the nuScenes contract names them (``validate``/``inspect`` live in ``cli/kinds.py``,
+which also accepts any other kind of tree as ``validate PATH``)::
 
     dataset-devkit build CONFIG
     dataset-devkit validate --dataroot D --version v1.0-trainval
@@ -17,7 +18,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from dataset_devkit.cli.render import print_json, stderr_console, stdout_console
+from dataset_devkit.cli.output import emit_report, state, target
+from dataset_devkit.cli.progress import bars_enabled
+from dataset_devkit.cli.render import stderr_console, stdout_console
 from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
@@ -38,7 +41,7 @@ _LABELS = {
 
 @contextmanager
 def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
-    """One progress bar per stage on stderr (hidden when stderr is not a terminal)."""
+    """One progress bar per stage on stderr (only on a terminal, never with --json/--quiet)."""
     console = stderr_console()
     bars = Progress(
         TextColumn("{task.description:<18}"),
@@ -46,7 +49,7 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
         MofNCompleteColumn(),
         console=console,
         transient=False,
-        disable=not console.is_terminal,
+        disable=not bars_enabled(),
     )
     tasks: dict[str, TaskID] = {}
 
@@ -60,13 +63,33 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def build(
-    # A str, not a Path: typer would turn "" into Path("."), see _DATAROOT below.
+    # A str, not a Path: typer would turn "" into Path("."), the working directory; the
+    # library refuses an empty name with a ConfigError naming the key instead.
     config: Annotated[str, typer.Argument(help="The TOML build config.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Build recordings into a validated, published, read-only v1.0-trainval dataroot."""
+    target("nuscenes-dataroot", None)
     resolved = load_build_config(config)
     with _stage_progress() as progress:
         result = build_dataset(resolved, progress=progress)
+    if as_json:
+        emit_report(
+            ok=True,
+            root=result.dataroot,
+            root_sha256=result.root_sha256,
+            scenes=result.scenes,
+            samples=result.samples,
+            images=result.images,
+            channels=list(result.channels),
+            loader={
+                "scene_token": result.loader.scene_token,
+                "sample_token": result.loader.sample_token,
+                "channel": result.loader.channel,
+                "filename": str(result.loader.filename),
+            },
+        )
+        return
     console = stdout_console()
     console.print(f"published {result.dataroot} (read-only)")
     console.print(
@@ -78,39 +101,41 @@ def build(
         f"{result.loader.sample_token} {result.loader.channel} -> {result.loader.filename}"
     )
     console.print(f"root_sha256 {result.root_sha256}")
+    # Nothing a fleet build leaves out is silent: each line names the recording and why.
+    errors = stderr_console()
+    for line in result.warnings:
+        errors.print(f"warning: {line}", markup=False, highlight=False)
+    for line in result.dropped:
+        console.print(f"dropped: {line}", markup=False, highlight=False)
 
 
-# A str, not a Path: typer would turn "" into Path("."), the working directory; the library
-# refuses an empty name with a ConfigError naming the key instead.
-_DATAROOT = Annotated[str, typer.Option("--dataroot", help="The published dataroot.")]
-_VERSION = Annotated[str, typer.Option("--version", help="The table version: v1.0-trainval.")]
-
-
-def validate(dataroot: _DATAROOT, version: _VERSION) -> None:
+def validate_nuscenes(dataroot: str, version: str) -> None:
     """Revalidate a published dataroot fully; exit 1 listing every issue."""
+    target("nuscenes-dataroot", dataroot)
     with _stage_progress() as progress:
         report = validate_dataroot(dataroot, version, state="published", progress=progress)
     report.raise_for_issues()
+    if state.json:
+        emit_report(ok=True, root_sha256=report.root_sha256, version=version)
+        return
     stdout_console().print(
         f"OK {dataroot}: valid {version} dataroot, root_sha256 {report.root_sha256}"
     )
 
 
-def inspect(
-    dataroot: _DATAROOT,
-    version: _VERSION,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
-) -> None:
+def inspect_nuscenes(dataroot: str, version: str, as_json: bool) -> None:
     """Validate, then summarize a published dataroot (deterministic output)."""
+    target("nuscenes-dataroot", dataroot)
     with _stage_progress() as progress:
         summary = inspect_dataroot(dataroot, version, progress=progress)
     data = summary.to_json()
     if as_json:
-        print_json(data)
+        # The nuScenes contract's summary keys stay at the top level, as before.
+        emit_report(ok=True, **data)
         return
     table = Table(title=f"{version} dataroot", show_header=True)
     table.add_column("item")
-    table.add_column("value")
+    table.add_column("value", overflow="fold")
     for name, count in data["tables"].items():
         table.add_row(f"table {name}", str(count))
     images = data["images"]
@@ -119,7 +144,9 @@ def inspect(
         f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)",
     )
     table.add_row("channels", ", ".join(data["channels"]))
-    table.add_row("recordings", str(data["recordings"]))
+    table.add_row(
+        "recordings", f"{data['recordings']} ({data['recordings_selected']} contribute scenes)"
+    )
     scenes = data["scenes"]
     table.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
     table.add_row("source type", data["source_type"])
@@ -130,10 +157,12 @@ def inspect(
     console = stdout_console()
     console.print(table)
     console.print(f"root_sha256 {data['root_sha256']}")
+    for line in data["warnings"]:
+        console.print(f"warning: {line}", markup=False, highlight=False)
+    for line in data["dropped"]:
+        console.print(f"dropped: {line}", markup=False, highlight=False)
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``build``, ``validate`` and ``inspect`` to the root app."""
+    """Add ``build`` to the root app (``validate``/``inspect`` serve every kind: cli/kinds)."""
     app.command("build")(build)
-    app.command("validate")(validate)
-    app.command("inspect")(inspect)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import typer
 
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import progress_bar, tree_bar
 from dataset_devkit.cli.render import (
     ReadableByChoice,
-    byte_progress,
+    hidden_alias,
     path_parser,
-    print_json,
+    renamed,
     stdout_console,
 )
-from dataset_devkit.integrity.tree_size import tree_size
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
     FamilyRules,
@@ -25,8 +27,9 @@ from dataset_devkit.release import (
     restore_release,
     verify_release,
 )
+from dataset_devkit.release.restored import restore_state, verify_restored
 
-__all__ = ["register"]
+__all__ = ["register", "verify_partial_restore"]
 
 release_app = typer.Typer(
     help="Release packaging: verified <= 4 GiB tar packages and a stdlib-only unpack.py.",
@@ -34,6 +37,19 @@ release_app = typer.Typer(
 )
 
 FamilyFlags = tuple[bool, bool, bool, list[str]]
+_KIND = "release"
+_EXPECT_HELP = "Fail unless the release is the snapshot with this root_sha256."
+
+
+def _note(message: str) -> None:
+    """Notices (ignored stray files, waiting for another restore) go to stderr."""
+    if message.startswith("notice:"):
+        typer.echo(message, err=True)
+
+
+_JSON = Annotated[
+    bool, typer.Option("--json", help="Print the JSON report (pack: manifest.json under manifest).")
+]
 
 
 def _families(base: bool, depth: bool, everything: bool, family: list[str] | None) -> list[str]:
@@ -47,17 +63,26 @@ def pack(
     out: Annotated[
         Path, typer.Option("--out", help="The new release directory.", parser=path_parser)
     ],
-    name: Annotated[str | None, typer.Option(help="Root folder inside packages.")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="Root folder inside packages (default: TREE's name).")
+    ] = None,
     package_limit: Annotated[
         int, typer.Option("--package-limit", help="Max bytes per package.")
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
         list[str] | None,
-        typer.Option("--rule", help="PATTERN=FAMILY, first match wins (default depth-*/**=depth)."),
+        typer.Option(
+            "--rule",
+            metavar="PATTERN=FAMILY",
+            help="Family rule, first match wins (repeatable; default depth-*/**=depth).",
+        ),
     ] = None,
     default_family: Annotated[str, typer.Option(help="Family of unmatched files.")] = "base",
     deliver: Annotated[
-        list[str] | None, typer.Option("--deliver", help="Families to package now (default all).")
+        list[str] | None,
+        typer.Option(
+            "--deliver", metavar="FAMILY", help="A family to package now (repeatable; default all)."
+        ),
     ] = None,
     previous: Annotated[
         Path | None,
@@ -76,9 +101,10 @@ def pack(
             help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
         ),
     ] = ReadableByChoice.owner,
-    as_json: Annotated[bool, typer.Option("--json", help="Print manifest.json.")] = False,
+    as_json: _JSON = False,
 ) -> None:
     """Pack TREE into the new release directory OUT (verified, never overwritten)."""
+    target(_KIND, out)
     if restore_test not in ("full", "sample", "none"):
         raise typer.BadParameter("must be full, sample or none", param_hint="--restore-test")
     mode: Literal["full", "sample", "none"] = restore_test  # type: ignore[assignment]
@@ -97,10 +123,15 @@ def pack(
         restore_test=mode,
         readable_by=readable_by.value,
     )
-    with byte_progress("packing", tree_size(tree)) as advance:
+    with tree_bar("pack", tree) as advance:
         result = pack_release(tree, out, options, progress=advance)
     if as_json:
-        print_json(msgspec.to_builtins(result.manifest))
+        emit_report(
+            ok=True,
+            root=result.release,
+            root_sha256=result.manifest.snapshot.root_sha256,
+            manifest=msgspec.to_builtins(result.manifest),
+        )
         return
     console = stdout_console()
     for fam in result.manifest.families:
@@ -112,25 +143,45 @@ def pack(
     console.print(f"root_sha256 {result.manifest.snapshot.root_sha256}")
 
 
-@release_app.command("verify")
-def verify(
-    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
-    base: Annotated[bool, typer.Option("--base")] = False,
-    depth: Annotated[bool, typer.Option("--depth")] = False,
-    everything: Annotated[bool, typer.Option("--all")] = False,
-    family: Annotated[list[str] | None, typer.Option("--family")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """Verify packages and every member against files.jsonl (default: delivered families)."""
-    summary = verify_release(release_dir, _families(base, depth, everything, family))
-    report = {
-        "ok": True,
-        "families": summary.families,
+_BASE = Annotated[bool, typer.Option("--base", help="The base family.")]
+_DEPTH = Annotated[bool, typer.Option("--depth", help="The depth family.")]
+_ALL = Annotated[bool, typer.Option("--all", help="Every delivered family.")]
+_FAMILY = Annotated[
+    list[str] | None,
+    typer.Option("--family", metavar="NAME", help="A family by name (repeat for more)."),
+]
+
+
+def _summary(summary: Any) -> dict[str, Any]:
+    return {
+        "families": list(summary.families),
         "packages": summary.packages,
         "package_bytes": summary.package_bytes,
     }
+
+
+@release_app.command("verify")
+def verify(
+    release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
+    base: _BASE = False,
+    depth: _DEPTH = False,
+    everything: _ALL = False,
+    family: _FAMILY = None,
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    as_json: _JSON = False,
+) -> None:
+    """Verify packages and every member against files.jsonl (default: delivered families)."""
+    target(_KIND, release_dir)
+    with progress_bar("verify", unit="packages") as advance:
+        summary = verify_release(
+            release_dir,
+            _families(base, depth, everything, family),
+            expect_root=expect_root,
+            log=_note,
+            progress=advance,
+        )
     if as_json:
-        print_json(report)
+        emit_report(ok=True, root_sha256=_snapshot_root(release_dir), **_summary(summary))
         return
     stdout_console().print(
         f"OK {release_dir}: {summary.packages} packages ({summary.package_bytes} bytes) of "
@@ -141,37 +192,117 @@ def verify(
 @release_app.command("unpack")
 def unpack(
     release_dir: Annotated[Path, typer.Argument(help="The release directory.", parser=path_parser)],
-    output: Annotated[
-        Path, typer.Option("--output", help="Restore into OUTPUT/<name>.", parser=path_parser)
-    ],
-    base: Annotated[bool, typer.Option("--base")] = False,
-    depth: Annotated[bool, typer.Option("--depth")] = False,
-    everything: Annotated[bool, typer.Option("--all")] = False,
-    family: Annotated[list[str] | None, typer.Option("--family")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Restore into OUT/<name>.", parser=path_parser),
+    ] = None,
+    base: _BASE = False,
+    depth: _DEPTH = False,
+    everything: _ALL = False,
+    family: _FAMILY = None,
     no_fsync: Annotated[
         bool, typer.Option("--no-fsync", help="Skip fsync (faster, not power-cut safe).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    readable_by: Annotated[
+        ReadableByChoice,
+        typer.Option(
+            "--readable-by",
+            help="Who may read the restored tree: owner (0400/0500), group (0440/0550), "
+            "all (0444/0555).",
+        ),
+    ] = ReadableByChoice.owner,
+    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Fail if another restore writes into OUT.")
+    ] = False,
+    as_json: _JSON = False,
+    old_out: Annotated[Path | None, hidden_alias("--output", "--out", path=True)] = None,
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
+    target(_KIND, release_dir)
+    output = renamed(out, old_out, "--out", "--output")
+    if output is None:
+        raise typer.BadParameter("missing --out, the directory to restore into", param_hint="--out")
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    summary = restore_release(release_dir, output, families, fsync=not no_fsync)
-    report = {
-        "ok": True,
-        "families": summary.families,
-        "output": summary.output,
-        "written": summary.written,
-        "skipped": summary.skipped,
-    }
+    with progress_bar("restore", unit="packages") as advance:
+        summary = restore_release(
+            release_dir,
+            output,
+            families,
+            fsync=not no_fsync,
+            readable_by=readable_by.value,
+            expect_root=expect_root,
+            wait=not no_wait,
+            log=_note,
+            progress=advance,
+        )
     if as_json:
-        print_json(report)
+        emit_report(
+            ok=True,
+            kind="restored-release",
+            root=summary.output,
+            root_sha256=_snapshot_root(release_dir),
+            written=summary.written,
+            skipped=summary.skipped,
+            release=str(release_dir),
+            **_summary(summary),
+        )
         return
     stdout_console().print(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
         f"{summary.written} files written, {summary.skipped} already present and verified"
     )
+
+
+def _snapshot_root(release_dir: Path) -> str | None:
+    from dataset_devkit.release.unpack import load_release
+
+    return load_release(str(release_dir)).snapshot_root
+
+
+def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | None = None) -> bool:
+    """``verify`` of a tree that ``unpack.py`` restored only in part (base without depth).
+
+    Checks the families present against the release index recorded with the restore and
+    names the absent ones; returns False (nothing done) for any other tree. With
+    *expect_root*, the restored release must be the snapshot with that root.
+    """
+    state = restore_state(directory)
+    if state is None or set(state["families"]) >= set(state["release_families"]):
+        return False
+    if expect_root is not None and expect_root.lower() != state["snapshot_root_sha256"]:
+        raise VerificationFailed(
+            f"{directory}: restored from snapshot root_sha256 {state['snapshot_root_sha256']}, "
+            f"not the expected {expect_root.lower()} (--expect-root)"
+        )
+    report = verify_restored(directory, state)
+    if as_json:
+        details = report.to_json()
+        emit_report(
+            ok=report.ok,
+            kind="restored-release",
+            root=directory,
+            root_sha256=report.snapshot_root,
+            issues=details.pop("issues"),
+            exit_code=None if report.ok else 1,
+            **{k: v for k, v in details.items() if k not in ("ok", "tree")},
+        )
+        if not report.ok:
+            raise typer.Exit(1)
+        return True
+    if not report.ok:
+        raise VerificationFailed(
+            f"{directory}: restored release {report.name} does not verify", report.issues
+        )
+    absent = ", ".join(f"{fam} ({n} files)" for fam, n in report.absent.items())
+    stdout_console().print(
+        f"OK {directory}: families {', '.join(report.present)} of release {report.name} "
+        f"verified ({report.file_count} files, {report.total_bytes} bytes) against its "
+        f"release index, snapshot root_sha256 {report.snapshot_root}; not restored: {absent}"
+    )
+    return True
 
 
 def register(app: typer.Typer) -> None:

@@ -1,32 +1,20 @@
-"""Shared rendering helpers for CLI commands: consoles, progress bars, JSON output."""
+"""Shared helpers of CLI commands: consoles, path parsing, renamed flags."""
 
 from __future__ import annotations
 
 import enum
-import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 __all__ = [
     "READABLE_BY_HELP",
     "ReadableByChoice",
-    "byte_progress",
+    "hidden_alias",
     "path_parser",
-    "print_json",
+    "renamed",
     "stderr_console",
     "stdout_console",
 ]
@@ -67,29 +55,26 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
-def print_json(value: Any) -> None:
-    """Write *value* as deterministic, indented JSON to stdout."""
-    sys.stdout.write(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+T = TypeVar("T")
 
 
-@contextmanager
-def byte_progress(description: str, total: int | None) -> Iterator[Callable[[int], None]]:
-    """A progress bar on stderr for hashing; yields a thread-safe ``advance(nbytes)``."""
-    console = stderr_console()
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
+def renamed(new: T | None, old: T | None, new_flag: str, old_flag: str) -> T | None:
+    """Merge a flag with its old spelling, which keeps working with a warning on stderr.
+
+    Scripts written against ``--to``/``--output``/``--location`` must not break the day the
+    grammar became one word per concept; the old spellings are hidden from ``--help``.
+    """
+    if old is None:
+        return new
+    if new is not None:
+        raise typer.BadParameter(f"give {new_flag} only ({old_flag} is its old spelling)")
+    stderr_console().print(
+        f"[yellow]warning:[/yellow] {old_flag} is deprecated; use {new_flag} (same meaning)"
     )
-    with progress:
-        task = progress.add_task(description, total=total)
+    return old
 
-        def advance(nbytes: int) -> None:
-            progress.update(task, advance=nbytes)
 
-        yield advance
+def hidden_alias(flag: str, replaced_by: str, *, path: bool = False) -> Any:
+    """A hidden Typer option for the old spelling *flag* of *replaced_by*."""
+    extra: dict[str, Any] = {"parser": path_parser} if path else {}
+    return typer.Option(flag, hidden=True, help=f"Deprecated spelling of {replaced_by}.", **extra)

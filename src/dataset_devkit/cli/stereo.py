@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import typer
 from rich.table import Table
 
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
     path_parser,
-    print_json,
-    stderr_console,
     stdout_console,
 )
-from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.errors import ConfigError, DestinationExistsError, DevkitError
+from dataset_devkit.integrity import read_manifest
 
 __all__ = ["register"]
 
+_KIND = "stereo-dataset"
 _TABLE_ROWS = 16  # a --full check of thousands of pairs is summarised, not printed row by row
 
 stereo_app = typer.Typer(
@@ -43,7 +45,7 @@ def build(
     readable_by: Annotated[
         ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
     ] = ReadableByChoice.owner,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON summary.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
     import multiprocessing
@@ -51,19 +53,19 @@ def build(
 
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
-    err = stderr_console()
-    say = lambda message: err.print(f"[dim]{message}[/dim]")  # noqa: E731
-    if workers:
-        context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    target(_KIND, out)
+    with progress_bar("check source", unit="pairs") as advance:
+        if workers:
+            context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                result = build_stereo_dataset(
+                    source, out, executor=pool, progress=advance, readable_by=readable_by.value
+                )
+        else:
             result = build_stereo_dataset(
-                source, out, executor=pool, progress=say, readable_by=readable_by.value
+                source, out, progress=advance, readable_by=readable_by.value
             )
-    else:
-        result = build_stereo_dataset(source, out, progress=say, readable_by=readable_by.value)
-    summary = {
-        "root": str(result.root),
-        "root_sha256": result.root_sha256,
+    summary: dict[str, Any] = {
         "pairs": result.pairs,
         "frames_per_eye": result.frames_per_eye,
         "has_depth": result.has_depth,
@@ -71,7 +73,7 @@ def build(
         "bytes": result.bytes,
     }
     if as_json:
-        print_json(summary)
+        emit_report(ok=True, root=result.root, root_sha256=result.root_sha256, **summary)
         return
     console = stdout_console()
     console.print(
@@ -98,12 +100,14 @@ def validate(
             parser=path_parser,
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Check every pair, both indexes, requirements and depth; read frames 0/middle/last."""
     from dataset_devkit.stereo import validate_stereo
 
-    result = validate_stereo(root, with_depth=with_depth, full=full)
+    target(_KIND, root)
+    with progress_bar("check pairs", unit="pairs") as advance:
+        result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)
     reader = result.reader
     if report is not None and reader is not None:
         try:
@@ -116,15 +120,14 @@ def validate(
                 f"--report {report}: cannot be created ({exc.strerror})", key="report"
             ) from exc
     if as_json:
-        print_json(
-            {
-                "root": str(root),
-                "ok": result.ok,
-                "pairs": result.pairs,
-                "with_depth": with_depth,
-                "issues": result.issues,
-                "reader_validation": msgspec.to_builtins(reader),
-            }
+        emit_report(
+            ok=result.ok,
+            root_sha256=_root_sha256(root),
+            issues=result.issues,
+            pairs=result.pairs,
+            with_depth=with_depth,
+            reader_validation=msgspec.to_builtins(reader),
+            exit_code=None if result.ok else 1,
         )
         if not result.ok:
             raise typer.Exit(1)
@@ -145,6 +148,14 @@ def validate(
         f"OK {root}: {result.pairs} pairs"
         + (", depth checked" if with_depth else ", depth not checked")
     )
+
+
+def _root_sha256(root: Path) -> str | None:
+    """The content manifest's root hash, when the manifest reads (validate reports why not)."""
+    try:
+        return read_manifest(root).root_sha256
+    except (DevkitError, OSError):
+        return None
 
 
 def register(app: typer.Typer) -> None:

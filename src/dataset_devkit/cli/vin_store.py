@@ -12,7 +12,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from dataset_devkit.cli.render import path_parser, print_json, stdout_console
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
@@ -24,7 +26,8 @@ store_app = typer.Typer(
 StoreArg = Annotated[
     Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
+_KIND = "vin-store"
 
 
 def _jsonable(value: Any) -> Any:
@@ -44,9 +47,12 @@ def _jsonable(value: Any) -> Any:
 @store_app.command("inspect")
 def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
+    target(_KIND, store)
     summary = inspect_store(store)
     if as_json:
-        print_json(_jsonable(dataclasses.asdict(summary)))
+        data = _jsonable(dataclasses.asdict(summary))
+        data.pop("store_dir")
+        emit_report(ok=True, **data)
         return
     console = stdout_console()
     console.print(
@@ -73,16 +79,16 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 @store_app.command("verify")
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
-    report = verify_store(store)
+    target(_KIND, store)
+    with tree_bar("verify", store) as advance:
+        report = verify_store(store, progress=advance)
     if as_json:
-        print_json(
-            {
-                "ok": report.ok,
-                "issues": list(report.issues),
-                "notes": list(report.notes),
-                "root_sha256": report.root_sha256,
-                "store_dir": str(report.store_dir),
-            }
+        emit_report(
+            ok=report.ok,
+            root_sha256=report.root_sha256,
+            issues=report.issues,
+            exit_code=None if report.ok else 1,
+            notes=list(report.notes),
         )
         if not report.ok:
             raise typer.Exit(1)
@@ -103,6 +109,7 @@ def sample_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
+    target(_KIND, store)
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
@@ -110,7 +117,11 @@ def sample_command(
         raise ConfigError(f"--blocks: expected comma-separated block names, found {blocks!r}")
     values = reader.read_sample(index, names)
     if as_json:
-        print_json({"record": msgspec.to_builtins(record), "blocks": _jsonable(values)})
+        emit_report(
+            ok=True,
+            record=msgspec.to_builtins(record),
+            blocks=_jsonable(values),
+        )
         return
     console = stdout_console()
     console.print(

@@ -73,4 +73,5 @@ def run(out: Path) -> DemoReport:
         title="integrity core: content manifest, read-only publication, verification",
         lines=lines,
         root_sha256={"published": clean.root_sha256 or ""},
+        try_next=[("verify", str(tampered)), ("inspect", str(final))],
     )

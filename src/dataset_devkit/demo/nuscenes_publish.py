@@ -92,4 +92,7 @@ def run(out: Path) -> DemoReport:
             ("SDK", f"camera({first['token'][:8]}…, CAM_FRONT) -> {front['filename']}"),
         ],
         root_sha256={"dataroot": result.root_sha256},
+        try_next=[
+            ("inspect", "--dataroot", str(result.dataroot), "--version", "v1.0-trainval"),
+        ],
     )

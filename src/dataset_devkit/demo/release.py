@@ -71,4 +71,8 @@ def run(out: Path) -> DemoReport:
             "published": manifest.snapshot.root_sha256,
             "restored": restored.root_sha256 or "",
         },
+        try_next=[
+            ("release", "verify", str(release), "--all"),
+            ("validate", str(data / tree.name)),
+        ],
     )

@@ -20,11 +20,15 @@ class DemoReport:
         ``(label, value)`` pairs in display order: what was made, where, what was checked.
     root_sha256
         Root content hashes of the trees the step published, by a short name.
+    try_next
+        Command lines (argument lists, without the program name) a user can run next on
+        what the step wrote, so the tour ends where the user's own work begins.
     """
 
     title: str
     lines: Sequence[tuple[str, str]] = ()
     root_sha256: dict[str, str] = field(default_factory=dict)
+    try_next: Sequence[tuple[str, ...]] = ()
 
 
 DemoStep = Callable[[Path], DemoReport]

@@ -75,4 +75,8 @@ def run(out: Path) -> DemoReport:
             ("contact sheet", f"{sheet} (frames {frames}: left, right, depth)"),
         ],
         root_sha256={"stereo": result.root_sha256},
+        try_next=[
+            ("validate", str(result.root)),
+            ("stereo", "validate", str(result.root), "--full"),
+        ],
     )

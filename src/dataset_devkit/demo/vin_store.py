@@ -88,4 +88,5 @@ def run(out: Path) -> DemoReport:
             ("absent families", ", ".join(reader.absent_families)),
         ],
         root_sha256={"vin-offline-store": result.root_sha256},
+        try_next=[("inspect", str(final)), ("store", "sample", str(final), "0")],
     )

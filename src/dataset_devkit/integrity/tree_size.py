@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dataset_devkit.integrity.safefs import open_dir_nofollow
 
-__all__ = ["tree_size"]
+__all__ = ["tree_size", "tree_totals"]
 
 
 def tree_size(root: Path) -> int | None:
@@ -16,20 +16,27 @@ def tree_size(root: Path) -> int | None:
 
     Returns ``None`` when the tree cannot be walked; the real operation then reports why.
     """
+    totals = tree_totals(root)
+    return None if totals is None else totals[0]
+
+
+def tree_totals(root: Path) -> tuple[int, int] | None:
+    """``(bytes, files)`` of the regular files below *root*, or ``None`` (see tree_size)."""
     try:
         fd = open_dir_nofollow(root)
     except Exception:
         return None
+    counts = [0, 0]
     try:
-        return _size(fd)
+        _size(fd, counts)
     except OSError:
         return None
     finally:
         os.close(fd)
+    return counts[0], counts[1]
 
 
-def _size(dir_fd: int) -> int:
-    total = 0
+def _size(dir_fd: int, counts: list[int]) -> None:
     with os.scandir(dir_fd) as scan:
         entries = list(scan)
     for entry in entries:
@@ -37,9 +44,9 @@ def _size(dir_fd: int) -> int:
         if stat.S_ISDIR(st.st_mode):
             sub = open_dir_nofollow(entry.name, dir_fd=dir_fd)
             try:
-                total += _size(sub)
+                _size(sub, counts)
             finally:
                 os.close(sub)
         elif stat.S_ISREG(st.st_mode):
-            total += st.st_size
-    return total
+            counts[0] += st.st_size
+            counts[1] += 1

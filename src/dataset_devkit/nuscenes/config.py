@@ -42,6 +42,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -52,6 +53,7 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.evidence.derive import check_config
+from dataset_devkit.nuscenes.ingest.fingerprint import source_type_of
 
 __all__ = ["BuildConfig", "SourcesConfig", "load_build_config", "parse_build_config"]
 
@@ -68,6 +70,16 @@ _TOP_KEYS = (
 )
 _PATH_RE = re.compile(r"(?: - )?at `\$\.?(?P<path>[^`]*)`")
 _UNKNOWN_RE = re.compile(r"unknown field `([^`]*)`")
+_SHAPES = {
+    spec.SOURCE_MCAP: "MCAP recording (an .mcap file or a ROS 2 bag folder)",
+    spec.SOURCE_DECODED: "decoded recording folder (recording.json)",
+}
+#: The allowed values of enumerated keys, by the key's last part, for error messages.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "kind": typing.get_args(spec.SelectionRuleKind),
+    "type": typing.get_args(spec.SourceType),
+    "method": ("recording_groups_v1",),
+}
 
 
 class _Sources(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -133,6 +145,9 @@ def _convert(value: Any, kind: type[Any], key: str) -> Any:
         unknown = _UNKNOWN_RE.search(text)
         dotted = ".".join(part for part in (key, sub, unknown.group(1) if unknown else "") if part)
         reason = _PATH_RE.sub("", text).rstrip(" -")
+        choices = _CHOICES.get(dotted.rsplit(".", 1)[-1])
+        if choices and reason.startswith("Invalid enum value"):
+            reason += f"; expected one of {', '.join(choices)}"
         raise ConfigError(f"{dotted or 'config'}: {reason}", key=dotted) from None
 
 
@@ -183,6 +198,16 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
     for i, source in enumerate(sources.paths):
         _path(source, f"sources.paths[{i}]")
     _path(sources.labels, "sources.labels")
+    for i, source in enumerate(sources.paths):
+        # The shape of each path tells its type: a mismatch is caught before any decoding.
+        found = source_type_of((base / source).absolute())
+        if found is not None and found != sources.type:
+            raise ConfigError(
+                f"sources.type is {sources.type!r} but sources.paths[{i}] ({source}) is a "
+                f"{_SHAPES[found]} ({found!r}); set sources.type = {found!r} or list "
+                f"{sources.type} recordings only",
+                key="sources.type",
+            )
     paths = _convert(data["paths"], _Paths, "paths")
     _path(paths.output_dir, "paths.output_dir")
     _path(paths.evidence_dir, "paths.evidence_dir")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+import msgspec
+
 from dataset_devkit.nuscenes.constants import (
     ANNOTATIONS_FILE,
     CONFIG_FILE,
@@ -104,7 +106,7 @@ class CameraRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True
 
 
 class RecordingRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``recordings.json`` row: one source recording and its fingerprint."""
+    """``recordings.json`` row: one input recording, its fingerprint and its fate."""
 
     recording_id: str
     log_token: str
@@ -119,6 +121,13 @@ class RecordingRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=T
     end_timestamp_ns: int
     cameras: tuple[CameraRecord, ...]
     scene_tokens: tuple[str, ...]
+    #: Added (additive): every input recording is listed. ``selected`` is false for one that
+    #: contributes no exported scene; then ``log_token``, the camera tokens and
+    #: ``scene_tokens`` are empty and ``reason`` says why (the chronology has each window's).
+    selected: bool = True
+    reason: str = ""
+    #: Added (additive): what a truncated recording lost (``""`` when complete).
+    truncation_detail: str = ""
 
 
 class RecordingsDocument(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -185,6 +194,11 @@ class RecordingObservations(Record, frozen=True, kw_only=True, forbid_unknown_fi
     truncated: bool
     truncation_detail: str
     rejected_messages: int
+    #: Added (additive): per camera, frames that did not decode cleanly (a damaged packet the
+    #: decoder concealed or lost, or a frame predicted from one); they are never exported.
+    invalid_frames: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Added (additive): for each such camera, the runs of invalid frames and why.
+    invalid_frame_detail: tuple[str, ...] = ()
 
 
 class RecordingValidity(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

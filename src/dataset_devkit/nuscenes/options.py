@@ -58,6 +58,10 @@ class ScenarioConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     #: Scenes shorter than this (the recording tail) are kept in the chronology but invalid.
     min_scene_duration_s: float = 5.0
     rules: tuple[SelectionRule, ...] = (SelectionRule(kind="require_valid"),)
+    #: Added (additive): a window is invalid when a GNSS fix in it lies farther than this
+    #: (horizontal metres) from the ego pose at the fix time (decoded recordings, whose poses
+    #: and fixes are separate streams).
+    gnss_pose_tolerance_m: float = 10.0
 
 
 class SplitConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -159,7 +159,9 @@ def pack_release(
     opts = options or PackOptions()
     tree, out = Path(tree), Path(out).absolute()
     name = opts.name if opts.name is not None else tree.resolve().name
-    if "/" in name or unpack.check_tree_names([name]):
+    # A name past the length limits is refused below, naming every file it makes too long.
+    too_long = len(name.encode("utf-8", "surrogatepass")) > unpack.MAX_NAME_BYTES
+    if "/" in name or (unpack.check_tree_names([name]) and not too_long):
         raise ConfigError(f"release name {name!r} is not a portable directory name", key="name")
     limit = opts.package_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or not 4096 <= limit < 1 << 63:

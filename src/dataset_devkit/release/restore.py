@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseVerificationError
 from dataset_devkit.release.spec import (
@@ -28,13 +30,65 @@ def _families(families: Sequence[str]) -> tuple[list[str], bool]:
     return [f for f in families if f != "all"], "all" in families
 
 
-def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary:
+def _package_log(
+    progress: OnProgress | None,
+    stage: str,
+    release: unpack.Release,
+    families: list[str],
+    log: Callable[[str], None],
+) -> Callable[[str], None]:
+    """Turn unpack's per-package log lines (``verified NAME``) into :class:`ProgressUpdate`.
+
+    ``unpack.py`` is stdlib-only and reports through a ``log(str)`` hook; its package names
+    map to sizes from the manifest, so a bar shows packages and bytes.
+    """
+    packages = release.packages_of(families)
+    sizes = {p["name"]: int(p["size"]) for p in packages}
+    report(
+        progress,
+        ProgressUpdate(
+            stage,
+            total_items=len(packages),
+            total_bytes=sum(sizes.values()),
+            unit="packages",
+        ),
+    )
+    prefix = f"{'verified' if stage == 'verify' else 'restored'} "
+
+    def log_and_report(message: str) -> None:
+        log(message)
+        name = message[len(prefix) :] if message.startswith(prefix) else None
+        if name in sizes:
+            report(progress, ProgressUpdate(stage, items=1, nbytes=sizes[name], unit="packages"))
+
+    return log_and_report
+
+
+def _chosen(
+    release_dir: Path, names: list[str], everything: bool
+) -> tuple[unpack.Release, list[str]]:
+    release = unpack.load_release(str(release_dir))
+    return release, unpack.choose_families(release, names, everything)
+
+
+def verify_release(
+    release_dir: Path,
+    families: Sequence[str],
+    *,
+    expect_root: str | None = None,
+    log: Callable[[str], None] = lambda _m: None,
+    progress: OnProgress | None = None,
+) -> unpack.Summary:
     """Verify the named families (or ``"all"``; none: every delivered one), writing nothing.
+
+    With *expect_root*, the release must be the snapshot with that ``root_sha256``. Files
+    in a family folder that the manifest does not name are ignored and reported to *log*.
+    *progress* hears of each package verified (stage ``"verify"``, packages and bytes).
 
     Raises
     ------
     ReleaseVerificationError
-        Listing every problem: missing, truncated, extra or altered packages, members that
+        Listing every problem: missing, truncated or altered packages, members that
         are not exactly the indexed regular files, metadata that does not agree.
     """
     path_argument(release_dir, "release_dir")
@@ -43,7 +97,11 @@ def verify_release(release_dir: Path, families: Sequence[str]) -> unpack.Summary
         if not names and not everything:
             release = unpack.load_release(str(release_dir))
             names = [n for n, f in release.families.items() if f["status"] == "delivered"]
-        summary = unpack.verify_release(str(release_dir), names, everything)
+        release, chosen = _chosen(release_dir, names, everything)
+        package_log = _package_log(progress, "verify", release, chosen, log)
+        summary = unpack.verify_release(
+            str(release_dir), names, everything, log=package_log, expect_root=expect_root
+        )
         issues = check_shipped_files(release_dir)
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
@@ -98,23 +156,58 @@ def check_shipped_files(release_dir: Path) -> list[str]:
 
 
 def restore_release(
-    release_dir: Path, output: Path, families: Sequence[str], *, fsync: bool = True
+    release_dir: Path,
+    output: Path,
+    families: Sequence[str],
+    *,
+    fsync: bool = True,
+    readable_by: Literal["owner", "group", "all"] = "owner",
+    expect_root: str | None = None,
+    wait: bool = True,
+    log: Callable[[str], None] = lambda _m: None,
+    progress: OnProgress | None = None,
 ) -> unpack.Summary:
     """Restore the named families (or ``"all"``) into ``output/<release name>``.
 
-    With *fsync* every restored file and every directory that gained entries is fsynced.
+    The same logic as the shipped ``unpack.py``: with *fsync* every restored file and every
+    directory that gained entries is made durable; *readable_by* sets the restored modes
+    (``owner`` 0400/0500, ``group`` 0440/0550, ``all`` 0444/0555); *expect_root* pins the
+    snapshot; a run into an output another restore is writing waits for it (*wait*) or
+    fails naming its pid. Re-running after any interruption finishes the restore.
+    *progress* hears of each package restored (stage ``"restore"``, packages and bytes).
 
     Raises
     ------
     ReleaseVerificationError
         On any failure; files already correct stay, nothing pre-existing is replaced.
+    OSError
+        From the machine (full disk, permission denied), naming the file concerned.
     """
     path_argument(release_dir, "release_dir")
     path_argument(output, "output")
     names, everything = _families(families)
+    if readable_by not in unpack.READABLE_BY:
+        raise ConfigError(
+            f"readable_by must be one of {sorted(unpack.READABLE_BY)}, found {readable_by!r}",
+            key="readable_by",
+        )
     try:
-        return unpack.unpack_release(str(release_dir), str(output), names, everything, fsync=fsync)
+        release, chosen = _chosen(release_dir, names, everything)
+        package_log = _package_log(progress, "restore", release, chosen, log)
+        return unpack.unpack_release(
+            str(release_dir),
+            str(output),
+            names,
+            everything,
+            log=package_log,
+            fsync=fsync,
+            readable_by=readable_by,
+            expect_root=expect_root,
+            wait=wait,
+        )
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
     except OSError as exc:
+        if exc.filename:
+            raise  # the machine's error, naming the file: the CLI prints it in one line
         raise ReleaseVerificationError(f"{release_dir}: {exc}") from None

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import DevkitError
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.cameras import TOLERANCE
 from dataset_devkit.stereo.reader import StereoDataset, StereoSample
 from dataset_devkit.stereo.spec import (
@@ -100,31 +101,42 @@ def _reads(row: IndexRow, frames: list[int], item: StereoSample) -> list[FrameRe
     return reads
 
 
-def reader_validation(root: Path, *, use_depth: bool, full: bool) -> ReaderValidation:
-    """Read frames 0, middle, last of both eyes (and depth) of sample pairs; record it all."""
+def _read_pair(dataset: StereoDataset, sample: int) -> list[FrameRead]:
+    """Read frames 0, middle and last of one pair; a failure is one failed read."""
+    row = dataset.rows[sample]
+    frames = sorted({0, (row.num_frames - 1) // 2, row.num_frames - 1})
+    try:
+        item = dataset.read(sample, frames)
+    except (DevkitError, IndexError) as exc:
+        return [
+            FrameRead(
+                id=row.id,
+                what="pair",
+                frames=frames,
+                shape=[],
+                dtype="",
+                ok=False,
+                error=str(exc),
+            )
+        ]
+    return _reads(row, frames, item)
+
+
+def reader_validation(
+    root: Path, *, use_depth: bool, full: bool, progress: OnProgress | None = None
+) -> ReaderValidation:
+    """Read frames 0, middle, last of both eyes (and depth) of sample pairs; record it all.
+
+    *progress* hears of each pair read (stage ``"read back"``, unit ``pairs``).
+    """
     index = INDEX_WITH_DEPTH if use_depth else INDEX_DEFAULT
     dataset = StereoDataset(root, index=index, use_depth=use_depth)
     picked = sample_pairs(len(dataset), full) if len(dataset) else []
     reads: list[FrameRead] = []
+    report(progress, ProgressUpdate("read back", total_items=len(picked), unit="pairs"))
     for sample in picked:
-        row = dataset.rows[sample]
-        frames = sorted({0, (row.num_frames - 1) // 2, row.num_frames - 1})
-        try:
-            item = dataset.read(sample, frames)
-        except (DevkitError, IndexError) as exc:
-            reads.append(
-                FrameRead(
-                    id=row.id,
-                    what="pair",
-                    frames=frames,
-                    shape=[],
-                    dtype="",
-                    ok=False,
-                    error=str(exc),
-                )
-            )
-            continue
-        reads.extend(_reads(row, frames, item))
+        reads.extend(_read_pair(dataset, sample))
+        report(progress, ProgressUpdate("read back", items=1, unit="pairs"))
     dataset.close()
     not_checked = list(NOT_CHECKED)
     if not use_depth:

@@ -23,6 +23,7 @@ from dataset_devkit.errors import (
     VerificationFailed,
 )
 from dataset_devkit.integrity import decode_json_record, hash_file, path_argument
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
 from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
@@ -329,9 +330,12 @@ def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]
 
 
 def validate_stereo(
-    root: Path, *, with_depth: bool = False, full: bool = False
+    root: Path, *, with_depth: bool = False, full: bool = False, progress: OnProgress | None = None
 ) -> StereoValidationReport:
     """Check everything about a stereo root and run the reader check; never raises on issues.
+
+    *progress* hears of each pair checked (stage ``"check pairs"``) and each pair read by
+    the reader check (stage ``"read back"``; every pair with *full*).
 
     Raises
     ------
@@ -356,13 +360,15 @@ def validate_stereo(
         indexed = True
     except DevkitError as exc:
         issues.append(str(exc))
+    report(progress, ProgressUpdate("check pairs", total_items=len(rows), unit="pairs"))
     for row in rows:
         _check_pair(root, row, with_depth, issues)
+        report(progress, ProgressUpdate("check pairs", items=1, unit="pairs"))
     _check_manifest(root, with_depth, issues)
     _check_source_records(root, rows if indexed else None, issues)
     reader = None
     try:
-        reader = reader_validation(root, use_depth=with_depth, full=full)
+        reader = reader_validation(root, use_depth=with_depth, full=full, progress=progress)
     except DevkitError as exc:
         issues.append(f"reader: {exc}")
     else:

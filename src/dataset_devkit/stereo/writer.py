@@ -10,7 +10,6 @@ integrity core seals and renames the tree. A failure anywhere leaves no destinat
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from dataset_devkit.integrity import (
     staged_publication,
 )
 from dataset_devkit.integrity.modes import ReadableBy
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
 from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
@@ -65,8 +65,6 @@ from dataset_devkit.stereo.spec import (
     family_of,
 )
 
-Progress = Callable[[str], None]
-
 
 @dataclass(frozen=True, slots=True)
 class BuildResult:
@@ -87,6 +85,7 @@ def _write_pairs(
     hashes: dict[str, tuple[int, str]],
     source_hashes: dict[str, tuple[int, str]],
     executor: Executor | None,
+    progress: OnProgress | None = None,
 ) -> None:
     """Write every pair; record built-file hashes and the hashes of source files read."""
     jobs: list[tuple[LoadedPair, Future[tuple[dict[str, int], dict[str, tuple[int, str]]]]]] = []
@@ -115,9 +114,12 @@ def _write_pairs(
                     jobs.append((item, done))
                 else:
                     jobs.append((item, executor.submit(write_pair_depth, *args)))
+        if not item.has_depth:
+            report(progress, ProgressUpdate("write pairs", items=1, unit="pairs"))
     for item, job in jobs:  # results in pair order, so the bytes never depend on scheduling
         pair, group = item.pair, root.path / pair_dir(item) / DEPTH_GROUP
         invalid, depth_hashes = job.result()
+        report(progress, ProgressUpdate("write pairs", items=1, unit="pairs"))
         for eye in EYES:  # hashed while encoding: the source manifest does not read it again
             source_hashes[str(getattr(pair, eye).depth)] = depth_hashes[eye]
         shape = [pair.num_frames, pair.height, pair.width]
@@ -222,7 +224,7 @@ def build_stereo_dataset(
     out: Path,
     *,
     executor: Executor | None = None,
-    progress: Progress | None = None,
+    progress: OnProgress | None = None,
     readable_by: ReadableBy = "owner",
 ) -> BuildResult:
     """Check ``source`` fully, then build and publish the dataset at ``out`` (never replaced).
@@ -242,32 +244,33 @@ def build_stereo_dataset(
     VerificationFailed
         Reader validation of the staged tree failed.
     """
-    say = progress or (lambda _message: None)
     path_argument(source, "source")
     path_argument(out, "out")
     if os.path.lexists(out):  # fail before the source check, which reads every video
         raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
-    say("checking source")
+    report(progress, ProgressUpdate("check source", unit="pairs"))
     loaded = load_source(Path(source))
+    pairs = len(loaded.pairs)
     hashes: dict[str, tuple[int, str]] = {}
     source_hashes: dict[str, tuple[int, str]] = {}
     with (
         staged_publication(Path(out), readable_by=readable_by) as staging,
         SafeDir.open(staging) as root,
     ):
-        say(f"writing {len(loaded.pairs)} pairs")
-        _write_pairs(loaded, root, hashes, source_hashes, executor)
+        report(progress, ProgressUpdate("write pairs", total_items=pairs, unit="pairs"))
+        _write_pairs(loaded, root, hashes, source_hashes, executor, progress)
         _root_files(loaded, root, source_hashes)
-        say("reading frames back")
-        report = reader_validation(staging, use_depth=loaded.has_depth, full=False)
-        root.write_bytes(READER_VALIDATION, encode_json(report))
-        if not report.passed:
+        reads = reader_validation(
+            staging, use_depth=loaded.has_depth, full=False, progress=progress
+        )
+        root.write_bytes(READER_VALIDATION, encode_json(reads))
+        if not reads.passed:
             raise VerificationFailed(
                 f"{out}: reader validation failed",
-                sorted(f"{r.id} {r.what}: {r.error}" for r in report.reads if not r.ok),
+                sorted(f"{r.id} {r.what}: {r.error}" for r in reads.reads if not r.ok),
             )
         _release_manifest(loaded, root, hashes)
-        say("publishing")
+        report(progress, ProgressUpdate("publish", unit="files"))
     manifest = read_manifest(Path(out))
     return BuildResult(
         root=Path(out),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dataset_devkit.errors import DestinationExistsError, UnsafePathError
+from dataset_devkit.errors import ConfigError, DestinationExistsError, UnsafePathError
 from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import BuildConfig, parse_build_config
 from dataset_devkit.nuscenes.validation.dataroot import DatarootInvalid, Progress, validate_dataroot
@@ -88,3 +88,24 @@ def test_a_symlinked_output_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UnsafePathError):
         build_dataset(make_config(tmp_path), exporter=fixture_exporter)
     assert list((tmp_path / "real").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "manifest", ["content_manifest.json", "mz_extensions/content_manifest.json"]
+)
+def test_an_output_dir_inside_a_published_tree_is_refused_before_writing(
+    tmp_path: Path, manifest: str
+) -> None:
+    sealed = tmp_path / "sealed"
+    (sealed / manifest).parent.mkdir(parents=True, exist_ok=True)
+    (sealed / manifest).write_text("{}")
+    (sealed / "deep").mkdir()
+    before = sorted(p.relative_to(sealed) for p in sealed.rglob("*"))
+    for output in ("sealed", "sealed/deep/out", "sealed/new/out"):
+        with pytest.raises(ConfigError, match=r"paths\.output_dir: .* is inside .*sealed, a pub"):
+            build_dataset(make_config(tmp_path, output), exporter=fixture_exporter)
+    # A link to the sealed tree does not hide it.
+    (tmp_path / "alias").symlink_to(sealed / "deep")
+    with pytest.raises(ConfigError, match="a published tree"):
+        build_dataset(make_config(tmp_path, "alias/out"), exporter=fixture_exporter)
+    assert sorted(p.relative_to(sealed) for p in sealed.rglob("*")) == before

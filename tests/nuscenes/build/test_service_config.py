@@ -132,3 +132,48 @@ def test_an_output_dir_under_a_file_is_a_config_error_naming_the_key(tmp_path: P
         build_dataset(load_build_config(write(tmp_path, text)))
     assert info.value.key == "paths.output_dir"
     assert (tmp_path / "build.toml").read_text() == text
+
+
+def test_a_wrong_source_type_is_caught_from_the_paths_before_any_recording_is_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "drives" / "folder").mkdir(parents=True)
+    (tmp_path / "drives" / "folder" / "recording.json").write_text("not read")
+    text = BASE.replace('paths = ["drives/a.mcap"]', 'paths = ["drives/folder"]')
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_build_config(path)
+    assert info.value.key == "sources.type"
+    assert str(info.value).startswith(f"{path}: sources.type is 'mcap_hf' but sources.paths[0]")
+    assert "decoded recording folder (recording.json) ('decoded_hf')" in str(info.value)
+    (tmp_path / "drives" / "bag").mkdir()
+    (tmp_path / "drives" / "bag" / "metadata.yaml").write_text("not read")
+    text = BASE.replace('type = "mcap_hf"', 'type = "decoded_hf"')
+    path = write(tmp_path, text.replace('paths = ["drives/a.mcap"]', 'paths = ["drives/bag"]'))
+    with pytest.raises(ConfigError, match=r"is a MCAP recording \(an \.mcap file or a ROS 2 bag"):
+        load_build_config(path)
+
+
+@pytest.mark.parametrize(
+    ("table", "listed"),
+    [
+        ('[scenario]\nrules = [{kind = "require_vaild"}]\n', "require_valid, min_samples"),
+        ("", "mcap_hf, decoded_hf"),
+    ],
+)
+def test_an_unknown_enumerated_value_lists_the_valid_ones(
+    tmp_path: Path, table: str, listed: str
+) -> None:
+    text = BASE + table if table else BASE.replace('"mcap_hf"', '"mcap_hff"')
+    with pytest.raises(ConfigError, match=f"Invalid enum value .*; expected one of {listed}"):
+        load_build_config(write(tmp_path, text))
+
+
+def test_an_unknown_rule_kind_from_python_lists_the_valid_kinds() -> None:
+    from dataset_devkit.nuscenes import PipelineConfig, ScenarioConfig, SelectionRule
+    from dataset_devkit.nuscenes.evidence import check_config
+
+    rule = SelectionRule(kind="max_scene")  # type: ignore[arg-type]
+    config = PipelineConfig(namespace="x", scenario=ScenarioConfig(rules=(rule,)))
+    with pytest.raises(ConfigError, match="unknown selection rule 'max_scene'; expected one of"):
+        check_config(config)

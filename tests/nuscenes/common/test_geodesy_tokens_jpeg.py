@@ -101,3 +101,21 @@ def test_scaffold_map_is_a_1x1_black_grayscale_png() -> None:
         assert (img.format, img.mode, img.size) == ("PNG", "L", (1, 1))
         assert img.getpixel((0, 0)) == 0
     assert scaffold_png() == scaffold_png()
+
+
+@pytest.mark.parametrize(
+    ("source", "channel"),
+    [
+        ("Rückfahr kamera", "CAM_RUCKFAHR_KAMERA"),
+        ("caméra-avant", "CAM_AVANT"),
+        ("Camera Ｆront", "CAM_FRONT"),
+    ],
+)
+def test_accented_camera_names_are_transliterated(source: str, channel: str) -> None:
+    assert normalize_channel(source) == channel
+
+
+@pytest.mark.parametrize("source", ["Straße", "前カメラ", "cam ø"])
+def test_camera_names_without_an_ascii_form_are_refused_naming_the_letters(source: str) -> None:
+    with pytest.raises(FormatError, match="has letters without an ASCII form"):
+        normalize_channel(source)

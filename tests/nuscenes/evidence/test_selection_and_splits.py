@@ -57,7 +57,7 @@ def test_rules_apply_in_order_and_record_what_each_rejected() -> None:
     assert selected == ("a#0", "a#4")
     assert [s.rejected_scene_ids for s in steps] == [("a#1",), ("a#2",), ("a#3",), ("a#5",)]
     assert rejected == {
-        "a#1": "rule 0 require_valid",
+        "a#1": "rule 0 require_valid: bad",  # the validity reasons follow the rule
         "a#2": "rule 1 min_mean_speed_mps",
         "a#3": "rule 2 time_of_day",
         "a#5": "rule 3 max_scenes",

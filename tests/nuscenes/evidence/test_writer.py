@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dataset_devkit.errors import (
@@ -18,7 +20,7 @@ from dataset_devkit.errors import (
     VerificationFailed,
 )
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
-from dataset_devkit.nuscenes import PipelineConfig, build_evidence, read_evidence
+from dataset_devkit.nuscenes import PipelineConfig, build_evidence, export_dataset, read_evidence
 from dataset_devkit.nuscenes.evidence import Evidence, config_fingerprint
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
 from dataset_devkit.nuscenes.spec import ImageConfig
@@ -86,14 +88,40 @@ def test_mixed_source_types_are_refused(tmp_path: Path, recordings: dict[str, Pa
         build_evidence([recordings["json"], recordings["decoded"]], CONFIG, tmp_path / "ev")
 
 
-def test_the_same_recording_twice_is_refused(tmp_path: Path, recordings: dict[str, Path]) -> None:
+def test_the_same_recording_twice_is_refused_saying_how_to_fix_it(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
     copy = tmp_path / "copy.mcap"
     copy.write_bytes(recordings["json"].read_bytes())
     for paths in ([recordings["json"], recordings["json"]], [recordings["json"], copy]):
-        with pytest.raises(ConfigError, match="repeat content_sha256") as info:
+        with pytest.raises(ConfigError, match="the same drive is listed twice") as info:
             build_evidence(paths, CONFIG, tmp_path / "ev")
-        assert f"recordings {paths[0]} and {paths[1]} repeat" in str(info.value)
+        assert f"recordings {paths[0]} and {paths[1]} have the same content" in str(info.value)
+        assert "remove one of them from sources.paths" in str(info.value)
         assert not (tmp_path / "ev").exists()
+
+
+def test_different_drives_with_the_same_file_name_are_both_kept(tmp_path: Path) -> None:
+    for car in ("car1", "car2"):
+        (tmp_path / car).mkdir()
+    a = write_sample_mcap(tmp_path / "car1" / "rec.mcap", DRIVE, encoding="json")
+    later = dataclasses.replace(DRIVE, start_ns=DRIVE.start_ns + 10**12)
+    b = write_sample_mcap(tmp_path / "car2" / "rec.mcap", later, encoding="json")
+    evidence = build_evidence([a, b], CONFIG, tmp_path / "ev")
+    ids = sorted(r.recording_id for r in evidence.document.recordings)
+    assert len(ids) == 2 and all(i.startswith("rec-") and len(i) == 16 for i in ids)
+    assert len({r.source_digest.split("#")[0] for r in evidence.document.recordings}) == 2
+
+
+def test_different_drives_with_the_same_recorded_id_are_refused_naming_both(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    a = rewrite_mcap(recordings["json"], tmp_path / "a.mcap", metadata={"recording_id": "d1"})
+    later = dataclasses.replace(DRIVE, start_ns=DRIVE.start_ns + 10**12)
+    other = write_sample_mcap(tmp_path / "other.mcap", later, encoding="json")
+    b = rewrite_mcap(other, tmp_path / "b.mcap", metadata={"recording_id": "d1"})
+    with pytest.raises(ConfigError, match="different drives with the same recording_id 'd1'"):
+        build_evidence([a, b], CONFIG, tmp_path / "ev")
 
 
 def test_camera_names_that_normalize_to_one_channel_are_refused(tmp_path: Path) -> None:
@@ -173,15 +201,15 @@ def test_the_same_recordings_and_config_give_the_same_evidence_hash(
 def test_a_build_failing_while_storing_frames_leaves_no_evidence(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:
-    folder = tmp_path / "corrupt-video"
-    shutil.copytree(recordings["decoded"], folder)
-    video = folder / "cam_front.mp4"
-    data = bytearray(video.read_bytes())
-    at = len(data) // 5  # a corrupt packet: found only when the frames are decoded
-    data[at : at + 200] = b"\xff" * 200
-    video.write_bytes(bytes(data))
-    with pytest.raises(FormatError, match="video does not decode after frame"):
-        build_evidence([folder], CONFIG, tmp_path / "ev")
+    class Interrupted(Exception):
+        pass
+
+    def progress(stage: str, done: int, _total: int) -> None:
+        if stage == "frames" and done == 3:
+            raise Interrupted  # a failure midway through storing frames
+
+    with pytest.raises(Interrupted):
+        build_evidence([recordings["decoded"]], CONFIG, tmp_path / "ev", progress=progress)
     assert not (tmp_path / "ev").exists()
 
 
@@ -288,7 +316,72 @@ def test_a_key_frame_that_does_not_decode_names_the_recording_path(
         return json.dumps(doc).encode()
 
     bad = rewrite_mcap(recordings["json"], tmp_path / "cut-jpeg.mcap", cut_first_image)
-    with pytest.raises(FormatError, match=r"camera 'cam_\w+' frame \d+ does not decode") as info:
+    with pytest.raises(
+        FormatError,
+        match=r"camera 'cam_\w+' \(topic '/cam_\w+/image'\) frame \d+ does not decode",
+    ) as info:
         build_evidence([bad], CONFIG, tmp_path / "ev")
     assert str(info.value).startswith(f"{bad}: camera"), info.value
     assert not (tmp_path / "ev").exists()
+
+
+def test_gnss_fixes_far_from_the_ego_poses_make_their_windows_invalid(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    shifted = tmp_path / "shifted"
+    shutil.copytree(recordings["decoded"], shifted)
+    doc = json.loads((shifted / "recording.json").read_text())
+    for fix in doc["gnss"]:
+        fix["latitude_deg"] += 0.05  # about 5.6 km north of where the poses put the car
+    (shifted / "recording.json").write_text(json.dumps(doc))
+    good = build_evidence([recordings["decoded"]], CONFIG, tmp_path / "good")
+    assert any(s.valid for s in good.document.derived.scenes)
+    bad = build_evidence([shifted], CONFIG, tmp_path / "bad")
+    for scene in bad.document.derived.scenes:
+        assert not scene.valid
+        assert any(
+            r.startswith("GNSS fixes lie up to 556") and "gnss_pose_tolerance_m=10.0" in r
+            for r in scene.reasons
+        ), scene.reasons
+    with pytest.raises(FormatError, match=r"selects no scene.*GNSS fixes lie up to"):
+        export_dataset(tmp_path / "staging", bad)
+    # The tolerance is the config's: a generous one accepts the same recording.
+    loose = PipelineConfig(
+        namespace=CONFIG.namespace,
+        scenario=msgspec.structs.replace(CONFIG.scenario, gnss_pose_tolerance_m=10_000.0),
+        split=CONFIG.split,
+    )
+    accepted = build_evidence([shifted], loose, tmp_path / "loose")
+    assert [s.valid for s in accepted.document.derived.scenes] == [
+        s.valid for s in good.document.derived.scenes
+    ]
+
+
+def test_vehicles_may_name_the_same_camera_differently(tmp_path: Path) -> None:
+    a = write_sample_mcap(tmp_path / "a.mcap", DRIVE, encoding="json")
+    later = dataclasses.replace(DRIVE, cameras=("CAM-FRONT", "Cam Back"), start_ns=2 * 10**18)
+    b = write_sample_mcap(tmp_path / "b.mcap", later, encoding="json")
+    evidence = build_evidence([a, b], CONFIG, tmp_path / "ev")
+    assert evidence.document.channel_mapping == {
+        "CAM-FRONT": "CAM_FRONT",
+        "Cam Back": "CAM_BACK",
+        "cam_back": "CAM_BACK",
+        "cam_front": "CAM_FRONT",
+    }
+    from dataset_devkit.nuscenes.validation import validate_dataroot
+
+    export_dataset(tmp_path / "staging", evidence)
+    assert validate_dataroot(tmp_path / "staging", state="staging").issues == ()
+
+
+def test_whole_numbers_for_float_settings_give_readable_evidence(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    from dataset_devkit.nuscenes import ScenarioConfig
+
+    config = PipelineConfig(
+        namespace="x", scenario=ScenarioConfig(scene_duration_s=2, min_scene_duration_s=1)
+    )
+    evidence = build_evidence([recordings["json"]], config, tmp_path / "ev")
+    assert evidence.document.config.scenario.scene_duration_s == 2.0
+    export_dataset(tmp_path / "staging", evidence, config=config)

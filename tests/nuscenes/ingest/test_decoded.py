@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -216,20 +217,42 @@ def test_a_recording_json_mistake_is_refused_naming_the_field(
         read_decoded(bad)
 
 
-def test_a_corrupt_video_packet_is_a_format_error_naming_the_file_and_frame(
-    tmp_path: Path, recordings: dict[str, Path]
+@pytest.mark.parametrize(
+    ("where", "damage"),
+    [
+        (0.3, random.Random(0).randbytes(48)),  # 48 bytes at 30%: concealed, then lost
+        (0.3, random.Random(7).randbytes(48)),
+        (0.2, b"\xff" * 200),  # a packet that no longer decodes at all
+    ],
+)
+def test_damaged_packets_make_their_frames_invalid_and_never_exported(
+    tmp_path: Path, recordings: dict[str, Path], where: float, damage: bytes
 ) -> None:
+    intact = read_decoded(recordings["decoded"])
     bad = _copy(recordings["decoded"], tmp_path / "bad")
     video = bad / "cam_front.mp4"
     data = bytearray(video.read_bytes())
-    at = len(data) // 5  # inside the media data, after the first frames
-    data[at : at + 200] = b"\xff" * 200
+    at = int(len(data) * where)
+    data[at : at + len(damage)] = damage
     video.write_bytes(bytes(data))
     source = read_decoded(bad)
-    times = frozenset(source.cameras[0].timestamps_ns)
-    with pytest.raises(FormatError, match=r"video does not decode after frame \d+ of") as info:
-        list(source.extract_frames({"cam_front": times}))
-    assert str(video) in str(info.value)
+    front, back = source.cameras
+    assert back == intact.cameras[1]  # the intact camera is untouched
+    assert front.invalid_frames, "a damaged packet must make frames invalid"
+    invalid = {t for t, _ in front.invalid_frames}
+    assert sorted(invalid | set(front.timestamps_ns)) == list(intact.cameras[0].timestamps_ns)
+    assert not invalid & set(front.timestamps_ns)
+    reasons = " ".join(why for _, why in front.invalid_frames)
+    assert "decoder concealed damaged data" in reasons or "does not decode" in reasons
+    detail = " ".join(source.observations.invalid_frame_detail)
+    assert source.observations.invalid_frames == {"cam_front": len(invalid)}
+    assert "cam_front.mp4" in detail and "invalid" in detail
+    assert any(r.subject == "camera cam_front" for r in source.filtering)
+    # Every frame left decodes exactly as in the intact video: nothing damaged slips through.
+    wanted = {"cam_front": frozenset(front.timestamps_ns)}
+    good = {(n, t): b for n, t, b in intact.extract_frames(wanted)}
+    got = {(n, t): b for n, t, b in source.extract_frames(wanted)}
+    assert got == good
 
 
 def test_a_png_named_like_a_video_has_no_decodable_video_stream(
@@ -241,12 +264,65 @@ def test_a_png_named_like_a_video_has_no_decodable_video_stream(
         read_decoded(bad)
 
 
-def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_when_decoded(
+def test_a_single_jpeg_named_like_a_video_fails_the_frame_count_at_ingest(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:
     bad = _copy(recordings["decoded"], tmp_path / "bad")
     (bad / "cam_front.mp4").write_bytes(encode_jpeg(DRIVE.image(0, 0), 95))
-    source = read_decoded(bad)  # an image pipe declares no frame count
-    times = source.cameras[0].timestamps_ns
-    with pytest.raises(FormatError, match=f"video has 1 frames but {len(times)} timestamps"):
-        list(source.extract_frames({"cam_front": frozenset(times)}))
+    # An image pipe declares no frame count: ingest decodes every packet and counts.
+    with pytest.raises(FormatError, match=r"cam_front\.mp4: video has 1 frames but recording"):
+        read_decoded(bad)
+
+
+def test_camera_names_normalizing_to_one_channel_name_recording_json_and_field(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    bad = _copy(recordings["decoded"], tmp_path / "bad")
+    doc = json.loads((bad / "recording.json").read_text())
+    doc["cameras"][1]["name"] = "Cam-Front"
+    (bad / "recording.json").write_text(json.dumps(doc))
+    with pytest.raises(FormatError) as info:
+        read_decoded(bad)
+    assert str(info.value) == (
+        f"{bad / 'recording.json'} at $.cameras[1].name: name 'Cam-Front' normalizes to "
+        "CAM_FRONT, as $.cameras[0].name 'cam_front' does; rename one so each camera has its "
+        "own channel"
+    )
+
+
+def _h264(folder: Path, camera: int, frames: int) -> None:
+    """Re-encode one camera as H.264 with B-frames (the decoder delays and reorders output)."""
+    import av
+
+    path = folder / "cam_front.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = DRIVE.width, DRIVE.height, "yuv420p"
+        stream.options = {"bf": "2", "g": "12"}
+        for k in range(frames):
+            image = DRIVE.image(camera, k)
+            for packet in stream.encode(av.VideoFrame.from_image(image)):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+
+
+def test_damage_in_a_reordering_h264_video_is_found_by_packet_not_by_output_order(
+    tmp_path: Path, recordings: dict[str, Path]
+) -> None:
+    intact_dir = _copy(recordings["decoded"], tmp_path / "intact")
+    frames = len(read_decoded(intact_dir).cameras[0].timestamps_ns)
+    _h264(intact_dir, 0, frames)
+    bad = tmp_path / "bad"
+    shutil.copytree(intact_dir, bad)
+    video = bad / "cam_front.mp4"
+    data = bytearray(video.read_bytes())
+    at = int(len(data) * 0.3)
+    data[at : at + 48] = random.Random(1).randbytes(48)
+    video.write_bytes(bytes(data))
+    intact, source = read_decoded(intact_dir), read_decoded(bad)
+    assert not intact.cameras[0].invalid_frames
+    assert source.cameras[0].invalid_frames
+    wanted = {"cam_front": frozenset(source.cameras[0].timestamps_ns)}
+    good = {(n, t): b for n, t, b in intact.extract_frames(wanted)}
+    assert {(n, t): b for n, t, b in source.extract_frames(wanted)} == good

@@ -118,7 +118,9 @@ def test_a_broken_camera_chain_is_reported(fx: Fixture) -> None:
 
 def test_missing_camera_coverage_is_reported(fx: Fixture) -> None:
     edit(fx.root, "sample_data", lambda rows: rows[0].update(is_key_frame=False))
-    assert_issue(fx.root, "expected exactly one CAM_FRONT key frame, found 0")
+    # The issue names the scene and its recording, not only the sample token.
+    assert_issue(fx.root, "expected exactly one CAM_FRONT key frame, found 0 (scene mz-")
+    assert any(", recording " in i for i in issues_of(fx.root) if "CAM_FRONT key frame" in i)
 
 
 def test_missing_corrupt_and_resized_jpegs_are_reported(fx: Fixture) -> None:

@@ -305,7 +305,7 @@ def test_the_cli_verify_command_finds_the_dataroot_manifest(
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["ok"] is True
-    assert report["manifest"] == spec.CONTENT_MANIFEST_PATH
+    assert report["manifest_location"] == spec.CONTENT_MANIFEST_PATH
     assert report["root_sha256"] == validate_dataroot(published[0]).root_sha256
 
 

@@ -16,10 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, UnsafePathError
-from dataset_devkit.integrity import new_staging_dir, remove_staging, remove_stale_staging
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    new_staging_dir,
+    remove_staging,
+    remove_stale_staging,
+)
+from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.validation.dataroot import Progress
+from dataset_devkit.nuscenes.validation.fleet import fleet_notes
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
 __all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
@@ -50,9 +57,39 @@ class BuildResult:
     images: int
     channels: tuple[str, ...]
     loader: OfficialLoaderCheck
+    #: One line per recording that lost data (truncated, invalid video frames).
+    warnings: tuple[str, ...] = ()
+    #: One line per recording that contributes no scene and per scene window not exported.
+    dropped: tuple[str, ...] = ()
+
+
+def _refuse_inside_published(path: Path) -> None:
+    """Refuse an output directory inside a sealed tree (one holding a content manifest).
+
+    Writing there would change content its manifest seals (``verify`` then fails with
+    every new file). Each folder is tested with ``lstat`` (a manifest that is a link counts
+    too), walking up both the path as written and the real location of the part of it that
+    exists, so a link on the way cannot hide the sealed tree the output would land in.
+    """
+    written = Path(os.path.normpath(path.absolute()))
+    existing = next(p for p in (written, *written.parents) if os.path.lexists(p))
+    real = Path(os.path.realpath(existing))
+    folders = dict.fromkeys([written, *written.parents, real, *real.parents])
+    for folder in folders:
+        for manifest in (
+            folder / CONTENT_MANIFEST_NAME,
+            folder / spec.EXTENSIONS_DIR / spec.CONTENT_MANIFEST_FILE,
+        ):
+            if os.path.lexists(manifest):
+                raise ConfigError(
+                    f"paths.output_dir: {path} is inside {folder}, a published tree (it holds "
+                    f"{manifest.relative_to(folder)}); build outside it",
+                    key="paths.output_dir",
+                )
 
 
 def _ensure_output_dir(path: Path) -> None:
+    _refuse_inside_published(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -125,6 +162,12 @@ def build_dataset(
         remove_staging(staging)
         raise
     tables = published.report.tables.tables
+    ext = published.report.extensions
+    notes = fleet_notes(
+        ext.get(spec.RECORDINGS_FILE),
+        ext.get(spec.VALIDITY_FILE),
+        ext.get(spec.PIPELINE_AUDIT_FILE),
+    )
     return BuildResult(
         dataroot=published.dataroot,
         root_sha256=published.root_sha256,
@@ -133,4 +176,6 @@ def build_dataset(
         images=len(tables["sample_data"]),
         channels=tuple(sorted(row["channel"] for row in tables["sensor"])),
         loader=published.loader,
+        warnings=notes.warnings,
+        dropped=notes.dropped,
     )

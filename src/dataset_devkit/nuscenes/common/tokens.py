@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from typing import Any
 
 import msgspec
@@ -47,10 +48,22 @@ _NON_ALNUM = re.compile(r"[^A-Z0-9]+")
 def normalize_channel(source_name: str) -> str:
     """Map a source camera name to a safe ``CAM_*`` channel.
 
-    Upper-case, every run of other characters becomes ``_``, a leading ``CAM``/``CAMERA``
-    word is dropped, then ``CAM_`` is prefixed: ``/camera/front-left`` → ``CAM_FRONT_LEFT``.
+    Accented letters are transliterated (Unicode NFKD, marks dropped: ``Rückfahr`` →
+    ``RUCKFAHR``); a letter or digit with no ASCII form (``ß``, ``東``) is refused rather
+    than silently turned into a separator. Then upper-case, every run of other characters
+    becomes ``_``, a leading ``CAM``/``CAMERA`` word is dropped and ``CAM_`` is prefixed:
+    ``/camera/front-left`` → ``CAM_FRONT_LEFT``.
     """
-    words = [w for w in _NON_ALNUM.split(source_name.upper()) if w]
+    ascii_name = "".join(
+        c for c in unicodedata.normalize("NFKD", source_name) if not unicodedata.combining(c)
+    )
+    foreign = sorted({c for c in ascii_name if not c.isascii() and c.isalnum()})
+    if foreign:
+        raise FormatError(
+            f"camera name {source_name!r} has letters without an ASCII form "
+            f"({', '.join(foreign)}); rename the camera using A-Z, 0-9 and separators"
+        )
+    words = [w for w in _NON_ALNUM.split(ascii_name.upper()) if w]
     if words and words[0] in ("CAM", "CAMERA"):
         words = words[1:]
     channel = "CAM_" + "_".join(words)

@@ -39,6 +39,7 @@ def check_config(config: PipelineConfig) -> None:
         "frame_tolerance_ms",
         "pose_tolerance_ms",
         "min_scene_duration_s",
+        "gnss_pose_tolerance_m",
     ):
         value = getattr(scenario, name)
         if not math.isfinite(value):
@@ -62,6 +63,12 @@ def check_config(config: PipelineConfig) -> None:
         raise ConfigError(
             f"scenario.pose_tolerance_ms must be positive, found {scenario.pose_tolerance_ms}",
             key="scenario.pose_tolerance_ms",
+        )
+    if not scenario.gnss_pose_tolerance_m > 0:
+        raise ConfigError(
+            "scenario.gnss_pose_tolerance_m must be positive, found "
+            f"{scenario.gnss_pose_tolerance_m}",
+            key="scenario.gnss_pose_tolerance_m",
         )
     if not scenario.min_scene_duration_s >= 0:
         raise ConfigError(

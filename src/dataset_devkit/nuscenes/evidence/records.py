@@ -58,6 +58,8 @@ class EvCamera(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     translation: Vec3
     rotation: Quat
     timestamps_ns: tuple[int, ...]
+    #: Frames that did not decode cleanly, left out of ``timestamps_ns``: (time, reason).
+    invalid_frames: tuple[tuple[int, str], ...] = ()
 
 
 class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -80,6 +82,9 @@ class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     rotations: tuple[tuple[int, Quat], ...]
     gnss: tuple[tuple[int, float, float], ...]
     track: tuple[tuple[int, Vec3], ...]
+    #: Horizontal distance (m) of each GNSS fix from the ego pose at its time, where the
+    #: poses are a separate stream (decoded recordings): ``(fix time, metres)``.
+    gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()
 
 
 class EvFrame(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):

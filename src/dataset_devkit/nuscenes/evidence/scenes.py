@@ -21,7 +21,7 @@ from dataset_devkit.nuscenes.ingest.model import (
 )
 from dataset_devkit.nuscenes.spec import SAMPLE_INTERVAL_NS, CameraGridAudit, ScenarioConfig
 
-__all__ = ["derive_scenes", "scene_id", "time_of_day"]
+__all__ = ["complete_until", "derive_scenes", "scene_id", "time_of_day"]
 
 
 def scene_id(source_digest: str, scene_index: int) -> str:
@@ -171,6 +171,26 @@ def _nearest_index(grid: Sequence[int], t: int) -> int:
     return j
 
 
+def _invalid_note(cam: EvCamera, start: int, end: int) -> str:
+    """Why frames are missing when the decoder damaged some in the window, else ``""``."""
+    bad = [(t, why) for t, why in cam.invalid_frames if start <= t < end]
+    if not bad:
+        return ""
+    return f" ({len(bad)} frames in the window are invalid, first at {bad[0][0]} ns: {bad[0][1]})"
+
+
+def complete_until(rec: EvRecording) -> int:
+    """The last time every stream of a truncated recording reaches: data before it is whole.
+
+    A crash cuts the streams at different times (one camera's last frame, the last pose, the
+    last fix); a window cut at the latest of them would miss grid points on the others and
+    lose its complete data before the cut, so a truncated recording ends at the earliest.
+    """
+    ends = [c.timestamps_ns[-1] for c in rec.cameras if c.timestamps_ns]
+    ends += [stream[-1][0] for stream in (rec.translations, rec.rotations, rec.gnss) if stream]
+    return min(ends)
+
+
 def derive_scenes(
     rec: EvRecording, config: ScenarioConfig, *, include_sweeps: bool
 ) -> tuple[EvScene, ...]:
@@ -180,6 +200,8 @@ def derive_scenes(
         return ()
     rec_start = min(starts)
     rec_end = max(c.timestamps_ns[-1] for c in rec.cameras if c.timestamps_ns)
+    if rec.truncated:
+        rec_end = max(rec_start, complete_until(rec))
     duration_ns = round(config.scene_duration_s * 1e9)
     tolerance_ns = round(config.frame_tolerance_ms * 1e6)
     streams = _Streams(rec, round(config.pose_tolerance_ms * 1e6))
@@ -207,11 +229,17 @@ def derive_scenes(
             if audit.missing_grid_indices:
                 reasons.append(
                     f"{cam.channel} misses {len(audit.missing_grid_indices)} of "
-                    f"{audit.grid_points} grid points"
+                    f"{audit.grid_points} grid points" + _invalid_note(cam, start, end)
                 )
             keys_without_pose = audit.matched - sum(1 for f in cam_frames if f.is_key_frame)
             if keys_without_pose:
                 reasons.append(f"{cam.channel} has {keys_without_pose} key frames without ego pose")
+        worst = max((m for t, m in rec.gnss_pose_offsets_m if start <= t < end), default=0.0)
+        if worst > config.gnss_pose_tolerance_m:
+            reasons.append(
+                f"GNSS fixes lie up to {worst:.1f} m from the ego poses "
+                f"(gnss_pose_tolerance_m={config.gnss_pose_tolerance_m})"
+            )
         valid = not reasons
         distance, mean_speed, max_speed = streams.motion(grid[0], grid[-1])
         solar = _solar_hour(start, rec.longitude_deg)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable, Sequence
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import EvScene
-from dataset_devkit.nuscenes.spec import SelectionRule, SelectionStep
+from dataset_devkit.nuscenes.spec import SelectionRule, SelectionRuleKind, SelectionStep
 
 __all__ = ["check_rules", "select_scenes"]
 
@@ -84,7 +85,22 @@ def _predicate(rule: SelectionRule, key: str) -> Callable[[EvScene], bool] | Non
                 key=key,
             )
         return None
-    raise ConfigError(f"unknown selection rule {kind!r}", key=key)  # pragma: no cover
+    raise ConfigError(
+        f"{key}.kind: unknown selection rule {kind!r}; expected one of "
+        f"{', '.join(typing.get_args(SelectionRuleKind))}",
+        key=f"{key}.kind",
+    )
+
+
+def _detail(rule: SelectionRule, scene: EvScene) -> str:
+    """What a rejected scene lacks, where the rule's name alone does not say it."""
+    if rule.kind == "require_cameras" and isinstance(rule.value, str):
+        needed = {w.strip() for w in rule.value.split(",") if w.strip()}
+        missing = sorted(needed - set(scene.channels))
+        return f": its recording has no {', '.join(missing)}"
+    if rule.kind == "require_valid" and scene.reasons:
+        return ": " + "; ".join(scene.reasons)
+    return ""
 
 
 def check_rules(rules: Sequence[SelectionRule]) -> None:
@@ -114,8 +130,9 @@ def select_scenes(
             kept = [s for s in candidates if keep(s)]
         kept_ids = {s.scene_id for s in kept}
         dropped = tuple(s.scene_id for s in candidates if s.scene_id not in kept_ids)
-        for sid in dropped:
-            rejected_by[sid] = f"rule {i} {rule.kind}"
+        for s in candidates:
+            if s.scene_id not in kept_ids:
+                rejected_by[s.scene_id] = f"rule {i} {rule.kind}" + _detail(rule, s)
         steps.append(
             SelectionStep(
                 rule=rule,

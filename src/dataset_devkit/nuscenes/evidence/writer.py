@@ -8,12 +8,21 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
+import msgspec
+
+from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
 from dataset_devkit.nuscenes.common.arguments import check_instance
 from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
-from dataset_devkit.nuscenes.common.tokens import encode_canonical, normalize_channel
+from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
+from dataset_devkit.nuscenes.evidence.inputs import (
+    MAX_RECORDING_SPAN_NS,
+    channel_mapping,
+    check_span,
+    distinct_recordings,
+    open_recording,
+)
 from dataset_devkit.nuscenes.evidence.labels import read_labels
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
 from dataset_devkit.nuscenes.evidence.records import (
@@ -25,7 +34,7 @@ from dataset_devkit.nuscenes.evidence.records import (
     EvRecording,
     EvScene,
 )
-from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap
+from dataset_devkit.nuscenes.ingest import RecordingSource
 from dataset_devkit.nuscenes.spec import (
     EVIDENCE_SCHEMA_VERSION,
     AnnotationRecord,
@@ -35,9 +44,6 @@ from dataset_devkit.nuscenes.spec import (
 
 __all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
 
-#: Camera frames of one recording span at most a day: a longer span is a timestamp mistake,
-#: and cutting it into scene windows would exhaust memory.
-MAX_RECORDING_SPAN_NS = 24 * 3_600_000_000_000
 
 Progress = Callable[[str, int, int], None]
 """``progress(stage, done, total)``; the library never prints, callers render."""
@@ -46,54 +52,6 @@ Progress = Callable[[str, int, int], None]
 def config_fingerprint(config: PipelineConfig) -> str:
     """SHA-256 of the canonical JSON of the resolved config (namespace included)."""
     return hashlib.sha256(encode_canonical(config)).hexdigest()
-
-
-def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read one recording with the backend its shape selects: a folder or an ``.mcap`` file."""
-    path = Path(path)
-    if not os.path.lexists(path):
-        raise MissingPathError("recording not found", path=path)
-    if path.is_symlink():
-        raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
-    if path.is_dir():
-        return read_decoded(path)
-    if path.suffix == ".mcap":
-        return read_mcap(path, vehicle_frame=vehicle_frame)
-    raise FormatError("not a recording: expected an .mcap file or a decoded folder", path=path)
-
-
-def _check_span(src: RecordingSource, path: Path) -> None:
-    """Refuse camera times spanning more than a day: scene windows are cut densely over it."""
-    times = [t for c in src.cameras for t in c.timestamps_ns[:1] + c.timestamps_ns[-1:]]
-    if times and max(times) - min(times) > MAX_RECORDING_SPAN_NS:
-        raise FormatError(
-            f"camera frames span {(max(times) - min(times)) / 3.6e12:.1f} h "
-            f"({min(times)} to {max(times)} ns), more than the "
-            f"{MAX_RECORDING_SPAN_NS // 3_600_000_000_000} h a recording may cover "
-            "(a timestamp in the wrong unit?)",
-            path=path,
-        )
-
-
-def _channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
-    mapping: dict[str, str] = {}
-    owners: dict[str, str] = {}
-    for src in sources:
-        names = [c.source_name for c in src.cameras]
-        for name in names:
-            try:
-                channel = normalize_channel(name)
-            except FormatError as exc:
-                raise FormatError(exc.detail, path=src.source_name) from None
-            other = owners.setdefault(channel, name)
-            if other != name:
-                raise FormatError(
-                    f"camera names {other!r} and {name!r} both normalize to {channel}; "
-                    "rename one of them",
-                    path=src.source_name,
-                )
-            mapping[name] = channel
-    return dict(sorted(mapping.items()))
 
 
 def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
@@ -124,6 +82,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
                 translation=c.translation,
                 rotation=c.rotation,
                 timestamps_ns=c.timestamps_ns,
+                invalid_frames=c.invalid_frames,
             )
             for c in sorted(src.cameras, key=lambda c: mapping[c.source_name])
         ),
@@ -131,6 +90,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
         rotations=tuple((s.timestamp_ns, s.value) for s in src.rotations),
         gnss=tuple((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
         track=tuple((s.timestamp_ns, s.value) for s in src.track),
+        gnss_pose_offsets_m=src.gnss_pose_offsets_m,
     )
 
 
@@ -149,6 +109,9 @@ def build_evidence(
     """
     check_instance(config, PipelineConfig, "config")
     check_config(config)
+    # As it will be read back: ``scene_duration_s=2`` becomes 2.0, so the recorded
+    # fingerprint matches the decoded config (an int here made the evidence unreadable).
+    config = msgspec.json.decode(msgspec.json.encode(config), type=PipelineConfig)
     if isinstance(recordings, str | bytes | os.PathLike):
         raise ConfigError(
             f"recordings must be a list of paths, found the single path {recordings!r}",
@@ -164,7 +127,7 @@ def build_evidence(
     for i, path in enumerate(paths):
         report("ingest", i, len(recordings))
         source = open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame)
-        _check_span(source, Path(path))
+        check_span(source, Path(path))
         sources.append(source)
     report("ingest", len(recordings), len(recordings))
     types = sorted({s.source_type for s in sources})
@@ -172,20 +135,10 @@ def build_evidence(
         raise ConfigError(
             f"all recordings of a dataset need one source type, found {types}", key="sources"
         )
-    for attr in ("content_sha256", "source_digest", "recording_id"):
-        first: dict[str, Path] = {}
-        for path, src in zip(paths, sources, strict=True):
-            value = getattr(src, attr)
-            if value in first:
-                raise ConfigError(
-                    f"recordings {first[value]} and {path} repeat {attr} {value!r} (the same "
-                    "recording twice?); list each recording once",
-                    key="sources",
-                )
-            first[value] = path
+    sources = distinct_recordings(paths, sources)
     origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
-    mapping = _channel_mapping(sources)
+    mapping = channel_mapping(sources)
     ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
     report("scenes", 0, 1)
     derived = derive(ev_recordings, config)
@@ -271,7 +224,10 @@ def _store_frames(
                     rec_dir.mkdir(channel).close()
                 for name, ts, data in src.extract_frames(request):
                     cam = by_name[name]
-                    what = f"{origin[src.source_digest]}: camera {name!r} frame {ts}"
+                    what = (
+                        f"{origin[src.source_digest]}: camera {name!r} (topic {cam.topic!r}) "
+                        f"frame {ts}"
+                    )
                     dims = jpeg_dimensions(data, what)
                     if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
                         raise FormatError(

@@ -171,7 +171,8 @@ def _why_no_scene(derived: Derived) -> str:
     if not derived.scenes:
         return "the evidence selects no scene: the recordings hold no camera frame"
     counts = Counter(
-        "invalid" if why.startswith("invalid: ") else why for why in derived.rejected_by.values()
+        "invalid" if why.startswith("invalid: ") else why.split(": ", 1)[0]
+        for why in derived.rejected_by.values()
     )
     invalid = next((sc for sc in derived.scenes if not sc.valid), None)
     parts = [f"{n} by {why}" for why, n in sorted(counts.items())]

@@ -85,14 +85,15 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
     exported = Counter((f.image.source_digest, f.record.calibrated_sensor_token) for f in t.frames)
     recordings = []
     for rec in doc.recordings:
-        if rec.source_digest not in t.log_by_digest:
-            continue
+        log = t.log_by_digest.get(rec.source_digest, "")
         cams = tuple(
             CameraRecord(
                 source_name=c.source_name,
                 channel=c.channel,
-                sensor_token=t.sensor_by_channel[c.channel],
-                calibrated_sensor_token=t.calibrated_by_key[(rec.source_digest, c.channel)],
+                sensor_token=t.sensor_by_channel[c.channel] if log else "",
+                calibrated_sensor_token=t.calibrated_by_key[(rec.source_digest, c.channel)]
+                if log
+                else "",
                 width=c.width,
                 height=c.height,
                 intrinsic=c.intrinsic,
@@ -103,7 +104,9 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
                 frames_observed=len(c.timestamps_ns),
                 frames_exported=exported[
                     (rec.source_digest, t.calibrated_by_key[(rec.source_digest, c.channel)])
-                ],
+                ]
+                if log
+                else 0,
             )
             for c in rec.cameras
         )
@@ -111,7 +114,7 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
         recordings.append(
             RecordingRecord(
                 recording_id=rec.recording_id,
-                log_token=t.log_by_digest[rec.source_digest],
+                log_token=log,
                 source_type=rec.source_type,  # type: ignore[arg-type]
                 backend=rec.backend,
                 source_name=rec.source_name,
@@ -126,6 +129,9 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
                     for s in selected
                     if s.source_digest == rec.source_digest
                 ),
+                selected=bool(log),
+                reason="" if log else _unselected_reason(doc, rec.source_digest),
+                truncation_detail=rec.observations.truncation_detail if rec.truncated else "",
             )
         )
     resolution = SOURCE_CONTRACTS[doc.source_type][2]
@@ -198,6 +204,20 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
         ),
         PIPELINE_AUDIT_FILE: _audit(doc, t),
     }
+
+
+def _unselected_reason(doc: EvidenceDocument, digest: str) -> str:
+    """Why a recording contributes no scene: its windows' reasons, counted."""
+    reasons = Counter(
+        doc.derived.rejected_by.get(s.scene_id, "not selected")
+        for s in doc.derived.scenes
+        if s.source_digest == digest
+    )
+    if not reasons:
+        return "no scene window (no camera frame)"
+    total = sum(reasons.values())
+    listed = "; ".join(f"{n}x {why}" for why, n in sorted(reasons.items()))
+    return f"none of its {total} scene windows was selected: {listed}"
 
 
 def _validity(doc: EvidenceDocument, t: Tables, selected: list[EvScene]) -> ValidityDocument:

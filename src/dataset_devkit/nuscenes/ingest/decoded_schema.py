@@ -137,6 +137,7 @@ def load_recording(folder: Path) -> tuple[_Recording, bytes]:
         raise FormatError("at least one camera is required", path=meta, field="$.cameras")
     names: dict[str, int] = {}
     videos: dict[str, int] = {}
+    channels: dict[str, int] = {}
     for i, cam in enumerate(doc.cameras):
         where = f"$.cameras[{i}]"
         if not _SAFE_NAME.fullmatch(cam.video):
@@ -151,9 +152,18 @@ def load_recording(folder: Path) -> tuple[_Recording, bytes]:
                 )
             seen[value] = i
         try:
-            normalize_channel(cam.name)
+            channel = normalize_channel(cam.name)
         except FormatError as exc:
             raise FormatError(exc.detail, path=meta, field=f"{where}.name") from None
+        if channel in channels:
+            j = channels[channel]
+            raise FormatError(
+                f"name {cam.name!r} normalizes to {channel}, as $.cameras[{j}].name "
+                f"{doc.cameras[j].name!r} does; rename one so each camera has its own channel",
+                path=meta,
+                field=f"{where}.name",
+            )
+        channels[channel] = i
         if cam.width < 1 or cam.height < 1:
             raise FormatError("width and height must be positive", path=meta, field=where)
         if not cam.timestamps_ns:

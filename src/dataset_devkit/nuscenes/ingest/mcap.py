@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator
@@ -20,6 +20,7 @@ from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
 from dataset_devkit.nuscenes.ingest.mcap_scan import (
     IMAGE_SCHEMAS,
     METADATA_NAME,
+    Scan,
     iter_records,
     scan_records,
 )
@@ -37,10 +38,11 @@ from dataset_devkit.nuscenes.ingest.model import (
     TimedQuat,
     TimedVec3,
 )
+from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, bag_files
 from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
 from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
 
-__all__ = ["BACKEND_MCAP", "read_mcap"]
+__all__ = ["BACKEND_MCAP", "read_mcap", "read_rosbag"]
 
 BACKEND_MCAP = "mcap"
 #: The 8 bytes every MCAP file starts with.
@@ -79,21 +81,61 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         transforms whose child it is give the ego orientation.
     """
     path = Path(path)
-    with open_regular(path) as f:
-        magic = f.read(len(MCAP_MAGIC))
-        if magic != MCAP_MAGIC:
-            # An empty file, a PNG or a text file would otherwise read as a "truncated"
-            # recording with no message, silently contributing nothing.
-            raise FormatError(
-                f"not an MCAP file: expected the magic {MCAP_MAGIC!r}, found {magic!r}",
-                path=path,
-            )
-        identity_before = source_identity(f)
-        digest = SourceDigest(BACKEND_MCAP)
-        size = digest.add_file(path.name, f)
-        scan = scan_records(f, path, vehicle_frame)
-        if source_identity(f) != identity_before:
-            raise UnsafePathError("recording changed while it was read", path=path)
+    return _read_parts(path, (path,), None, vehicle_frame)
+
+
+def read_rosbag(folder: Path | str, *, vehicle_frame: str = "base_link") -> RecordingSource:
+    """Read a ROS 2 bag folder (``metadata.yaml`` + split ``.mcap`` files) as one recording.
+
+    The splits are read in the order ``metadata.yaml`` lists them, as one stream of records;
+    the recording id defaults to the folder name.
+    """
+    folder = Path(folder)
+    meta, raw, parts = bag_files(folder)
+    return _read_parts(folder, parts, (meta, raw), vehicle_frame)
+
+
+def _check_magic(f: BinaryIO, part: Path) -> None:
+    magic = f.read(len(MCAP_MAGIC))
+    if magic != MCAP_MAGIC:
+        # An empty file, a PNG or a text file would otherwise read as a "truncated"
+        # recording with no message, silently contributing nothing.
+        raise FormatError(
+            f"not an MCAP file: expected the magic {MCAP_MAGIC!r}, found {magic!r}",
+            path=part,
+        )
+
+
+def _read_parts(
+    path: Path,
+    parts: tuple[Path, ...],
+    bag_metadata: tuple[Path, bytes] | None,
+    vehicle_frame: str,
+) -> RecordingSource:
+    """Scan *parts* in order as one recording named by *path* (a file or a bag folder)."""
+    digest = SourceDigest(BACKEND_MCAP)
+    size = 0
+    if bag_metadata is not None:
+        with open_regular(bag_metadata[0], BAG_METADATA_FILE) as f:
+            size += digest.add_file(BAG_METADATA_FILE, f)
+            if f.read() != bag_metadata[1]:
+                raise UnsafePathError("changed while it was read", path=bag_metadata[0])
+    scan = Scan()
+    identities: list[tuple[Path, tuple[int, int, int, int]]] = []
+    details: list[str] = []
+    for part in parts:
+        with open_regular(part) as f:
+            _check_magic(f, part)
+            identity_before = source_identity(f)
+            size += digest.add_file(part.name, f)
+            scan.detail = ""
+            scan_records(f, part, vehicle_frame, scan)
+            if source_identity(f) != identity_before:
+                raise UnsafePathError("recording changed while it was read", path=part)
+        identities.append((part, identity_before))
+        if scan.detail:
+            details.append(f"{part.name}: {scan.detail}" if bag_metadata else scan.detail)
+    scan.detail = "; ".join(details)
     if not scan.images:
         raise FormatError(
             f"no JPEG camera image ({', '.join(IMAGE_SCHEMAS)}) in "
@@ -181,7 +223,7 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         rejected_messages=scan.rejected,
     )
     wanted_topics = {scan.topics[c.frame_id] for c in cameras}
-    recording_id = scan.metadata.get("recording_id", path.stem)
+    recording_id = scan.metadata.get("recording_id", path.name if bag_metadata else path.stem)
     if "recording_id" in scan.metadata and not SAFE_RECORDING_ID.fullmatch(recording_id):
         raise FormatError(
             f"metadata {METADATA_NAME!r}: recording_id {recording_id!r} must match "
@@ -206,8 +248,9 @@ def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> Recordin
         track=tuple(track),
         observations=observations,
         filtering=tuple(scan.filtering),
-        extract_frames=lambda wanted: _extract(path, identity_before, wanted_topics, wanted),
+        extract_frames=lambda wanted: _extract(tuple(identities), wanted_topics, wanted),
         longitude_deg=fixes[0].longitude if fixes else 0.0,
+        recording_id_from_name="recording_id" not in scan.metadata,
     )
 
 
@@ -219,29 +262,32 @@ def _dedup_q(items: list[Orientation]) -> tuple[TimedQuat, ...]:
 
 
 def _extract(
-    path: Path,
-    expected: tuple[int, int, int, int],
+    parts: tuple[tuple[Path, tuple[int, int, int, int]], ...],
     topics: set[str],
     wanted: Mapping[str, frozenset[int]],
 ) -> Iterator[tuple[str, int, bytes]]:
     """Second pass: the verbatim JPEG bytes of the wanted frames, in file order."""
     remaining = {name: set(times) for name, times in wanted.items() if times}
-    decoders: dict[int, Any] = {}
-    with open_regular(path) as f:
-        if source_identity(f) != expected:
-            raise UnsafePathError("recording changed since it was ingested", path=path)
-        for schema, channel, message in iter_records(f, path, None):
-            if channel.topic not in topics:
-                continue
-            decoder = decoders.get(channel.id)
-            if decoder is None:
-                decoder = decoders[channel.id] = decoder_for(
-                    channel.message_encoding, schema, channel.topic
-                )
-            for rec in normalize(schema.name, decoder(message.data)):
-                if isinstance(rec, Image) and rec.timestamp_ns in remaining.get(rec.frame_id, ()):
-                    remaining[rec.frame_id].discard(rec.timestamp_ns)
-                    yield rec.frame_id, rec.timestamp_ns, rec.data
+    for path, expected in parts:
+        decoders: dict[int, Any] = {}  # channel ids are per split file
+        with open_regular(path) as f:
+            if source_identity(f) != expected:
+                raise UnsafePathError("recording changed since it was ingested", path=path)
+            for schema, channel, message in iter_records(f, path, None):
+                if channel.topic not in topics:
+                    continue
+                decoder = decoders.get(channel.id)
+                if decoder is None:
+                    decoder = decoders[channel.id] = decoder_for(
+                        channel.message_encoding, schema, channel.topic
+                    )
+                for rec in normalize(schema.name, decoder(message.data)):
+                    if isinstance(rec, Image) and rec.timestamp_ns in remaining.get(
+                        rec.frame_id, ()
+                    ):
+                        remaining[rec.frame_id].discard(rec.timestamp_ns)
+                        yield rec.frame_id, rec.timestamp_ns, rec.data
+    path = parts[-1][0].parent if len(parts) > 1 else parts[0][0]
     missing = sorted((n, t) for n, ts in remaining.items() for t in ts)
     if missing:
         raise FormatError(

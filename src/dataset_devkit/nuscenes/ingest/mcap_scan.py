@@ -155,9 +155,12 @@ def source_size(f: BinaryIO) -> int:
     return os.fstat(f.fileno()).st_size
 
 
-def scan_records(f: BinaryIO, path: Path, vehicle_frame: str) -> Scan:
-    """First pass: every message decoded by role, images located, rejections recorded."""
-    scan = Scan()
+def scan_records(f: BinaryIO, path: Path, vehicle_frame: str, scan: Scan | None = None) -> Scan:
+    """First pass: every message decoded by role, images located, rejections recorded.
+
+    A *scan* given is continued: the splits of a ROS 2 bag are scanned into one.
+    """
+    scan = Scan() if scan is None else scan
     decoders: dict[int, Any] = {}
     ignored: dict[tuple[str, str], int] = defaultdict(int)
     for schema, channel, message in iter_records(f, path, scan):

@@ -43,6 +43,9 @@ class CameraStream:
     translation: Vec3
     rotation: Quat
     timestamps_ns: tuple[int, ...]
+    #: Frames left out of ``timestamps_ns`` because they did not decode cleanly:
+    #: ``(timestamp_ns, reason)``.
+    invalid_frames: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,11 @@ class RecordingSource:
     #: SHA-256 of the member bytes alone (no names): the same recording copied under another
     #: name has another ``source_digest`` but this same value, so it is not ingested twice.
     content_sha256: str = ""
+    #: Horizontal distance (m) of each GNSS fix from the interpolated ego pose at its time,
+    #: when poses and fixes are separate streams: ``(fix time, metres)``.
+    gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()
+    #: The id is the file or folder name (no recorded id): it may be made unique.
+    recording_id_from_name: bool = False
 
 
 def check_intrinsic(k: Matrix3, width: int, height: int, what: str) -> None:

@@ -293,7 +293,7 @@ class Dataset:
         }
 
     def recordings(self) -> list[Record]:
-        """Every source recording with its fingerprint, cameras and scenes."""
+        """Every input recording: fingerprint, cameras, scenes and fate (``selected``)."""
         return _copy(self._part(spec.RECORDINGS_FILE, "recordings"))
 
     def channel_mapping(self) -> dict[str, str]:

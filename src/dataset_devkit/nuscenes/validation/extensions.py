@@ -208,6 +208,18 @@ def _check_recordings(
                 f"{where}.source_type: {rec.source_type} differs from source.json "
                 f"{source.source_type}"
             )
+        if not rec.selected:
+            # Listed with its fate: it owns no log, scene or calibration in the tables.
+            tokens = [rec.log_token, *rec.scene_tokens]
+            tokens += [c.sensor_token + c.calibrated_sensor_token for c in rec.cameras]
+            if any(tokens) or not rec.reason:
+                issues.append(
+                    f"{where}: a recording that is not selected needs a reason and no log, "
+                    "scene or camera tokens"
+                )
+            continue
+        if rec.reason:
+            issues.append(f"{where}.reason: a selected recording has no reason, found one")
         if rec.log_token not in t.index["log"]:
             issues.append(f"{where}.log_token: token {rec.log_token} not found in log")
         elif rec.log_token in logs_seen:

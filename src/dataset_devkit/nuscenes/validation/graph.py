@@ -143,20 +143,40 @@ def _check_filenames(t: LoadedTables, issues: list[str]) -> None:
 
 
 def _check_coverage(t: LoadedTables, issues: list[str]) -> None:
-    """Every sample has exactly one key frame of every channel (the camera index's rule)."""
+    """Every sample has exactly one key frame of every channel of its scene.
+
+    A fleet mixes rigs: as in nuScenes, a scene's samples carry the cameras its log has, so
+    the channels are those of the scene's key frames, and each sample needs each once.
+    """
     counts = Counter(key_frame_channels(t))
     channels = sorted({row["channel"] for row in t.tables["sensor"]})
     samples = [row["token"] for row in t.tables["sample"]]
     if set(counts.values()) <= {1} and counts.keys() == set(itertools.product(samples, channels)):
         return
+    scene_of = {row["token"]: row.get("scene_token") for row in t.tables["sample"]}
+    by_scene: dict[object, set[str]] = {}
+    for sample, channel in counts:
+        if channel is not None:
+            by_scene.setdefault(scene_of.get(sample), set()).add(channel)
     for sample in samples:
-        for channel in channels:
+        for channel in sorted(by_scene.get(scene_of[sample], set())):
             found = counts.get((sample, channel), 0)
             if found != 1:
                 issues.append(
                     f"{t.rel('sample')} row {sample}: expected exactly one {channel} "
-                    f"key frame, found {found}"
+                    f"key frame, found {found}{_where(t, scene_of[sample])}"
                 )
+        if not by_scene.get(scene_of[sample]):
+            issues.append(f"{t.rel('sample')} row {sample}: has no key frame")
+
+
+def _where(t: LoadedTables, scene_token: object) -> str:
+    """`` (scene <name>, recording <logfile>)`` for an issue, when the rows resolve."""
+    scene = t.index["scene"].get(scene_token) if isinstance(scene_token, str) else None
+    log = t.index["log"].get(scene["log_token"]) if scene else None
+    if scene is None or log is None:
+        return ""
+    return f" (scene {scene['name']}, recording {log['logfile']})"
 
 
 def _check_map(t: LoadedTables, issues: list[str]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation.dataroot import Progress, validate_dataroot
+from dataset_devkit.nuscenes.validation.fleet import fleet_notes
 
 __all__ = ["DatarootSummary", "inspect_dataroot"]
 
@@ -36,6 +37,11 @@ class DatarootSummary:
     pose_frame: str
     validation_state: str
     root_sha256: str
+    #: Recordings that contribute at least one scene (``recording_count`` lists every input).
+    selected_recording_count: int = 0
+    #: Recordings that lost data, and what was not exported and why (see fleet_report).
+    warnings: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The summary as a JSON-ready mapping (no absolute path: output is deterministic)."""
@@ -49,6 +55,9 @@ class DatarootSummary:
             },
             "channels": list(self.channels),
             "recordings": self.recording_count,
+            "recordings_selected": self.selected_recording_count,
+            "warnings": list(self.warnings),
+            "dropped": list(self.dropped),
             "scenes": {
                 "total": self.scene_count,
                 "train": self.train_scene_count,
@@ -77,6 +86,7 @@ def inspect_dataroot(
     split: spec.SplitDocument = ext.get(spec.SPLIT_FILE)
     recordings: spec.RecordingsDocument = ext.get(spec.RECORDINGS_FILE)
     validation: spec.ValidationDocument = ext.get(spec.VALIDATION_FILE)
+    notes = fleet_notes(recordings, ext.get(spec.VALIDITY_FILE), ext.get(spec.PIPELINE_AUDIT_FILE))
     key_frames = sum(1 for sd in t.tables["sample_data"] if sd["is_key_frame"])
     images = len(t.tables["sample_data"])
     return DatarootSummary(
@@ -96,4 +106,7 @@ def inspect_dataroot(
         pose_frame=source.pose_frame,
         validation_state=validation.state,
         root_sha256=report.root_sha256 or "",
+        selected_recording_count=sum(1 for r in recordings.recordings if r.selected),
+        warnings=notes.warnings,
+        dropped=notes.dropped,
     )

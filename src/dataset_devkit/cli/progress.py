@@ -1,0 +1,178 @@
+"""Rich progress bars for the library's :class:`ProgressUpdate` callbacks.
+
+A bar is drawn on stderr only when stdout is a terminal, neither ``--quiet`` nor ``--json``
+was given, and stderr is a terminal too: piped or scripted runs get clean output and
+nothing else. One bar per stage, each showing bytes and items, the rate and an ETA.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.filesize import decimal
+from rich.progress import (
+    BarColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from dataset_devkit.cli.output import state
+from dataset_devkit.cli.render import stderr_console
+from dataset_devkit.integrity.progress import ProgressUpdate
+from dataset_devkit.integrity.tree_size import tree_totals
+
+__all__ = ["Advance", "bars_enabled", "progress_bar", "tree_bar"]
+
+#: The shortest interval between two updates of one bar, in seconds.
+_MIN_UPDATE_S = 0.05
+
+#: What a command hands the library: the shared protocol, or a legacy byte counter.
+Advance = Callable[[ProgressUpdate | int], None]
+
+
+def bars_enabled() -> bool:
+    """Whether this run draws progress bars (a terminal, and no ``--quiet``/``--json``)."""
+    if state.quiet or state.json:
+        return False
+    return sys.stdout.isatty() and stderr_console().is_terminal
+
+
+class _CountsColumn(ProgressColumn):
+    """``1.2/3.4 GB · 12/40 files``: bytes when the stage moves bytes, items always."""
+
+    def render(self, task: Task) -> Text:
+        fields = task.fields
+        parts = []
+        if fields["bytes_done"] or fields["bytes_total"]:
+            total = fields["bytes_total"]
+            of = f"/{decimal(total)}" if total else ""
+            parts.append(f"{decimal(fields['bytes_done'])}{of}")
+        if fields["items_done"] or fields["items_total"]:
+            total = fields["items_total"]
+            of = f"/{total}" if total else ""
+            parts.append(f"{fields['items_done']}{of} {fields['unit']}")
+        return Text(" · ".join(parts), style="progress.download")
+
+
+class _RateColumn(ProgressColumn):
+    """Bytes per second when the stage moves bytes, else items per second."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("", style="progress.data.speed")
+        if task.fields["bytes_done"]:
+            return Text(f"{decimal(int(speed))}/s", style="progress.data.speed")
+        return Text(f"{speed:.1f} {task.fields['unit']}/s", style="progress.data.speed")
+
+
+@contextmanager
+def progress_bar(
+    description: str,
+    *,
+    total_bytes: int | None = None,
+    total_items: int | None = None,
+    unit: str = "files",
+    label: str | None = None,
+) -> Iterator[Advance]:
+    """Yield a thread-safe callback taking :class:`ProgressUpdate` (or a byte count).
+
+    *description* names the first stage (and bare byte counts); *label* is what its bar
+    shows, *total_bytes*/*total_items* its totals when the caller already knows them (a
+    tree size from a stat walk). Updates of other stages add bars.
+    """
+    enabled = bars_enabled()
+    bars = Progress(
+        TextColumn("{task.description:<16}"),
+        BarColumn(),
+        _CountsColumn(),
+        _RateColumn(),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        console=stderr_console(),
+        transient=True,
+        disable=not enabled,
+    )
+    tasks: dict[str, tuple[TaskID, dict[str, Any]]] = {}
+    lock = threading.Lock()  # library workers report from several threads
+    shown_at: dict[str, float] = {}
+
+    def advance(update: ProgressUpdate | int) -> None:
+        if not enabled:
+            return
+        if isinstance(update, int):
+            update = ProgressUpdate(description, nbytes=update, unit=unit)
+        with lock:
+            if update.stage not in tasks:
+                fields: dict[str, Any] = {
+                    "bytes_done": 0,
+                    "bytes_total": None,
+                    "items_done": 0,
+                    "items_total": None,
+                    "unit": update.unit,
+                }
+                shown = label if label and update.stage == description else update.stage
+                tasks[update.stage] = (bars.add_task(shown, total=None, **fields), fields)
+            task_id, fields = tasks[update.stage]
+            if update.total_bytes is not None:
+                fields["bytes_total"] = update.total_bytes
+            if update.total_items is not None:
+                fields["items_total"] = update.total_items
+            fields["bytes_done"] += update.nbytes
+            fields["items_done"] += update.items
+            fields["unit"] = update.unit
+            # Thousands of small files report thousands of times a second; the bar redraws
+            # ten times a second, so the task is updated at most every 50 ms.
+            # The first advance is always shown: with the last frame it gives the rate.
+            now = time.monotonic()
+            if update.total_bytes is None and update.total_items is None:
+                if now - shown_at.get(update.stage, -_MIN_UPDATE_S) < _MIN_UPDATE_S:
+                    return
+                shown_at[update.stage] = now
+            show(task_id, fields)
+
+    def show(task_id: TaskID, fields: dict[str, Any]) -> None:
+        # The bar follows bytes when the stage moves bytes, else its items.
+        if fields["bytes_total"] or (fields["bytes_done"] and not fields["items_total"]):
+            total, done = fields["bytes_total"], fields["bytes_done"]
+        else:
+            total, done = fields["items_total"], fields["items_done"]
+        bars.update(task_id, total=total, completed=done, **fields)
+
+    with bars:
+        if enabled:
+            advance(
+                ProgressUpdate(
+                    description, total_bytes=total_bytes, total_items=total_items, unit=unit
+                )
+            )
+        yield advance
+        with lock:  # the last frame shows where every stage ended, throttled or not
+            for task_id, fields in tasks.values():
+                show(task_id, fields)
+
+
+@contextmanager
+def tree_bar(stage: str, root: Path) -> Iterator[Advance]:
+    """A byte bar over the regular files of *root*, labelled with their count.
+
+    The stat walk for the totals runs only when a bar is drawn: piped and scripted runs
+    do not pay for it.
+    """
+    totals = tree_totals(root) if bars_enabled() else None
+    total_bytes, files = totals if totals is not None else (None, None)
+    label = f"{stage} {files} files" if files is not None else stage
+    with progress_bar(stage, total_bytes=total_bytes, label=label) as advance:
+        yield advance

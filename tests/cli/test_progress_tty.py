@@ -1,0 +1,81 @@
+"""Progress bars: drawn on a terminal, never in pipes, with ``--quiet`` or with ``--json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.integrity import write_manifest
+from tests.cli_run import run_devkit
+from tests.tty_run import BAR, run_on_tty
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("progress") / "ds"
+    for i in range(40):
+        (root / f"part-{i % 4}").mkdir(parents=True, exist_ok=True)
+        (root / f"part-{i % 4}" / f"{i:03d}.bin").write_bytes(bytes([i]) * (64 << 10))
+    write_manifest(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def release(tree: Path) -> Path:
+    from dataset_devkit.release import PackOptions, pack_release
+
+    out = tree.parent / "ds-packages"
+    pack_release(tree, out, PackOptions(package_limit=1 << 20))
+    return out
+
+
+def test_verify_draws_a_bar_with_bytes_rate_and_files_on_a_terminal(
+    tree: Path, package_env: dict[str, str]
+) -> None:
+    code, shown = run_on_tty(package_env, "verify", str(tree))
+    assert code == 0, shown
+    assert (
+        BAR in shown and "MB" in shown and "/s" in shown and "verify 41 files" in shown
+    )  # 40 and the manifest
+    assert "OK " in shown
+
+
+def test_release_pack_verify_and_unpack_draw_bars(
+    tree: Path, release: Path, tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    code, shown = run_on_tty(
+        package_env, "release", "pack", str(tree), "--out", str(tmp_path / "r")
+    )
+    assert code == 0 and BAR in shown, shown
+    code, shown = run_on_tty(package_env, "release", "verify", str(release))
+    assert code == 0 and BAR in shown and "packages" in shown, shown
+    code, shown = run_on_tty(
+        package_env, "release", "unpack", str(release), "--all", "--out", str(tmp_path / "d")
+    )
+    assert code == 0 and BAR in shown and "packages" in shown, shown
+
+
+def test_no_bar_with_quiet_or_json_even_on_a_terminal(
+    tree: Path, package_env: dict[str, str]
+) -> None:
+    code, shown = run_on_tty(package_env, "verify", str(tree), "--quiet")
+    assert code == 0 and BAR not in shown and "OK " in shown
+    code, shown = run_on_tty(
+        package_env, "--quiet", "release", "verify", str(tree.parent / "ds-packages")
+    )
+    assert code == 0 and BAR not in shown
+    code, shown = run_on_tty(package_env, "verify", str(tree), "--json")
+    assert code == 0 and BAR not in shown
+    report = json.loads(shown.replace("\r\n", "\n"))  # the terminal holds the report alone
+    assert report["ok"] is True
+
+
+def test_no_bar_and_nothing_on_stderr_when_output_is_not_a_terminal(
+    tree: Path, release: Path, package_env: dict[str, str]
+) -> None:
+    for argv in (("verify", str(tree)), ("release", "verify", str(release))):
+        done = run_devkit(package_env, *argv)
+        assert done.returncode == 0
+        assert BAR not in done.stdout and done.stderr == ""
