@@ -220,3 +220,23 @@ def test_verify_reports_a_missing_linked_or_unreachable_nested_manifest(tmp_path
     (root / "meta").symlink_to(tmp_path / "meta")
     (issue,) = verify_tree(root, location=NESTED).details
     assert (issue.path, issue.kind) == (NESTED, "unsafe")
+
+
+def test_a_deeply_nested_candidate_manifest_is_not_found_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "meta").mkdir()
+    (tmp_path / NESTED).write_bytes(b'{"other": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(ManifestNotFoundError, match="not a content manifest document"):
+        locate_manifest(tmp_path)
+    assert verify_tree(tmp_path).issues  # reported, not raised
+
+
+def test_a_deeply_nested_manifest_is_a_format_error_naming_it(tmp_path: Path) -> None:
+    make_tree(tmp_path, SAMPLE)
+    write_manifest(tmp_path)
+    path = tmp_path / CONTENT_MANIFEST_NAME
+    path.chmod(0o644)
+    path.write_bytes(b'{"files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    with pytest.raises(FormatError, match=CONTENT_MANIFEST_NAME):
+        read_manifest(tmp_path)

@@ -121,7 +121,7 @@ def test_every_problem_of_a_damaged_root_is_reported(built, tmp_path):
     assert f"{PAIR}/cameras/right.json: frame 3: world_to_camera is not the inverse" in text
     assert f"{PAIR}/prompt.txt: differs from the index caption" in text
     assert "genvr_i2s_with_depth.jsonl: does not list the same samples" in text
-    assert "default loader requirements: (use_depth, use_camera" in text
+    assert "loader_requirements.json: default loader requirements (use_depth, use_camera" in text
     assert "cams00/videos/left.mp4" in text and "cannot be opened as a video" in text
     assert "videos/left.mp4: 6 bytes, manifest says" in text
     assert issues == sorted(issues) and len(issues) >= 7

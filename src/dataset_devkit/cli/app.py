@@ -44,6 +44,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "nuscenes",
     "stereo",
     "kinds",
+    "preview",
 )
 
 # Typer >= 0.2x vendors Click: its exception classes are found from Typer's public ones.

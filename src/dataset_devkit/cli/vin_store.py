@@ -88,10 +88,13 @@ def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
             root_sha256=report.root_sha256,
             issues=report.issues,
             exit_code=None if report.ok else 1,
+            notes=list(report.notes),
         )
         if not report.ok:
             raise typer.Exit(1)
         return
+    for note in report.notes:
+        stdout_console().print(f"note: {note}", markup=False, highlight=False)
     report.raise_for_issues()
     stdout_console().print(f"OK {store}: root_sha256 {report.root_sha256}")
 

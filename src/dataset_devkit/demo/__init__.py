@@ -19,4 +19,5 @@ DEMO_STEPS: tuple[str, ...] = (
     "release",
     "vin_store",
     "stereo",
+    "preview",
 )

@@ -29,6 +29,7 @@ from dataset_devkit.integrity.manifest import (
     write_manifest,
 )
 from dataset_devkit.integrity.modes import READABLE_BY, ReadableBy
+from dataset_devkit.integrity.npy import load_npy
 from dataset_devkit.integrity.publish import (
     PUBLISH_PHASES,
     PublishResult,
@@ -74,6 +75,7 @@ __all__ = [
     "decode_json_record",
     "hash_fd",
     "hash_file",
+    "load_npy",
     "locate_manifest",
     "new_staging_dir",
     "open_dir_nofollow",

@@ -143,7 +143,7 @@ def _nested_verdict(pinned: SafeDir, name: str, rel: str) -> str | None:
         return f"unreadable: {exc}"
     try:
         claim = msgspec.json.decode(raw, type=_Claim)
-    except msgspec.MsgspecError:
+    except (msgspec.MsgspecError, RecursionError):  # msgspec caps nesting so
         return "not a content manifest document"
     if claim.excluded != [rel]:
         return f"its excluded is {claim.excluded!r}, not [{rel!r}]"

@@ -14,8 +14,18 @@ __all__ = ["decode_json_record"]
 T = TypeVar("T")
 
 
-def decode_json_record(raw: bytes, record_type: type[T], path: str | Path) -> T:
+def decode_json_record(
+    raw: bytes,
+    record_type: type[T],
+    path: str | Path,
+    *,
+    error: type[FormatError] = FormatError,
+) -> T:
     """Decode *raw* JSON into *record_type* strictly, or raise :class:`FormatError`.
+
+    *error* is the :class:`FormatError` subclass a system raises for its own files. Invalid
+    UTF-8, NaN or Infinity literals, out-of-range numbers and wrong types all end here: the
+    one place every reader of a JSON document turns bad bytes into a typed error.
 
     msgspec reports the offending location as ``... - at `$.a[0].b```; that location
     becomes the error's ``field`` and the rest its message, so every reader of a document
@@ -25,6 +35,8 @@ def decode_json_record(raw: bytes, record_type: type[T], path: str | Path) -> T:
         return msgspec.json.decode(raw, type=record_type, strict=True)
     except msgspec.ValidationError as exc:
         message, _, where = str(exc).partition(" - at ")
-        raise FormatError(message, path=path, field=where.strip("`") or None) from exc
+        raise error(message, path=path, field=where.strip("`") or None) from exc
     except msgspec.DecodeError as exc:
-        raise FormatError(f"not valid JSON ({exc})", path=path) from exc
+        raise error(f"not valid JSON ({exc})", path=path) from exc
+    except RecursionError:  # msgspec's answer to nesting deeper than the interpreter allows
+        raise error("not valid JSON (nested too deeply)", path=path) from None

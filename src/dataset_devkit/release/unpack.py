@@ -343,7 +343,7 @@ def load_release(directory: str) -> Release:
     raw = _read_small(directory, MANIFEST_NAME)
     try:
         manifest = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # json recurses once per nesting level
         raise UnpackError(f"{MANIFEST_NAME}: not valid UTF-8 JSON ({exc})") from None
     status = _check_manifest(manifest)
     files_sha = manifest["files_jsonl_sha256"]
@@ -467,7 +467,7 @@ def parse_index(data: bytes, label: str) -> list[FileRow]:
         at = f"{label} line {number}"
         try:
             obj = json.loads(line, parse_constant=_no_constant)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise UnpackError(f"{at}: not valid JSON") from None
         pkg_name = obj.get("package") if isinstance(obj, dict) else None
         row = FileRow(
@@ -1357,7 +1357,7 @@ def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     with output.open_read(name) as fh:
         try:
             state = json.loads(fh.read(1 << 20).decode("utf-8"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise UnpackError(
                 f"{output.path}/{name}: unreadable restore state, expected UTF-8 JSON ({exc}); "
                 "remove it to restore again (existing files are then hashed)"

@@ -110,11 +110,34 @@ def camera_file(intrinsics: F64, camera_to_world: F64, height: int, width: int) 
     )
 
 
+def _numbers_only(value: list[Any]) -> bool:
+    """Whether nested lists hold only ints and floats (no bool, string, object or null)."""
+    pending: list[Any] = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+        elif type(item) not in (int, float):
+            return False
+    return True
+
+
 def per_frame(value: list[Any], num_frames: int, size: int, name: str) -> F64:
-    """Expand a stored matrix field to ``[num_frames, size, size]`` or raise ``ValueError``."""
-    array = np.asarray(value, dtype=np.float64)
-    if array.shape == (size, size):
-        return np.broadcast_to(array, (num_frames, size, size)).copy()
+    """Expand a stored matrix field to ``[num_frames, size, size]`` or raise ``ValueError``.
+
+    A decoded document may hold anything where a number belongs (an object, a string, a
+    ragged list); every such value is the same ``ValueError`` naming the field.
+    """
+    if not _numbers_only(value):  # NumPy would turn "1.0" and true into numbers
+        raise ValueError(f"{name} must be a matrix of numbers")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):  # ragged
+        raise ValueError(f"{name} must be a matrix of numbers") from None
+    if not bool(np.all(np.isfinite(array))):
+        raise ValueError(f"{name} holds a value that is not a finite number")
+    if array.shape == (size, size):  # a read-only view: num_frames may be large
+        return np.broadcast_to(array, (num_frames, size, size))
     if array.shape == (num_frames, size, size):
         return array
     raise ValueError(
@@ -136,7 +159,9 @@ def camera_problems(camera: CameraFile, num_frames: int, width: int, height: int
         w2c = per_frame(camera.world_to_camera, num_frames, 4, "world_to_camera")
     except ValueError as exc:
         return [*problems, str(exc)]
-    for frame in range(num_frames):
+    # One stored matrix stands for every frame: check it once, not num_frames times.
+    shared = all(a.strides[0] == 0 for a in (k, c2w, w2c))
+    for frame in range(1 if shared else num_frames):
         rotation = rotation_problem(c2w[frame, :3, :3])
         if rotation:
             problems.append(f"frame {frame}: camera_to_world {rotation}")

@@ -10,7 +10,6 @@ chunk files with numcodecs, which keeps DataLoader workers free of zarr's event 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.stereo.errors import DepthOverflowError, SourceError
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
@@ -152,14 +152,21 @@ def write_pair_depth(
         return invalid, {"left": left.finish(), "right": right.finish()}
 
 
+def _json(path: Path) -> Any:
+    """A Zarr metadata document: strict JSON (no NaN, no unbounded nesting) or FormatError."""
+    return decode_json_record(path.read_bytes(), Any, path)
+
+
 def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -> list[str]:
     """Every difference between a depth group on disk and the exact expected layout."""
     problems: list[str] = []
     try:
         require_regular(group_path / ".zgroup")
-        zgroup = json.loads((group_path / ".zgroup").read_bytes())
-    except (OSError, ValueError) as exc:
+        zgroup = _json(group_path / ".zgroup")
+    except OSError as exc:
         return [f"{group_path / '.zgroup'}: cannot be read ({exc})"]
+    except FormatError as exc:
+        return [str(exc)]
     if zgroup != {"zarr_format": 2}:
         problems.append(f"{group_path / '.zgroup'}: {zgroup!r}, expected {{'zarr_format': 2}}")
     if not (group_path / ".zattrs").is_file():
@@ -170,9 +177,12 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
         array_dir = group_path / eye
         try:
             require_regular(array_dir / ".zarray")
-            found = json.loads((array_dir / ".zarray").read_bytes())
-        except (OSError, ValueError) as exc:
+            found = _json(array_dir / ".zarray")
+        except OSError as exc:
             problems.append(f"{array_dir / '.zarray'}: cannot be read ({exc})")
+            continue
+        except FormatError as exc:
+            problems.append(str(exc))
             continue
         if not isinstance(found, dict):
             problems.append(
@@ -215,8 +225,8 @@ class DepthReader:
             path = self.group_path / eye / ".zarray"
             require_regular(path)
             try:
-                found = json.loads(path.read_bytes())
-            except (OSError, ValueError) as exc:
+                found = _json(path)
+            except OSError as exc:
                 raise FormatError(f"cannot be read ({exc})", path=path) from exc
             if found != expected:
                 raise FormatError(f"is {found!r}, expected {expected!r}", path=path)

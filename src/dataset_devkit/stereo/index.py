@@ -13,7 +13,9 @@ from typing import Any
 import msgspec
 
 from dataset_devkit.errors import FormatError, NotFoundError
+from dataset_devkit.integrity import decode_json_record
 from dataset_devkit.stereo.spec import (
+    EYES,
     FORMAT_VERSION,
     INDEX_WITH_DEPTH,
     REQUIREMENTS,
@@ -27,13 +29,12 @@ from dataset_devkit.stereo.special_files import require_regular
 def decode_json(path: Path, kind: type[Any]) -> Any:
     require_regular(path)
     try:
-        return msgspec.json.decode(path.read_bytes(), type=kind)
+        raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise NotFoundError(f"{path}: missing") from exc
     except OSError as exc:
         raise FormatError(f"cannot be read ({exc.strerror})", path=path) from exc
-    except msgspec.MsgspecError as exc:
-        raise FormatError(str(exc), path=path) from exc
+    return decode_json_record(raw, kind, path)
 
 
 def load_requirements(root: Path, index: str) -> LoaderRequirements:
@@ -49,6 +50,14 @@ def load_requirements(root: Path, index: str) -> LoaderRequirements:
             raise FormatError(
                 f"version {found.version}, expected {FORMAT_VERSION}", path=path, field="$.version"
             )
+        for number, dotted in enumerate(found.required_row_paths):
+            if dotted not in ROW_PATH_FIELDS:
+                raise FormatError(
+                    f"{dotted!r} is not a path field of an index row (one of "
+                    f"{', '.join(ROW_PATH_FIELDS)})",
+                    path=path,
+                    field=f"$.required_row_paths[{number}]",
+                )
         if index in found.indexes:
             return found
     absent = f" ({', '.join(missing)} missing)" if missing else ""
@@ -71,8 +80,15 @@ def load_index(path: Path) -> list[IndexRow]:
     for number, line in enumerate(lines, start=1):
         try:
             row = decoder.decode(line)
-        except msgspec.MsgspecError as exc:
+        except (msgspec.MsgspecError, RecursionError) as exc:  # msgspec caps nesting so
             raise FormatError(str(exc), path=path, field=f"line {number}") from exc
+        if row.depth is not None and sorted(row.depth.arrays) != sorted(EYES):
+            raise FormatError(
+                f"expected one depth array per eye ({', '.join(EYES)}), found "
+                f"{sorted(row.depth.arrays)}",
+                path=path,
+                field=f"line {number} $.depth.arrays",
+            )
         for field, value in _row_paths(row):
             if not is_inside(value):
                 raise FormatError(
@@ -93,6 +109,10 @@ _PATH_FIELDS = (
     "prompt_path",
     "meta_path",
 )
+
+
+#: Every dotted path field of an index row a requirements file may list.
+ROW_PATH_FIELDS = (*_PATH_FIELDS, "depth.zarr", "depth.meta")
 
 
 def _row_paths(row: IndexRow) -> list[tuple[str, str]]:

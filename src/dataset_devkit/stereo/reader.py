@@ -272,7 +272,10 @@ class StereoDataset:
         frames = _frame_list(frames)
         bad = [f for f in frames if not 0 <= f < row.num_frames]
         if bad:
-            raise OutOfRangeError(f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1}")
+            raise OutOfRangeError(
+                f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1} (num_frames of "
+                f"line {sample + 1} of {self.index})"
+            )
         check_item_bytes(
             row.id,
             len(frames),

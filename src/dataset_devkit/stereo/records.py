@@ -11,6 +11,9 @@ from dataset_devkit.stereo.spec import (
     BASE_FAMILY,
     CAMERA_AXES,
     CAMERA_FILES,
+    DEPTH_CHUNK_FRAMES,
+    DEPTH_COMPRESSOR,
+    DEPTH_DTYPE,
     DEPTH_FAMILY,
     DEPTH_GROUP,
     DEPTH_INSTALL_HINT,
@@ -28,6 +31,7 @@ from dataset_devkit.stereo.spec import (
     PROMPT_KIND,
     VIDEO_FILES,
     WORLD_FRAME,
+    DepthMeta,
     DepthRef,
     IndexRow,
     LoaderRequirements,
@@ -166,4 +170,28 @@ def requirements(dataset: str, num_samples: int, *, use_depth: bool) -> LoaderRe
         required_row_paths=[*BASE_ROW_PATHS, *(DEPTH_ROW_PATHS if use_depth else ())],
         required_families=[BASE_FAMILY, DEPTH_FAMILY] if use_depth else [BASE_FAMILY],
         depth_install_hint=DEPTH_INSTALL_HINT,
+    )
+
+
+def depth_meta(shape: list[int], invalid: dict[str, int], far: float | None) -> DepthMeta:
+    """The depth ``meta.json`` record: every value fixed by the format but the measured ones."""
+    return DepthMeta(
+        format="genvr-duo-depth",
+        version=FORMAT_VERSION,
+        kind="camera_z_depth",
+        not_disparity=True,
+        units="millimetre",
+        dtype=DEPTH_DTYPE,
+        scale=DEPTH_SCALE,
+        invalid_value=DEPTH_INVALID,
+        decode="metres = array.astype(float32) / 1000; 0 means invalid",
+        invalid_sources=["NaN", "inf", "<= 0", "beyond far_limit_m", "< 0.5 mm"],
+        far_limit_m=far,
+        zarr_format=2,
+        group="group.zarr",
+        arrays=list(EYES),
+        shape=shape,
+        chunks=[DEPTH_CHUNK_FRAMES, *shape[1:]],
+        compressor=dict(DEPTH_COMPRESSOR),
+        invalid_pixels=invalid,
     )

@@ -7,7 +7,7 @@ the reader and the validator agree on one vocabulary. The layout is documented i
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Annotated, Any, Final, TypeAlias
 
 import msgspec
 
@@ -60,6 +60,13 @@ PROMPT_KIND: Final = "procedural_scene_metadata"
 CAMERA_AXES: Final = "opencv: x right, y down, z forward"
 WORLD_FRAME: Final = "metres, (UE_Y, -UE_Z, UE_X) / 100 from Unreal Engine centimetres"
 
+#: Bounds of decoded sizes, so a damaged number is a decode error naming its field rather
+#: than an allocation of terabytes: up to 10 million frames, 65536 pixels a side, 1000 fps.
+Frames: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=10_000_000)]
+Pixels: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=65_536)]
+Rate: TypeAlias = Annotated[float, msgspec.Meta(gt=0, le=1000)]
+Seconds: TypeAlias = Annotated[float, msgspec.Meta(ge=0, le=1e9)]
+
 _STRICT: dict[str, Any] = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 
 
@@ -72,8 +79,8 @@ def family_of(path: str) -> str:
 class Resolution(msgspec.Struct, **_STRICT):
     """Frame size in pixels, named the way video trainers read it."""
 
-    width: int
-    height: int
+    width: Pixels
+    height: Pixels
 
 
 class CameraFile(msgspec.Struct, **_STRICT):
@@ -86,8 +93,8 @@ class CameraFile(msgspec.Struct, **_STRICT):
     K: list[Any]
     camera_to_world: list[Any]
     world_to_camera: list[Any]
-    height: int
-    width: int
+    height: Pixels
+    width: Pixels
 
 
 class DepthRef(msgspec.Struct, **_STRICT):
@@ -111,9 +118,9 @@ class PairMeta(msgspec.Struct, **_STRICT):
     map: str
     scene: str
     cams: str
-    num_frames: int
-    fps: float
-    duration: float
+    num_frames: Frames
+    fps: Rate
+    duration: Seconds
     resolution: Resolution
     videos: dict[str, str]
     cameras: dict[str, str]
@@ -134,9 +141,9 @@ class IndexRow(msgspec.Struct, **_STRICT):
     path: str
     cap: str
     cap_kind: str
-    fps: float
-    num_frames: int
-    duration: float
+    fps: Rate
+    num_frames: Frames
+    duration: Seconds
     resolution: Resolution
     left_video: str
     right_video: str

@@ -8,35 +8,36 @@ check, not a training run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
 from dataset_devkit.errors import (
     ConfigError,
     DevkitError,
+    FormatError,
     MissingPathError,
     VerificationFailed,
 )
-from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity import decode_json_record, hash_file, path_argument
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.cameras import camera_problems
 from dataset_devkit.stereo.depth import depth_problems
 from dataset_devkit.stereo.index import is_inside, load_index, load_requirements
 from dataset_devkit.stereo.reader_check import reader_validation
+from dataset_devkit.stereo.records import depth_meta
 from dataset_devkit.stereo.spec import (
-    DEPTH_CHUNK_FRAMES,
-    DEPTH_COMPRESSOR,
-    DEPTH_DTYPE,
-    DEPTH_INVALID,
-    DEPTH_SCALE,
     EYES,
     INDEX_DEFAULT,
     INDEX_NODEPTH,
     INDEX_WITH_DEPTH,
     READER_VALIDATION,
     RELEASE_MANIFEST,
+    REQUIREMENTS,
+    REQUIREMENTS_WITH_DEPTH,
     SOURCE_MAPPING,
     SOURCE_RELEASE_MANIFEST,
     CameraFile,
@@ -50,6 +51,8 @@ from dataset_devkit.stereo.spec import (
 )
 from dataset_devkit.stereo.special_files import special_files
 from dataset_devkit.stereo.video import probe_video
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +81,20 @@ def _why(exc: Exception) -> str:
     return (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
 
 
-def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) -> None:
+def _record(root: Path, rel: str, kind: type[T], issues: list[str]) -> T | None:
+    """The strictly decoded document *rel*, or None with its issue (naming it) recorded."""
     try:
-        meta = msgspec.json.decode((root / row.meta_path).read_bytes(), type=PairMeta)
-    except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{row.meta_path}: {_why(exc)}")
+        return decode_json_record((root / rel).read_bytes(), kind, rel)
+    except OSError as exc:
+        issues.append(f"{rel}: {_why(exc)}")
+    except FormatError as exc:
+        issues.append(str(exc))
+    return None
+
+
+def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) -> None:
+    meta = _record(root, row.meta_path, PairMeta, issues)
+    if meta is None:
         return
     stray = _stray_paths(row, meta)
     if stray:  # never open what a damaged meta.json points at outside the pair's files
@@ -112,18 +124,18 @@ def _check_pair(root: Path, row: IndexRow, with_depth: bool, issues: list[str]) 
             if abs(info.fps - meta.fps) > 1e-6 * meta.fps:
                 issues.append(f"{video}: {info.fps} fps, meta says {meta.fps}")
         camera_path = meta.cameras.get(eye, "")
-        try:
-            camera = msgspec.json.decode((root / camera_path).read_bytes(), type=CameraFile)
-        except (OSError, msgspec.MsgspecError) as exc:
-            issues.append(f"{camera_path}: {_why(exc)}")
+        camera = _record(root, camera_path, CameraFile, issues)
+        if camera is None:
             continue
         issues.extend(
             f"{camera_path}: {p}" for p in camera_problems(camera, meta.num_frames, *size)
         )
     try:
-        prompt = (root / row.prompt_path).read_text(encoding="utf-8")
+        prompt = (root / row.prompt_path).read_bytes().decode("utf-8")
     except OSError as exc:
-        issues.append(f"{row.prompt_path}: {exc.strerror}")
+        issues.append(f"{row.prompt_path}: {exc.strerror} (the prompt_path of {INDEX_DEFAULT})")
+    except UnicodeDecodeError as exc:
+        issues.append(f"{row.prompt_path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     else:
         if prompt.rstrip("\n") != row.cap:
             issues.append(f"{row.prompt_path}: differs from the index caption")
@@ -159,26 +171,29 @@ def _stray_paths(row: IndexRow, meta: PairMeta) -> list[str]:
 
 def _check_depth(root: Path, meta: PairMeta, ref: DepthRef, issues: list[str]) -> None:
     width, height = meta.resolution.width, meta.resolution.height
-    try:
-        depth = msgspec.json.decode((root / ref.meta).read_bytes(), type=DepthMeta)
-    except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{ref.meta}: {_why(exc)}")
-    else:
-        expected = {
-            "kind": "camera_z_depth",
-            "units": "millimetre",
-            "dtype": DEPTH_DTYPE,
-            "scale": DEPTH_SCALE,
-            "invalid_value": DEPTH_INVALID,
-            "zarr_format": 2,
-            "shape": [meta.num_frames, height, width],
-            "chunks": [DEPTH_CHUNK_FRAMES, height, width],
-            "compressor": DEPTH_COMPRESSOR,
-            "not_disparity": True,
-        }
-        for key, value in expected.items():
-            if getattr(depth, key) != value:
-                issues.append(f"{ref.meta} at $.{key}: {getattr(depth, key)!r}, expected {value!r}")
+    depth = _record(root, ref.meta, DepthMeta, issues)
+    if depth is not None:
+        # Every value is fixed by the format and the pair except the two the build measured
+        # (invalid pixel counts, checked per eye below) and the source's far limit.
+        shape = [meta.num_frames, height, width]
+        expected = depth_meta(shape, depth.invalid_pixels, depth.far_limit_m)
+        for key in expected.__struct_fields__:
+            if getattr(depth, key) != getattr(expected, key):
+                issues.append(
+                    f"{ref.meta} at $.{key}: {getattr(depth, key)!r}, expected "
+                    f"{getattr(expected, key)!r}"
+                )
+        counts = depth.invalid_pixels
+        if sorted(counts) != sorted(EYES) or not all(
+            0 <= n <= meta.num_frames * height * width for n in counts.values()
+        ):
+            issues.append(
+                f"{ref.meta} at $.invalid_pixels: {counts!r}, expected a count per eye "
+                f"between 0 and {meta.num_frames * height * width}"
+            )
+        far = depth.far_limit_m
+        if far is not None and not (math.isfinite(far) and far > 0):
+            issues.append(f"{ref.meta} at $.far_limit_m: {far!r}, expected a positive number")
     issues.extend(depth_problems(root / ref.zarr, meta.num_frames, height, width))
 
 
@@ -205,9 +220,11 @@ def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[Inde
         )
         if flags != (use_depth, True, True, True, False, len(rows)):
             issues.append(
-                f"{name} loader requirements: (use_depth, use_camera, online_vae_encoding, "
+                f"{REQUIREMENTS_WITH_DEPTH if use_depth else REQUIREMENTS}: {name} loader "
+                "requirements (use_depth, use_camera, online_vae_encoding, "
                 f"online_text_encoding, is_v2v, num_samples) = {flags}, expected "
-                f"{(use_depth, True, True, True, False, len(rows))}"
+                f"{(use_depth, True, True, True, False, len(rows))} ({INDEX_DEFAULT} has "
+                f"{len(rows)} rows)"
             )
     if any(row.depth is not None for row in rows):
         issues.append(f"{INDEX_DEFAULT}: rows must not require depth")
@@ -224,10 +241,8 @@ def _check_indexes(root: Path, with_depth: bool, issues: list[str]) -> list[Inde
 
 
 def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
-    try:
-        manifest = msgspec.json.decode((root / RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
-    except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{RELEASE_MANIFEST}: {_why(exc)}")
+    manifest = _record(root, RELEASE_MANIFEST, ReleaseManifest, issues)
+    if manifest is None:
         return
     for entry in manifest.files:
         if not is_inside(entry.path):
@@ -240,31 +255,67 @@ def _check_manifest(root: Path, with_depth: bool, issues: list[str]) -> None:
             issues.append(f"{entry.path}: listed in {RELEASE_MANIFEST} but missing")
         elif path.stat().st_size != entry.size:
             issues.append(f"{entry.path}: {path.stat().st_size} bytes, manifest says {entry.size}")
+        elif _is_metadata(entry.path):
+            # Small documents are hashed here (videos and depth chunks by verify or
+            # unpack.py): a same-size edit of a value no other file repeats (a depth
+            # far_limit_m) is caught by validate itself.
+            try:
+                digest = hash_file(path)[1]
+            except (OSError, DevkitError) as exc:
+                issues.append(f"{entry.path}: cannot be hashed ({exc})")
+            else:
+                if digest != entry.sha256:
+                    issues.append(
+                        f"{entry.path}: sha256 {digest}, {RELEASE_MANIFEST} says {entry.sha256}"
+                    )
+
+
+def _read_source(row: IndexRow | None, what: str) -> str:
+    """`` (file)``: the file a failed read came from, so the issue names it."""
+    if row is None:
+        return ""
+    eye, _, kind = what.partition(" ")
+    files = {
+        "video": getattr(row, f"{eye}_video", None),
+        "camera": getattr(row, f"{eye}_camera", None),
+        "depth": row.depth.arrays.get(eye) if row.depth is not None else None,
+    }
+    found = row.prompt_path if what == "prompt" else files.get(kind)
+    if what == "pair":
+        found = row.meta_path
+    if kind == "depth" and row.depth is not None:
+        found = f"{row.depth.zarr}/{found}"
+    return f" ({found})" if found else ""
+
+
+def _is_metadata(path: str) -> bool:
+    """A JSON, JSON-lines, text or Zarr metadata document (not a video or a depth chunk)."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith((".json", ".jsonl", ".txt")) or name in _ZARR_METADATA
+
+
+_ZARR_METADATA = frozenset((".zarray", ".zattrs", ".zgroup"))
 
 
 def _check_source_records(root: Path, rows: list[IndexRow] | None, issues: list[str]) -> None:
     """``source_mapping.jsonl`` maps every sample; the source manifest decodes strictly."""
     try:
         lines = (root / SOURCE_MAPPING).read_bytes().splitlines()
-        mapped = [msgspec.json.decode(line, type=SourceMappingRow).id for line in lines]
-    except (OSError, msgspec.MsgspecError) as exc:
+        mapped = [decode_json_record(line, SourceMappingRow, SOURCE_MAPPING).id for line in lines]
+    except OSError as exc:
         issues.append(f"{SOURCE_MAPPING}: {_why(exc)}")
+    except FormatError as exc:
+        issues.append(str(exc))
     else:
         if rows is not None and mapped != [row.id for row in rows]:
             issues.append(f"{SOURCE_MAPPING}: does not map the samples of {INDEX_DEFAULT}")
-    try:
-        msgspec.json.decode((root / SOURCE_RELEASE_MANIFEST).read_bytes(), type=ReleaseManifest)
-    except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{SOURCE_RELEASE_MANIFEST}: {_why(exc)}")
+    _record(root, SOURCE_RELEASE_MANIFEST, ReleaseManifest, issues)
 
 
 def _check_recorded_reads(root: Path, fresh: ReaderValidation, issues: list[str]) -> None:
     """The build's ``reader_validation.json`` passed, and what it hashed reads the same now."""
-    path = root / READER_VALIDATION
-    try:
-        recorded = msgspec.json.decode(path.read_bytes(), type=ReaderValidation)
-    except (OSError, msgspec.MsgspecError) as exc:
-        issues.append(f"{READER_VALIDATION}: {_why(exc)}")
+    recorded = _record(root, READER_VALIDATION, ReaderValidation, issues)
+    if recorded is None:
         return
     if not recorded.passed:
         issues.append(f"{READER_VALIDATION}: the build's reader check did not pass")
@@ -321,7 +372,12 @@ def validate_stereo(
     except DevkitError as exc:
         issues.append(f"reader: {exc}")
     else:
-        issues.extend(f"reader: {r.id} {r.what}: {r.error}" for r in reader.reads if not r.ok)
+        by_id = {row.id: row for row in rows}
+        issues.extend(
+            f"reader: {r.id} {r.what}{_read_source(by_id.get(r.id), r.what)}: {r.error}"
+            for r in reader.reads
+            if not r.ok
+        )
         _check_recorded_reads(root, reader, issues)
     return StereoValidationReport(
         root=root, pairs=len(rows), with_depth=with_depth, issues=sorted(issues), reader=reader

@@ -28,6 +28,7 @@ from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
 from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
+    depth_meta,
     index_row,
     pair_dir,
     pair_meta,
@@ -39,14 +40,9 @@ from dataset_devkit.stereo.source import SOURCE_FILE, LoadedPair, LoadedSource, 
 from dataset_devkit.stereo.source_files import copy_and_hash
 from dataset_devkit.stereo.spec import (
     CAMERA_FILES,
-    DEPTH_CHUNK_FRAMES,
-    DEPTH_COMPRESSOR,
     DEPTH_DIR,
-    DEPTH_DTYPE,
     DEPTH_GROUP,
-    DEPTH_INVALID,
     DEPTH_META,
-    DEPTH_SCALE,
     EYES,
     FORMAT_VERSION,
     INDEX_DEFAULT,
@@ -61,7 +57,6 @@ from dataset_devkit.stereo.spec import (
     SOURCE_MAPPING,
     SOURCE_RELEASE_MANIFEST,
     VIDEO_FILES,
-    DepthMeta,
     ManifestFile,
     ReleaseManifest,
     SourceMappingRow,
@@ -82,29 +77,6 @@ class BuildResult:
     has_depth: bool
     files: int
     bytes: int
-
-
-def _depth_meta(shape: list[int], invalid: dict[str, int], far: float | None) -> DepthMeta:
-    return DepthMeta(
-        format="genvr-duo-depth",
-        version=FORMAT_VERSION,
-        kind="camera_z_depth",
-        not_disparity=True,
-        units="millimetre",
-        dtype=DEPTH_DTYPE,
-        scale=DEPTH_SCALE,
-        invalid_value=DEPTH_INVALID,
-        decode="metres = array.astype(float32) / 1000; 0 means invalid",
-        invalid_sources=["NaN", "inf", "<= 0", "beyond far_limit_m", "< 0.5 mm"],
-        far_limit_m=far,
-        zarr_format=2,
-        group="group.zarr",
-        arrays=list(EYES),
-        shape=shape,
-        chunks=[DEPTH_CHUNK_FRAMES, *shape[1:]],
-        compressor=dict(DEPTH_COMPRESSOR),
-        invalid_pixels=invalid,
-    )
 
 
 def _write_pairs(
@@ -153,7 +125,7 @@ def _write_pairs(
         shape = [pair.num_frames, pair.height, pair.width]
         root.write_bytes(
             f"{pair_dir(item)}/{DEPTH_META}",
-            encode_json(_depth_meta(shape, invalid, pair.depth_far_m)),
+            encode_json(depth_meta(shape, invalid, pair.depth_far_m)),
         )
         for eye in EYES:
             written = {p.name for p in (group / eye).iterdir()}

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from dataset_devkit.vin_store._files import require_regular
+from dataset_devkit.integrity import load_npy
 from dataset_devkit.vin_store.errors import VinOfflineFormatError
 from dataset_devkit.vin_store.spec import VinOfflineBlockSpec, check_record_offsets
 from dataset_devkit.vin_store.writer import chunk_file_path, shard_index_nbytes
@@ -95,13 +95,9 @@ class RecordBlockHandle:
         self.path = shard_dir / spec.paths[0]
         offsets_path = shard_dir / spec.paths[1]
         self.payload, size = _map_file(self.path)
-        require_regular(offsets_path)
-        try:
-            offsets = np.load(offsets_path, allow_pickle=False)
-        except FileNotFoundError:
-            raise VinOfflineFormatError("offsets file is missing", path=offsets_path) from None
-        except (ValueError, OSError, EOFError) as exc:
-            raise VinOfflineFormatError(f"not a .npy array: {exc}", path=offsets_path) from None
+        offsets = load_npy(
+            offsets_path, dtype="<i8", ndim=1, what="offsets file", error=VinOfflineFormatError
+        )
         check_record_offsets(offsets, num_records, size, offsets_path)
         self.offsets: list[int] = offsets.tolist()
 
@@ -113,7 +109,7 @@ class RecordBlockHandle:
         """Return the decoded record of one row."""
         try:
             return _RECORD_DECODER.decode(self.raw(row))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
             raise VinOfflineFormatError(f"row {row}: {exc}", path=self.path) from None
 
 

@@ -81,10 +81,13 @@ class Run:
         while self.pending:
             self._fold_one()
 
-    def abort(self) -> None:
+    def abort(self, *, finish_submitted: bool) -> None:
+        """Stop the build: wait for every submitted shard, cancelling those not started
+        unless *finish_submitted* (their rows are complete, so a re-run can reuse them)."""
         futures = [future for future, _ in self.pending]
-        for future in futures:
-            future.cancel()
+        if not finish_submitted:
+            for future in futures:
+                future.cancel()
         wait(futures)  # never release the build while a worker still writes into it
 
 

@@ -216,11 +216,14 @@ def build_vin_offline_store(
             )
             published = publish_tree(dirs.tree, out, validate=raise_for_store_issues)
         except BaseException as exc:
-            run.abort()
             # Bad input, or a store that does not validate: the same call would fail the
             # same way, so nothing is kept. Anything else (a crash in the caller's code,
-            # a full disk, Ctrl-C) keeps the finished shards for a re-run to reuse.
-            if isinstance(exc, ConfigError | VerificationFailed):
+            # a full disk, Ctrl-C) keeps the finished shards for a re-run to reuse; after
+            # a crash in the caller's code the shards already submitted are finished too,
+            # so what is kept does not depend on how far the workers had got.
+            bad_input = isinstance(exc, ConfigError | VerificationFailed)
+            run.abort(finish_submitted=isinstance(exc, Exception) and not bad_input)
+            if bad_input:
                 dirs.discard()
             raise
         dirs.finish()

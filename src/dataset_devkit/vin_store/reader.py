@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.vin_store._files import require_regular
+from dataset_devkit.integrity import load_npy
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -43,19 +43,25 @@ __all__ = ["VinOfflineStoreReader"]
 
 
 def _load_int64(path: Path, what: str) -> npt.NDArray[np.int64]:
-    require_regular(path)
-    try:  # mapped, not read: opening a 10M-sample store must not read 80 MB per file
-        values = np.asarray(np.load(path, mmap_mode="r", allow_pickle=False))
-    except FileNotFoundError:
-        raise VinOfflineFormatError(f"{what} is missing", path=path) from None
-    except (ValueError, OSError, EOFError) as exc:
-        raise VinOfflineFormatError(f"{what} is not a .npy array: {exc}", path=path) from None
-    if values.dtype != np.dtype("<i8") or values.ndim != 1:
-        raise VinOfflineFormatError(
-            f"{what} must be 1-D int64, found {values.dtype} {values.shape}", path=path
-        )
-    result: npt.NDArray[np.int64] = values  # read-only: the map is opened "r"
-    return result
+    # mapped, not read: opening a 10M-sample store must not read 80 MB per file
+    values: npt.NDArray[np.int64] = load_npy(
+        path, dtype="<i8", ndim=1, what=what, mmap=True, error=VinOfflineFormatError
+    )
+    return values  # read-only: the map is opened "r"
+
+
+def _sample_indices(config: VinOfflineStoreConfig) -> npt.NDArray[np.int64]:
+    """The index sidecar, or (when a store has none) the same values from the JSON lines.
+
+    The sidecar is ours, not part of the record API: a store whose writer did not add it
+    still opens, at the cost of parsing ``sample_index.jsonl`` once per open.
+    """
+    if config.sample_index_sidecar_path.exists() or config.sample_index_sidecar_path.is_symlink():
+        return _load_int64(config.sample_index_sidecar_path, "index sidecar")
+    records = VinOfflineIndexRecord.read_many(config.sample_index_path)
+    values = np.array([record.sample_index for record in records], dtype="<i8")
+    values.flags.writeable = False
+    return values
 
 
 @dataclass
@@ -146,12 +152,14 @@ class VinOfflineStoreReader:
             return state
         cfg = self.config
         manifest = VinOfflineManifest.read(cfg.manifest_path)
-        sample_indices = _load_int64(cfg.sample_index_sidecar_path, "index sidecar")
+        sample_indices = _sample_indices(cfg)
         total = manifest.num_rows
         if sample_indices.shape[0] != total:
             raise InventoryError(
                 f"expected {total} entries (the manifest's rows), found {sample_indices.shape[0]}",
-                path=cfg.sample_index_sidecar_path,
+                path=cfg.sample_index_sidecar_path
+                if cfg.sample_index_sidecar_path.exists()
+                else cfg.sample_index_path,
             )
         # Indices strictly increase (the builder writes them so, verify checks it): the
         # endpoints alone tell whether sample_index == global row.
@@ -207,7 +215,24 @@ class VinOfflineStoreReader:
     def index_records(self) -> list[VinOfflineIndexRecord]:
         """Every record of ``sample_index.jsonl`` (parsed on first use only)."""
         if self._records is None:
-            self._records = VinOfflineIndexRecord.read_many(self.config.sample_index_path)
+            path = self.config.sample_index_path
+            records = VinOfflineIndexRecord.read_many(path)
+            held = self._open().sample_indices
+            if len(records) != held.shape[0]:
+                raise InventoryError(
+                    f"expected {held.shape[0]} lines (the store's rows), found {len(records)}",
+                    path=path,
+                )
+            found = np.array([record.sample_index for record in records], dtype="<i8")
+            if not np.array_equal(found, held):
+                line = int(np.argmax(found != held)) + 1
+                raise InventoryError(
+                    f"sample_index {int(found[line - 1])} differs from the index sidecar's "
+                    f"{int(held[line - 1])}",
+                    path=path,
+                    field=f"line {line} $.sample_index",
+                )
+            self._records = records
         return self._records
 
     @property

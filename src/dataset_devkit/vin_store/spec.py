@@ -11,7 +11,7 @@ import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar
 
 import msgspec
 import numpy as np
@@ -58,8 +58,11 @@ SPLIT_NAMES: Final = ("all", "train", "val")
 
 Split: TypeAlias = Literal["all", "train", "val"]
 BlockKind: TypeAlias = Literal["zarr_array", "msgpack_indexed_records"]
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-Positive = Annotated[int, msgspec.Meta(ge=1)]
+# Every count, row and index is stored as int64: a larger decoded value is a field error,
+# never an OverflowError where it meets NumPy.
+_INT64_MAX: Final = 2**63 - 1
+NonNegative = Annotated[int, msgspec.Meta(ge=0, le=_INT64_MAX)]
+Positive = Annotated[int, msgspec.Meta(ge=1, le=_INT64_MAX)]
 
 #: Optional block families by logical-name prefix, keyed by their materialized-blocks flag.
 BLOCK_FAMILIES: Final[dict[str, tuple[str, ...]]] = {
@@ -80,6 +83,7 @@ _NUMERIC_DTYPES = frozenset(
         *("float16", "float32", "float64"),
     )
 )
+_T = TypeVar("_T")
 _LOCATION_RE = re.compile(r" - at `(\$[^`]*)`$")
 
 
@@ -237,7 +241,7 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
                     )
                 except msgspec.ValidationError as exc:
                     raise _format_error(exc, path, line_based=True, line_offset=first - 1) from None
-                except msgspec.DecodeError as exc:
+                except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
                     raise VinOfflineFormatError(f"not JSON lines: {exc}", path=path) from None
                 if len(records) != len(chunk):
                     raise VinOfflineFormatError(
@@ -266,10 +270,19 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
 
     @staticmethod
     def write_many(path: Path, records: list[VinOfflineIndexRecord]) -> None:
-        """Write ``sample_index.jsonl`` exclusively (never overwriting), one record per line."""
-        with Path(path).open("xb") as stream:
+        """Write ``sample_index.jsonl`` and its binary sidecar exclusively, never overwriting.
+
+        The sidecar (``sample_index.npy`` beside it: the int64 ``sample_index`` of each line)
+        is what a reader maps at open, so a store written through this API opens as fast as
+        a built one.
+        """
+        path = Path(path)
+        with path.open("xb") as stream:
             for record in records:
                 stream.write(_ENCODER.encode(record) + b"\n")
+        indices = np.array([record.sample_index for record in records], dtype="<i8")
+        with path.with_suffix(".npy").open("xb") as stream:
+            np.save(stream, indices, allow_pickle=False)
 
 
 class VinOfflineMaterializedBlocks(
@@ -335,22 +348,14 @@ class VinOfflineManifest(msgspec.Struct, frozen=True, kw_only=True, forbid_unkno
     def read(cls, path: Path) -> VinOfflineManifest:
         """Load a manifest: version first, then strict fields, then inventory consistency."""
         data = _read_bytes(path)
-        try:
-            version = msgspec.json.decode(data, type=_VersionProbe).version
-        except msgspec.ValidationError as exc:
-            raise _format_error(exc, path) from None
-        except msgspec.DecodeError as exc:
-            raise VinOfflineFormatError(f"not JSON: {exc}", path=path) from None
+        version = _decode(data, _VersionProbe, path).version
         if version != OFFLINE_DATASET_VERSION:
             raise UnsupportedVersionError(
                 f"unsupported format version: expected {OFFLINE_DATASET_VERSION}, found {version}",
                 path=path,
                 field="$.version",
             )
-        try:
-            manifest = msgspec.json.decode(data, type=cls)
-        except msgspec.ValidationError as exc:
-            raise _format_error(exc, path) from None
+        manifest = _decode(data, cls, path)  # the probe skipped what it did not decode
         check_inventory(manifest, path)
         return manifest
 
@@ -449,6 +454,16 @@ def _read_bytes(path: Path | str) -> bytes:
         raise VinOfflineFormatError("missing: is this a VIN offline store?", path=path) from None
     except OSError as exc:
         raise VinOfflineFormatError(f"unreadable: {exc.strerror}", path=path) from None
+
+
+def _decode(data: bytes, kind: type[_T], path: Path | str) -> _T:
+    """Strictly decode one JSON document: every failure is a format error naming *path*."""
+    try:
+        return msgspec.json.decode(data, type=kind)
+    except msgspec.ValidationError as exc:
+        raise _format_error(exc, path) from None
+    except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
+        raise VinOfflineFormatError(f"not JSON: {exc}", path=path) from None
 
 
 def _format_error(

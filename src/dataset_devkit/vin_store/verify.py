@@ -9,7 +9,6 @@ record offsets.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +18,17 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import DevkitError, VerificationFailed
-from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree
+from dataset_devkit.integrity import (
+    CONTENT_MANIFEST_NAME,
+    decode_json_record,
+    load_npy,
+    verify_tree,
+)
 from dataset_devkit.integrity.progress import OnProgress, byte_reporter
 from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.errors import VinOfflineFormatError
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,
     SAMPLE_INDEX_NAME,
@@ -42,6 +47,7 @@ __all__ = [
     "VinOfflineVerifyReport",
     "collect_store_issues",
     "raise_for_store_issues",
+    "store_notes",
     "verify_store",
 ]
 
@@ -53,6 +59,8 @@ class VinOfflineVerifyReport:
     store_dir: Path
     issues: tuple[str, ...]
     root_sha256: str | None
+    #: Facts that are not issues, e.g. that readers derive the index sidecar at open.
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -85,9 +93,13 @@ def _expected_shard_files(shard: VinOfflineShardSpec) -> set[str]:
 def _check_zarr_metadata(path: Path, block: VinOfflineBlockSpec) -> Iterator[str]:
     try:
         require_regular(path)
-        meta = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        yield f"{path}: unreadable Zarr metadata: {exc}"
+        raw = path.read_bytes()
+        meta = decode_json_record(raw, dict[str, Any], path, error=VinOfflineFormatError)
+    except OSError as exc:
+        yield f"{path}: unreadable Zarr metadata: {exc.strerror or exc}"
+        return
+    except DevkitError as exc:
+        yield f"unreadable Zarr metadata: {exc}"
         return
     shape = list(block.shape or ())
     expected: dict[str, Any] = {
@@ -101,19 +113,21 @@ def _check_zarr_metadata(path: Path, block: VinOfflineBlockSpec) -> Iterator[str
     for key, value in expected.items():
         if meta.get(key) != value:
             yield f"{path} at $.{key}: expected {value!r}, found {meta.get(key)!r}"
-    codecs = meta.get("codecs")
     inner = {
         "chunk_shape": [1, *shape[1:]],
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
         "index_location": "end",
     }
-    ok = (
-        isinstance(codecs, list)
-        and len(codecs) == 1
-        and codecs[0].get("name") == "sharding_indexed"
-    )
-    config = codecs[0].get("configuration", {}) if ok else {}
-    if not ok or any(config.get(k) != v for k, v in inner.items()):
+    # Compared as plain values: any element of a damaged document may be any JSON type.
+    codecs = meta.get("codecs")
+    codec = codecs[0] if isinstance(codecs, list) and len(codecs) == 1 else None
+    config = codec.get("configuration") if isinstance(codec, dict) else None
+    if not (
+        isinstance(codec, dict)
+        and codec.get("name") == "sharding_indexed"
+        and isinstance(config, dict)
+        and all(config.get(k) == v for k, v in inner.items())
+    ):
         yield f"{path} at $.codecs: expected one uncompressed sharding_indexed codec {inner}"
 
 
@@ -168,22 +182,28 @@ def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) ->
         yield f"{path}: expected {manifest.num_rows} records (manifest rows), found {count}"
     indices = np.concatenate(parts) if parts else np.empty(0, dtype="<i8")
     split_codes = np.concatenate(codes) if codes else np.empty(0, dtype="u1")
-    try:
-        require_regular(config.sample_index_sidecar_path)
-        sidecar = np.load(config.sample_index_sidecar_path, allow_pickle=False)
-        if sidecar.dtype != indices.dtype or not np.array_equal(sidecar, indices):
-            yield f"{config.sample_index_sidecar_path}: differs from {SAMPLE_INDEX_NAME}"
-    except (OSError, ValueError, EOFError) as exc:
-        yield f"{config.sample_index_sidecar_path}: unreadable: {exc}"
+    sidecar_path = config.sample_index_sidecar_path
+    if sidecar_path.exists() or sidecar_path.is_symlink():  # absent: readers derive it
+        try:
+            sidecar = _load_index_array(sidecar_path, "index sidecar")
+        except DevkitError as exc:
+            yield str(exc)
+        else:
+            if not np.array_equal(sidecar, indices):
+                yield f"{sidecar_path}: differs from {SAMPLE_INDEX_NAME}"
     for split in SPLIT_NAMES:
         wanted = indices if split == "all" else indices[split_codes == SPLIT_NAMES.index(split)]
         try:
-            require_regular(config.split_path(split))
-            values = np.load(config.split_path(split), allow_pickle=False)
-            if values.dtype != wanted.dtype or not np.array_equal(values, wanted):
+            values = _load_index_array(config.split_path(split), f"split {split!r}")
+        except DevkitError as exc:
+            yield str(exc)
+        else:
+            if not np.array_equal(values, wanted):
                 yield f"{config.split_path(split)}: differs from the {split!r} records of the index"
-        except (OSError, ValueError, EOFError) as exc:
-            yield f"{config.split_path(split)}: unreadable: {exc}"
+
+
+def _load_index_array(path: Path, what: str) -> Any:
+    return load_npy(path, dtype="<i8", ndim=1, what=what, error=VinOfflineFormatError)
 
 
 def collect_store_issues(store_dir: Path, *, content: bool = True) -> list[str]:
@@ -231,4 +251,16 @@ def verify_store(store_dir: Path, *, progress: OnProgress | None = None) -> VinO
     advance = byte_reporter(progress, "verify")
     report = verify_tree(root, location=CONTENT_MANIFEST_NAME, progress=advance)
     issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))
-    return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256)
+    return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256, store_notes(root))
+
+
+def store_notes(store_dir: Path) -> tuple[str, ...]:
+    """What a reader of this store does that is correct but not the fast path."""
+    config = VinOfflineStoreConfig(store_dir=Path(store_dir))
+    sidecar = config.sample_index_sidecar_path
+    if sidecar.exists() or sidecar.is_symlink():
+        return ()
+    return (
+        f"{sidecar}: absent; readers derive the sample indices from {SAMPLE_INDEX_NAME} at "
+        "each open (slower open, same data)",
+    )

@@ -74,7 +74,7 @@ def decode_json(data: bytes, rel: str, issues: list[str]) -> tuple[bool, Any]:
     """
     try:
         return True, msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
         issues.append(f"{rel}: malformed JSON ({exc})")
         return False, None
 
@@ -261,7 +261,7 @@ def _typed_rows(table: str, data: bytes) -> list[Row] | None:
     """
     try:
         structs = _DECODERS[table].decode(data)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     # A TypedDict decode would skip the Struct but also silently drop unknown fields, and
     # ``structs.asdict`` per row measured no faster than one ``to_builtins``.

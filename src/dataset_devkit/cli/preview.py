@@ -1,0 +1,43 @@
+"""``preview PATH --out DIR``: draw a dataset tree to PNGs and an ``index.html``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from dataset_devkit.cli.render import path_parser
+
+__all__ = ["register"]
+
+
+def preview_command(
+    path: Annotated[
+        Path, typer.Argument(help="Any tree the devkit writes (kind detected).", parser=path_parser)
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="An absent or empty directory for the page.", parser=path_parser
+        ),
+    ],
+    scenes: Annotated[int, typer.Option("--scenes", help="nuScenes scenes drawn.")] = 3,
+    pairs: Annotated[int, typer.Option("--pairs", help="Stereo pairs drawn.")] = 4,
+    rows: Annotated[
+        int, typer.Option("--rows", help="VIN rows sampled; nuScenes samples per scene grid.")
+    ] = 256,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled subset.")] = 0,
+) -> None:
+    """Draw PATH (nuScenes, stereo, VIN store, release, restored or any manifest tree)."""
+    from dataset_devkit.preview import preview
+
+    err = Console(stderr=True, highlight=False)
+    page = preview(path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=err.print)
+    typer.echo(str(page))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``preview`` to the root app."""
+    app.command("preview")(preview_command)

@@ -1,0 +1,43 @@
+"""Which kind of tree a path is: the shared detector (:mod:`dataset_devkit.kinds`, also
+used by ``validate``), named by what preview draws."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from dataset_devkit.kinds import DetectedTree, TreeKind, detect_tree
+
+__all__ = ["Kind", "detect", "detect_kind"]
+
+
+class Kind(StrEnum):
+    """The kinds of tree ``preview`` can draw."""
+
+    NUSCENES = "nuscenes"
+    STEREO = "stereo"
+    VIN_STORE = "vin_store"
+    RELEASE = "release"
+    RESTORED = "restored"
+    MANIFEST = "manifest"
+
+
+_FROM_TREE = {
+    TreeKind.NUSCENES_DATAROOT: Kind.NUSCENES,
+    TreeKind.STEREO_DATASET: Kind.STEREO,
+    TreeKind.VIN_STORE: Kind.VIN_STORE,
+    TreeKind.RELEASE: Kind.RELEASE,
+    TreeKind.RESTORED_RELEASE: Kind.RESTORED,
+    TreeKind.CONTENT_MANIFEST_TREE: Kind.MANIFEST,
+}
+
+
+def detect(path: str | Path) -> tuple[Kind, Path]:
+    """The kind of the tree at *path* and its root (a restored tree's parent names the tree)."""
+    found: DetectedTree = detect_tree(path)
+    return _FROM_TREE[found.kind], found.root
+
+
+def detect_kind(path: str | Path) -> Kind:
+    """The kind of the tree at *path*; a clear error when it is none we know."""
+    return detect(path)[0]

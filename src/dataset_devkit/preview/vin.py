@@ -1,0 +1,102 @@
+"""A VIN offline store: block inventory, per-block value histograms, split sizes."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from dataset_devkit.preview.figures import figure, save
+from dataset_devkit.preview.page import Section, Table, Text
+from dataset_devkit.preview.units import human_bytes
+from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store
+
+__all__ = ["render_vin_store"]
+
+
+def _bytes_per_block(root: Path, blocks: dict[str, list[str]]) -> Counter[str]:
+    """Bytes of each block summed over shards, from the content manifest's file sizes."""
+    data = json.loads((root / "content_manifest.json").read_text("utf-8"))
+    out: Counter[str] = Counter()
+    for entry in data["files"]:
+        parts = str(entry["path"]).split("/", 2)
+        if len(parts) < 3 or parts[0] != "shards":
+            continue
+        for name, paths in blocks.items():
+            if any(parts[2] == p or parts[2].startswith(p + "/") for p in paths):
+                out[name] += int(entry["size"])
+    return out
+
+
+def render_vin_store(root: Path, out: Path, *, rows: int, seed: int) -> list[Section]:
+    """Inventory table, split sizes and a histogram per numeric block over *rows* sampled rows."""
+    summary = inspect_store(root)
+    reader = VinOfflineStoreReader(root)
+    shards = reader.manifest.shards
+    paths = {name: list(spec.paths) for name, spec in shards[0].blocks.items()} if shards else {}
+    sizes = _bytes_per_block(root, paths)
+    n_shards = max(len(shards), 1)
+    inventory = Section("Block inventory")
+    inventory.items.append(
+        Text(
+            f"{summary.num_samples} samples in {summary.num_shards} shards, "
+            f"{summary.num_files} files, {human_bytes(summary.total_bytes)}; "
+            f"root_sha256 {summary.root_sha256}"
+        )
+    )
+    inventory.items.append(
+        Table(
+            ("block", "family", "kind", "dtype", "row shape", "bytes per shard (mean)"),
+            tuple(
+                (
+                    b.name,
+                    b.name.split(".")[0],
+                    b.kind,
+                    b.dtype or "-",
+                    "×".join(map(str, b.row_shape)) or "scalar",
+                    human_bytes(sizes[b.name] / n_shards),
+                )
+                for b in summary.blocks
+            ),
+        )
+    )
+    absent = sorted(f for f, on in summary.materialized.items() if not on)
+    inventory.items.append(Text("absent families: " + (", ".join(absent) or "none")))
+    splits = Section("Splits")
+    splits.items.append(
+        Table(("split", "samples"), tuple((k, str(v)) for k, v in summary.split_sizes.items()))
+    )
+    numeric = [b.name for b in summary.blocks if b.kind == "zarr_array" and b.dtype]
+    section = Section("Value histograms")
+    total = len(reader)
+    if numeric and total:
+        picked = np.sort(
+            np.random.default_rng(seed).choice(total, size=min(rows, total), replace=False)
+        )
+        batch = reader.read_positions(picked, numeric)
+        cols = min(3, len(numeric))
+        nrows = math.ceil(len(numeric) / cols)
+        with figure(4 * cols, 2.8 * nrows) as fig:
+            for i, name in enumerate(numeric):
+                ax = fig.add_subplot(nrows, cols, i + 1)
+                values = np.asarray(batch[name], dtype=np.float64).ravel()
+                values = values[np.isfinite(values)]
+                ax.hist(values, bins=40, color="#1f77b4")
+                ax.set_title(name)
+                ax.set_xlabel("value")
+                ax.set_ylabel("count")
+            fig.tight_layout()
+            section.items.append(
+                save(
+                    fig,
+                    out,
+                    "vin_histograms.png",
+                    f"{len(picked)} of {total} rows (fixed seed {seed})",
+                )
+            )
+    else:
+        section.items.append(Text("no numeric blocks"))
+    return [inventory, splits, section]

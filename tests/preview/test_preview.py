@@ -1,0 +1,161 @@
+"""``preview`` on every kind of tree the demo writes: the page, its PNGs, determinism."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from dataset_devkit.errors import ConfigError, DestinationExistsError, MissingPathError
+from dataset_devkit.preview import Kind, detect_kind, preview
+from tests.cli_run import run_devkit
+from tests.preview.conftest import TREES
+
+#: PNGs each kind must draw (a name pattern and how many at least).
+EXPECTED: dict[Kind, list[str]] = {
+    Kind.MANIFEST: ["manifest_sizes.png"],
+    Kind.NUSCENES: ["nuscenes_log000_ego.png", "nuscenes_scene000.png"],
+    Kind.RELEASE: ["release_packages.png"],
+    Kind.RESTORED: ["manifest_sizes.png"],
+    Kind.VIN_STORE: ["vin_histograms.png", "manifest_sizes.png"],
+    Kind.STEREO: ["stereo_pair000_views.png", "stereo_pair000_stats.png", "manifest_sizes.png"],
+}
+
+#: Text each page must show (labels drawn from the data, not boilerplate).
+LABELS: dict[Kind, list[str]] = {
+    Kind.MANIFEST: ["largest files", "data/train/000000.bin"],
+    Kind.NUSCENES: ["sample_data", "CAM_FRONT", "train", "time of day", "mz-f36f7a874dbb-0000"],
+    Kind.RELEASE: ["delivered: base, depth", "pending: none"],
+    Kind.RESTORED: ["snapshot_root_sha256", "families"],
+    Kind.VIN_STORE: ["vin.points_world", "float32", "absent families", "train"],
+    Kind.STEREO: ["ue5-pro/map0001/scene0001/cams00", "invalid (0) in magenta"],
+}
+
+
+def _images(page: Path) -> list[tuple[str, str, str]]:
+    return re.findall(r'<img src="([^"]+)" width="(\d+)" height="(\d+)"', page.read_text())
+
+
+@pytest.mark.parametrize("kind", list(TREES))
+def test_detects_each_kind_the_demo_writes(demo_root: Path, kind: Kind) -> None:
+    assert detect_kind(demo_root / TREES[kind]) is kind
+    assert detect_kind(str(demo_root / TREES[kind])) is kind
+
+
+@pytest.mark.parametrize("kind", list(TREES))
+def test_each_page_links_real_pngs_of_the_stated_size_with_content(
+    pages: dict[Kind, Path], kind: Kind
+) -> None:
+    page = pages[kind]
+    images = _images(page)
+    assert {src for src, _, _ in images} >= set(EXPECTED[kind])
+    for src, width, height in images:
+        assert not src.startswith(("/", "http")), src  # relative: the folder can move
+        with Image.open(page.parent / src) as image:
+            assert image.format == "PNG"
+            assert image.size == (int(width), int(height))
+            pixels = np.asarray(image.convert("RGB")).astype(np.uint32)
+        # a drawing, not a blank canvas: many distinct colours (packed RGB, one sort)
+        packed = (pixels[..., 0] << 16) | (pixels[..., 1] << 8) | pixels[..., 2]
+        assert len(np.unique(packed)) > 20, src
+    text = page.read_text()
+    for label in LABELS[kind]:
+        assert label in text, label
+    assert "<script" not in text and "http://" not in text and "https://" not in text
+
+
+def test_same_tree_gives_the_same_bytes(
+    demo_root: Path, pages: dict[Kind, Path], tmp_path: Path
+) -> None:
+    for kind, rel in TREES.items():
+        again = preview(demo_root / rel, tmp_path / kind.value)
+        first = pages[kind].parent
+        names = sorted(p.name for p in first.iterdir())
+        assert names == sorted(p.name for p in again.parent.iterdir())
+        for name in names:
+            assert (first / name).read_bytes() == (again.parent / name).read_bytes(), name
+
+
+def test_stereo_depth_uses_one_scale_and_marks_invalid_pixels(pages: dict[Kind, Path]) -> None:
+    # Magenta (invalid = 0) must appear only where depth is 0; the demo depth is all valid,
+    # so the views hold no magenta, while the colour bar is drawn (viridis end colours).
+    with Image.open(pages[Kind.STEREO].parent / "stereo_pair000_views.png") as image:
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+    magenta = np.all(pixels == (255, 0, 255), axis=1)
+    assert not magenta.any()
+    assert np.all(np.abs(pixels.astype(int) - (253, 231, 36)) < 8, axis=1).any()  # viridis top
+
+
+def test_invalid_depth_is_drawn_in_magenta(demo_root: Path, tmp_path: Path) -> None:
+    from dataset_devkit.preview.stereo import _views
+    from dataset_devkit.stereo import StereoDataset
+
+    root = demo_root / TREES[Kind.STEREO]
+    ds = StereoDataset(root, index="genvr_i2s_with_depth.jsonl", use_depth=True)
+    sample = ds.read(0, [0])
+    ds.close()
+    assert sample.depth is not None
+    sample.depth["left"][0, :10, :] = 0
+    _views(sample, tmp_path, 0, 9.0)
+    with Image.open(tmp_path / "stereo_pair000_views.png") as image:
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+    assert np.all(pixels == (255, 0, 255), axis=1).sum() > 100
+
+
+def test_sampling_flags_bound_the_work(demo_root: Path, tmp_path: Path) -> None:
+    page = preview(demo_root / TREES[Kind.STEREO], tmp_path / "one", pairs=1)
+    assert "1 of 2 pairs" in page.read_text()
+    assert not (page.parent / "stereo_pair001_views.png").exists()
+    page = preview(demo_root / TREES[Kind.NUSCENES], tmp_path / "ns", scenes=1, rows=2)
+    text = page.read_text()
+    assert "camera grids for 1 of" in text and "2 of 8 key-frame samples" in text
+
+
+def test_bad_input_is_one_clear_error_and_nothing_is_written(
+    demo_root: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(MissingPathError, match="no such directory"):
+        preview(tmp_path / "absent", tmp_path / "out")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(ConfigError, match="not a dataset-devkit tree"):
+        preview(tmp_path / "plain", tmp_path / "out")
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("keep")
+    with pytest.raises(DestinationExistsError, match="absent or an empty directory"):
+        preview(demo_root / TREES[Kind.MANIFEST], busy)
+    assert [p.name for p in busy.iterdir()] == ["keep.txt"]
+    with pytest.raises(ConfigError, match="pairs must be an int >= 1"):
+        preview(demo_root / TREES[Kind.STEREO], tmp_path / "o", pairs=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["absent", "busy", "plain"][1:]
+
+
+def test_cli_prints_the_page_path(
+    demo_root: Path, tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    out = tmp_path / "page"
+    result = run_devkit(
+        package_env, "preview", str(demo_root / TREES[Kind.MANIFEST]), "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"{out / 'index.html'}\n"
+    result = run_devkit(
+        package_env, "preview", str(tmp_path / "nope"), "--out", str(tmp_path / "x")
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_demo_step_writes_a_page_per_tree_and_says_where(demo_root: Path) -> None:
+    from dataset_devkit.demo import DEMO_STEPS
+    from dataset_devkit.demo.preview import run
+
+    assert DEMO_STEPS[-1] == "preview"  # after every step whose tree it draws
+    report = run(demo_root / "preview")
+    assert len(report.lines) == len(TREES)
+    for _, page in report.lines:
+        assert Path(page).is_file()
+        assert _images(Path(page))
