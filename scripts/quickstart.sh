@@ -4,6 +4,8 @@
 #   bash scripts/quickstart.sh test [ARGS]  install into .venv (with dev tools), run every test
 #   bash scripts/quickstart.sh lint         ruff check, ruff format --check, mypy --strict
 #   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
+#   bash scripts/quickstart.sh nuscenes-extra  a fresh venv with only dataset-devkit[nuscenes]
+#                                           validates, inspects and reads a published dataroot
 # Needs only Python >= 3.11 and the package registries. Set VENV to use another folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,8 +18,9 @@ ensure_venv() {
     "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install --quiet --upgrade pip
   fi
-  # torch is pinned to the CPU wheel (extra `torch`); nuscenes-devkit pins numpy<2.
-  "$venv/bin/python" -m pip install --quiet -e ".[$extras]"
+  # constraints/ci.txt pins torch to the CPU wheel and the OpenCV we test; the extras
+  # themselves keep ranges. nuscenes-devkit pins numpy<2.
+  "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt -e ".[$extras]"
 }
 
 command="${1:-}"
@@ -44,9 +47,9 @@ case "$command" in
     # pins so this leg proves our code (and the official loader path) on numpy 2.x.
     venv="${VENV_NUMPY2:-.venv-numpy2}"
     ensure_venv "video,mcap,torch,dask,dev"
-    "$venv/bin/python" -m pip install --quiet "numpy>=2"
-    "$venv/bin/python" -m pip install --quiet --no-deps "nuscenes-devkit==1.2.0"
-    "$venv/bin/python" -m pip install --quiet "opencv-python-headless==4.11.0.86" \
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt "numpy>=2"
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt --no-deps nuscenes-devkit
+    "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt opencv-python-headless \
       matplotlib scikit-learn pyquaternion shapely descartes pycocotools fire tqdm scipy \
       cachetools parameterized
     "$venv/bin/python" -c 'import numpy; assert numpy.__version__ >= "2", numpy.__version__'
@@ -57,6 +60,35 @@ case "$command" in
     [ "$status" -eq 5 ] && { echo "quickstart: no tests collected" >&2; exit 1; }
     exit "$status"
     ;;
+  nuscenes-extra)
+    # A user who only reads nuScenes data installs `dataset-devkit[nuscenes]`: prove that
+    # is enough for validate, inspect and the SDK on a dataroot that the full install built.
+    ensure_venv "all,dev"
+    work="$(mktemp -d)"
+    trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+    "$venv/bin/python" -c 'import sys; from pathlib import Path
+from dataset_devkit.demo.nuscenes_publish import run
+run(Path(sys.argv[1]))' "$work/build" > /dev/null
+    dataroot="$work/build/out/v1.0-trainval"
+    python_only="${VENV_NUSCENES:-.venv-nuscenes}"
+    [ -x "$python_only/bin/python" ] || "$python" -m venv "$python_only"
+    "$python_only/bin/python" -m pip install --quiet -c constraints/ci.txt ".[nuscenes]"
+    "$python_only/bin/python" - <<'PY'
+import importlib.util
+extra = [m for m in ("mcap", "av", "torch", "foxglove", "dask", "pyproj") if importlib.util.find_spec(m)]
+assert not extra, f"[nuscenes] pulled in packages of other extras: {extra}"
+PY
+    "$python_only/bin/dataset-devkit" validate --dataroot "$dataroot" --version v1.0-trainval
+    "$python_only/bin/dataset-devkit" inspect --dataroot "$dataroot" --version v1.0-trainval --json > /dev/null
+    "$python_only/bin/python" - "$dataroot" <<'PY'
+import sys
+from dataset_devkit.nuscenes import Dataset
+ds = Dataset(sys.argv[1])
+scene = ds.table("scene")[0]
+sample = ds.scene_samples(scene["token"])[0]
+print("nuscenes-extra: SDK reads", ds.camera(sample["token"], "CAM_FRONT")["filename"])
+PY
+    ;;
   lint)
     ensure_venv "all,dev"
     "$venv/bin/ruff" check src tests benchmarks
@@ -64,7 +96,7 @@ case "$command" in
     "$venv/bin/mypy"
     ;;
   *)
-    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | lint" >&2
+    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | lint" >&2
     exit 2
     ;;
 esac

@@ -27,7 +27,7 @@ def test_pack_verify_unpack_then_verify_gives_the_published_root(
         "--package-limit",
         "8192",
         "--rule",
-        "depth-*/**=depth",
+        "**/depth-*/**=depth",
     )
     assert packed.returncode == 0, packed.stderr
     assert f"root_sha256 {root}" in packed.stdout
@@ -89,7 +89,7 @@ def test_a_typed_rule_that_matches_no_file_is_refused(
     release = tmp_path / "rel"
     done = _run(
         package_env, "release", "pack", str(tree), "--out", str(release),
-        "--rule", "depth-*/**=depth", "--rule", "**/*.mpg=video",
+        "--rule", "**/depth-*/**=depth", "--rule", "**/*.mpg=video",
     )  # fmt: skip
     assert done.returncode == 1
     assert "'**/*.mpg=video' matches no file" in done.stderr

@@ -221,8 +221,8 @@ def test_missing_depth_requirements_are_named_without_follow_on_noise(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"frames": -1}, "frames must be None, an int >= 1 or a callable, found -1"),
-        ({"frames": "3"}, "frames must be None, an int >= 1 or a callable, found '3'"),
+        ({"clip": 3}, "clip must be a Clip or a callable (sample, num_frames) -> frames, found 3"),
+        ({"max_item_bytes": 0}, "max_item_bytes must be an int >= 1, found 0"),
         ({"decoder_threads": -3}, "decoder_threads must be >= 0, found -3"),
     ],
 )

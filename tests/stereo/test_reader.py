@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dataset_devkit.errors import ConfigError, NotFoundError
-from dataset_devkit.stereo import DepthNotInstalledError, StereoDataset
+from dataset_devkit.stereo import Clip, DepthNotInstalledError, StereoDataset
 from dataset_devkit.stereo.cameras import ue_pose_to_opencv
 from dataset_devkit.stereo.depth import encode_depth_mm
 from tests.stereo.helpers import remove_depth, writable_copy
@@ -65,12 +65,12 @@ def test_cameras_are_per_frame_opencv_poses_of_the_ue_track(built, source):
     assert np.isclose(np.linalg.norm(baseline), 0.065)
 
 
-def test_items_use_the_frames_option_and_carry_the_prompt(built):
-    dataset = StereoDataset(built.root, frames=4)
+def test_items_use_the_clip_option_and_carry_the_prompt(built):
+    dataset = StereoDataset(built.root, clip=Clip(4, start=0))
     item = dataset[0]
     assert item.frames == (0, 1, 2, 3) and item.depth is None
     assert item.prompt.startswith("A rendered harbour street scene")
-    picked = StereoDataset(built.root, frames=lambda i, n: [n - 1, i])[2]
+    picked = StereoDataset(built.root, clip=lambda i, n: [n - 1, i])[2]
     assert picked.frames == (12, 2)
     assert len(dataset) == 3 and dataset.read_clip(0, 9, 4).frames == (9, 10, 11, 12)
 
@@ -78,7 +78,7 @@ def test_items_use_the_frames_option_and_carry_the_prompt(built):
 def test_a_base_only_install_reads_the_default_index_and_names_the_depth_download(built, tmp_path):
     root = writable_copy(built.root, tmp_path / "GenVR-duo-20261023")
     remove_depth(root)
-    dataset = StereoDataset(root)
+    dataset = StereoDataset(root, clip=Clip.whole())
     assert dataset[0].left.shape == (13, 48, 64, 3)
     with pytest.raises(DepthNotInstalledError, match=r"unpack.py --depth --output DIR"):
         StereoDataset(root, use_depth=True)

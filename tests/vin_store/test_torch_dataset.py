@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import (
     VinOfflineBatchedTorchDataset,
     VinOfflineStoreConfig,
@@ -72,7 +74,7 @@ def test_a_dataset_can_share_an_open_reader_and_return_raw_records(store: Path) 
     reader = VinOfflineStoreReader(store)
     dataset = VinOfflineBatchedTorchDataset(reader, raw_records=True)
     assert dataset.reader is reader
-    batch = dataset.__getitems__([0, 2])
+    batch = dataset.batch([0, 2])
     assert batch["vin.points_world"].shape == (2, 16, 3)
     assert all(isinstance(r, bytes) for r in batch["oracle.candidate_pcs"])
 
@@ -113,3 +115,47 @@ def test_batch_files_of_a_main_process_that_is_gone_are_swept(tmp_path: Path) ->
     finally:
         stale.unlink(missing_ok=True)
         mine.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize(("method", "workers"), [("fork", 2), (None, 0)])
+def test_the_dataset_builds_its_own_loader_for_fork_spawn_and_the_main_process(
+    store: Path, method: str | None, workers: int
+) -> None:
+    dataset = VinOfflineBatchedTorchDataset(store)
+    expected = dataset.batch(list(range(len(dataset))))["vin.points_world"]
+    loader = dataset.loader(batch_size=3, num_workers=workers, multiprocessing_context=method)
+    batches = list(loader)
+    assert all(isinstance(b["vin.points_world"], torch.Tensor) for b in batches)
+    torch.testing.assert_close(torch.cat([b["vin.points_world"] for b in batches]), expected)
+    assert _batch_files(os.getpid()) == []
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_default_collate_is_refused_with_how_to_build_the_loader(
+    store: Path, workers: int
+) -> None:
+    dataset = VinOfflineBatchedTorchDataset(store)
+    loader = DataLoader(
+        dataset,
+        batch_size=2,
+        num_workers=workers,
+        multiprocessing_context=("fork" if workers else None),
+    )
+    with pytest.raises(ConfigError, match=r"build the loader with dataset\.loader\(batch_size"):
+        next(iter(loader))
+    assert _batch_files(os.getpid()) == []  # the refused batch allocated nothing
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_size": 0}, "batch_size must be an int >= 1, found 0"),
+        ({"batch_size": 2, "num_workers": -1}, "num_workers must be an int >= 0, found -1"),
+        ({"batch_size": 2, "collate_fn": collate_samples}, "loader() sets collate_fn itself"),
+    ],
+)
+def test_loader_options_are_checked_in_the_caller(
+    store: Path, kwargs: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        VinOfflineBatchedTorchDataset(store).loader(**kwargs)

@@ -74,7 +74,8 @@ def pack(
         typer.Option(
             "--rule",
             metavar="PATTERN=FAMILY",
-            help="Family rule, first match wins (repeatable; default depth-*/**=depth).",
+            help="Family rule in gitignore syntax, first match wins "
+            "(repeatable; default **/depth-*/**=depth).",
         ),
     ] = None,
     default_family: Annotated[str, typer.Option(help="Family of unmatched files.")] = "base",
@@ -94,6 +95,9 @@ def pack(
         str, typer.Option(help="Restore test: full, sample or none.")
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
+    readme_lang: Annotated[
+        str, typer.Option("--readme-lang", help="Language of the release README: en or zh.")
+    ] = "en",
     readable_by: Annotated[
         ReadableByChoice,
         typer.Option(
@@ -108,6 +112,9 @@ def pack(
     if restore_test not in ("full", "sample", "none"):
         raise typer.BadParameter("must be full, sample or none", param_hint="--restore-test")
     mode: Literal["full", "sample", "none"] = restore_test  # type: ignore[assignment]
+    if readme_lang not in ("en", "zh"):
+        raise typer.BadParameter("must be en or zh", param_hint="--readme-lang")
+    lang: Literal["en", "zh"] = readme_lang  # type: ignore[assignment]
     rules = FamilyRules(
         rules=tuple(parse_rule(r) for r in rule) if rule else FamilyRules().rules,
         default=default_family,
@@ -121,6 +128,7 @@ def pack(
         previous=previous,
         read_back=read_back,
         restore_test=mode,
+        readme_lang=lang,
         readable_by=readable_by.value,
     )
     with tree_bar("pack", tree) as advance:

@@ -1,6 +1,6 @@
 """Demo step: ``dataset-devkit build`` on two sample recordings, then ``validate`` and ``inspect``.
 
-Two protobuf MCAP drives are written at demo time with the real writer (foxglove-sdk), a TOML
+Two protobuf MCAP drives are written at demo time with the real writer (mcap, protobuf), a TOML
 build config next to it, and the build service publishes ``out/v1.0-trainval`` read-only;
 the published dataroot is then revalidated, inspected and queried through the SDK.
 """

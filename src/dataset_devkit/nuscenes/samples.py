@@ -1,9 +1,10 @@
 """Small synthetic drive recordings written with the real writers, for the demo and tests.
 
 A vehicle drives east at constant speed near Munich; each camera sees a frame-numbered
-gradient. :func:`write_sample_mcap` writes it with ``foxglove-sdk`` (protobuf) or the
-``mcap`` writer (JSON encoding); :func:`write_sample_decoded` writes a decoded recording
-folder (videos through PyAV). Nothing here is committed as binary data.
+gradient. :func:`write_sample_mcap` writes it with the ``mcap`` writer as Foxglove messages,
+protobuf (schemas in :mod:`dataset_devkit.nuscenes.common.foxglove_schemas`) or JSON;
+:func:`write_sample_decoded` writes a decoded recording folder (videos through PyAV).
+Nothing here is committed as binary data.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ def _stamp(t: int) -> dict[str, int]:
 def write_sample_mcap(
     path: Path, drive: SampleDrive | None = None, *, encoding: str = "protobuf"
 ) -> Path:
-    """Write *drive* as an MCAP file: ``protobuf`` via foxglove-sdk, or ``json`` via ``mcap``."""
+    """Write *drive* as an MCAP file of Foxglove messages, ``protobuf`` or ``json`` encoded."""
     drive = drive or SampleDrive()
     if encoding == "protobuf":
         _write_protobuf(path, drive)
@@ -200,76 +201,85 @@ def write_sample_mcap(
 
 def _write_protobuf(path: Path, drive: SampleDrive) -> None:
     try:
-        import foxglove
-        from foxglove import channels as fc
-        from foxglove import messages as fm
+        from mcap.writer import CompressionType, Writer
     except ImportError as exc:
-        raise MissingDependencyError(
-            "foxglove", extra="mcap", purpose="writing sample MCAP"
-        ) from exc
+        raise MissingDependencyError("mcap", extra="mcap", purpose="writing sample MCAP") from exc
+    from dataset_devkit.nuscenes.common.foxglove_schemas import message_class, schema_data
+
+    def msg(name: str, **fields: Any) -> Any:
+        return message_class(f"foxglove.{name}")(**fields)
 
     def ts(stamp: dict[str, int]) -> Any:
-        return fm.Timestamp(sec=stamp["sec"], nsec=stamp["nsec"])
+        return message_class("google.protobuf.Timestamp")(seconds=stamp["sec"], nanos=stamp["nsec"])
 
     def transform(p: dict[str, Any]) -> Any:
-        return fm.FrameTransform(
+        return msg(
+            "FrameTransform",
             timestamp=ts(p["timestamp"]),
             parent_frame_id=p["parent_frame_id"],
             child_frame_id=p["child_frame_id"],
-            translation=fm.Vector3(**p["translation"]),
-            rotation=fm.Quaternion(**p["rotation"]),
+            translation=msg("Vector3", **p["translation"]),
+            rotation=msg("Quaternion", **p["rotation"]),
         )
 
-    ctx = foxglove.Context()
-    writer = foxglove.open_mcap(path, context=ctx)
-    try:
-        tf = fc.FrameTransformsChannel("/tf", context=ctx)
-        fix = fc.LocationFixChannel("/gnss", context=ctx)
-        cams = {n: fc.CompressedImageChannel(f"/{n}/image", context=ctx) for n in drive.cameras}
-        cals = {
-            n: fc.CameraCalibrationChannel(f"/{n}/calibration", context=ctx) for n in drive.cameras
-        }
+    def encode(kind: str, p: dict[str, Any]) -> tuple[str, str, Any]:
+        if kind in ("tf", "ego"):
+            return "/tf", "FrameTransforms", msg("FrameTransforms", transforms=[transform(p)])
+        if kind == "calibration":
+            fields: tuple[str, ...] = (
+                "frame_id",
+                "width",
+                "height",
+                "distortion_model",
+                "D",
+                "K",
+                "R",
+                "P",
+            )
+            message = msg(
+                "CameraCalibration",
+                timestamp=ts(p["timestamp"]),
+                **{k: p[k] for k in fields},
+            )
+            return f"/{p['frame_id']}/calibration", "CameraCalibration", message
+        if kind == "fix":
+            fields = ("frame_id", "latitude", "longitude", "altitude")
+            message = msg("LocationFix", timestamp=ts(p["timestamp"]), **{k: p[k] for k in fields})
+            return "/gnss", "LocationFix", message
+        message = msg(
+            "CompressedImage",
+            timestamp=ts(p["timestamp"]),
+            frame_id=p["frame_id"],
+            data=p["data"],
+            format="jpeg",
+        )
+        return f"/{p['frame_id']}/image", "CompressedImage", message
+
+    # Uncompressed chunks and our own library name: the bytes depend on the drive only, not
+    # on the installed zstd or mcap versions (the recording's digest feeds the root hash).
+    with path.open("xb") as f:
+        writer = Writer(f, compression=CompressionType.NONE)
+        writer.start(profile="", library="dataset-devkit samples")
+        schemas: dict[str, int] = {}
+        channels: dict[str, int] = {}
         for t, kind, p in sample_events(drive):
-            if kind in ("tf", "ego"):
-                tf.log(fm.FrameTransforms(transforms=[transform(p)]), log_time=t)
-            elif kind == "calibration":
-                cals[p["frame_id"]].log(
-                    fm.CameraCalibration(
-                        timestamp=ts(p["timestamp"]),
-                        frame_id=p["frame_id"],
-                        width=p["width"],
-                        height=p["height"],
-                        distortion_model=p["distortion_model"],
-                        D=p["D"],
-                        K=p["K"],
-                        R=p["R"],
-                        P=p["P"],
-                    ),
-                    log_time=t,
+            topic, name, message = encode(kind, p)
+            if topic not in channels:
+                schema = f"foxglove.{name}"
+                if schema not in schemas:
+                    schemas[schema] = writer.register_schema(
+                        name=schema, encoding="protobuf", data=schema_data(schema)
+                    )
+                channels[topic] = writer.register_channel(
+                    topic=topic, message_encoding="protobuf", schema_id=schemas[schema]
                 )
-            elif kind == "fix":
-                fix.log(
-                    fm.LocationFix(
-                        timestamp=ts(p["timestamp"]),
-                        frame_id=p["frame_id"],
-                        latitude=p["latitude"],
-                        longitude=p["longitude"],
-                        altitude=p["altitude"],
-                    ),
-                    log_time=t,
-                )
-            else:
-                cams[p["frame_id"]].log(
-                    fm.CompressedImage(
-                        timestamp=ts(p["timestamp"]),
-                        frame_id=p["frame_id"],
-                        data=p["data"],
-                        format="jpeg",
-                    ),
-                    log_time=t,
-                )
-    finally:
-        writer.close()
+            writer.add_message(
+                channels[topic],
+                log_time=t,
+                publish_time=t,
+                data=message.SerializeToString(deterministic=True),
+            )
+        writer.finish()  # type: ignore[no-untyped-call]
 
 
 _JSON_SCHEMA = b'{"type": "object"}'

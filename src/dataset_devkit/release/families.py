@@ -1,10 +1,19 @@
-"""Assign every file of a tree to exactly one family by ordered path rules."""
+"""Assign every file of a tree to exactly one family by ordered path rules.
+
+Each rule is one pattern with gitignore semantics, matched by ``pathspec`` (the library
+behind black's and many tools' ``.gitignore`` handling): ``*``/``?``/``[...]`` within a
+component, ``**`` across components, a pattern holding a ``/`` before its end is anchored at
+the tree's top, one without matches at any depth, a trailing ``/`` takes everything below a
+directory. First match wins, so families never overlap.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+
+from pathspec import GitIgnoreSpec
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.release.spec import DEFAULT_FAMILY, DEFAULT_RULES, FamilyRule
@@ -22,38 +31,15 @@ def parse_rule(text: str) -> FamilyRule:
     return FamilyRule(pattern=pattern, family=family)
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    anchored = pattern.startswith("/")
-    parts = pattern.strip("/").split("/")
-    if not parts or "" in parts:
-        raise ConfigError(f"family pattern {pattern!r} has an empty component", key="rule")
-    regex = "" if anchored else "(?:[^/]+/)*"
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            regex += ".*" if last else "(?:[^/]+/)*"
-            continue
-        regex += _component(part) + ("" if last else "/")
-    return re.compile(regex + r"\Z")
-
-
-def _component(part: str) -> str:
-    out, i = [], 0
-    while i < len(part):
-        char = part[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and "]" in part[i + 2 :]:
-            end = part.index("]", i + 2)
-            body = part[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
+def _compile(pattern: str) -> GitIgnoreSpec:
+    """One rule's pattern with gitignore semantics (pathspec): what users already know."""
+    if pattern.startswith("!") or pattern.startswith("#") or not pattern.strip():
+        raise ConfigError(
+            f"family pattern {pattern!r} must be one gitignore-style pattern that selects "
+            "files (no negation '!', comment '#' or blank; rules are tried in order instead)",
+            key="rule",
+        )
+    return GitIgnoreSpec.from_lines([pattern])
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +61,7 @@ class FamilyRules:
     rules: Sequence[FamilyRule] = DEFAULT_RULES
     default: str = DEFAULT_FAMILY
     require_matches: bool = False
-    _compiled: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _compiled: tuple[GitIgnoreSpec, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in [self.default, *(r.family for r in self.rules)]:
@@ -93,8 +79,8 @@ class FamilyRules:
 
     def family_of(self, path: str) -> str:
         """Return the family of one relative POSIX file path."""
-        for rule, regex in zip(self.rules, self._compiled, strict=True):
-            if regex.match(path):
+        for rule, spec in zip(self.rules, self._compiled, strict=True):
+            if spec.match_file(path):
                 return rule.family
         return self.default
 
@@ -109,8 +95,8 @@ class FamilyRules:
         families: dict[str, str] = {}
         used: set[int] = set()
         for path in paths:
-            for index, regex in enumerate(self._compiled):
-                if regex.match(path):
+            for index, spec in enumerate(self._compiled):
+                if spec.match_file(path):
                     families[path] = self.rules[index].family
                     used.add(index)
                     break

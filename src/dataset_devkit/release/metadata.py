@@ -119,7 +119,7 @@ def write_metadata(
     digests[VALIDATION_NAME] = _write(
         staging, VALIDATION_NAME, pretty_json(msgspec.to_builtins(validation))
     )
-    readme = render_readme(manifest, validation)
+    readme = render_readme(manifest, validation, options.readme_lang)
     digests[README_NAME] = _write(staging, README_NAME, readme.encode("utf-8"))
     digests.update({p.name: p.sha256 for p in packages})
     _write(staging, SUMS_NAME, sums_text(digests).encode("utf-8"))

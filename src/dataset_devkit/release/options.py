@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.release.families import FamilyRules
+from dataset_devkit.release.readme_text import README_LANGS, ReadmeLang
 from dataset_devkit.release.spec import DEFAULT_PACKAGE_LIMIT
 
 __all__ = ["PackOptions"]
@@ -28,7 +30,7 @@ class PackOptions:
     package_limit
         Maximum bytes per package (default 4 GiB - 1, which also fits FAT32).
     rules
-        Family rules (default: ``depth-*/**`` is ``depth``, the rest ``base``).
+        Family rules (default: ``**/depth-*/**`` is ``depth``, the rest ``base``).
     deliver
         Families to package now (default: all); the others are listed as pending.
     previous
@@ -39,6 +41,8 @@ class PackOptions:
     restore_test
         Restore with the shipped ``unpack.py`` into scratch space: every new package
         (``full``), the first of each family (``sample``) or none.
+    readme_lang
+        Language of the release ``README.md``: ``en`` (default) or ``zh`` (Chinese).
     readable_by
         Who may read the release folder: ``owner`` (0700, the default), ``group`` (0750) or
         ``all`` (0755).
@@ -51,4 +55,12 @@ class PackOptions:
     previous: Path | None = None
     read_back: bool = True
     restore_test: Literal["full", "sample", "none"] = "sample"
+    readme_lang: ReadmeLang = "en"
     readable_by: ReadableBy = "owner"
+
+    def __post_init__(self) -> None:
+        if self.readme_lang not in README_LANGS:
+            raise ConfigError(
+                f"readme_lang must be one of {', '.join(README_LANGS)}, found {self.readme_lang!r}",
+                key="readme_lang",
+            )

@@ -1,18 +1,25 @@
-"""The generated ``README.md`` of a release: what to download, how to verify and unpack."""
+"""The generated ``README.md`` of a release: what to download, how to verify and unpack.
+
+English by default; ``lang="zh"`` renders the same facts, commands and tables for
+Chinese-speaking users (:mod:`dataset_devkit.release.readme_zh`).
+"""
 
 from __future__ import annotations
 
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.release.readme_text import README_LANGS, ReadmeLang, approx, flag
 from dataset_devkit.release.spec import ReleaseManifest, ValidationReport
 
-__all__ = ["render_readme"]
+__all__ = ["README_LANGS", "ReadmeLang", "render_readme"]
 
 
 def _gb(size: int) -> str:
-    return f"{size:,} bytes (about {size / 1e9:.1f} GB)"
+    if size < 1000:
+        return f"{size:,} bytes"
+    return f"{size:,} bytes (about {approx(size)})"
 
 
-def _flag(family: str) -> str:
-    return f"--{family}" if family in ("base", "depth") else f"--family {family}"
+_flag = flag
 
 
 def _disk_space(manifest: ReleaseManifest) -> list[str]:
@@ -34,15 +41,26 @@ def _disk_space(manifest: ReleaseManifest) -> list[str]:
         need += packed + fam.total_bytes
     lines += [
         "",
-        f"Keeping every package while restoring every family needs about {need / 1e9:.1f} GB, "
+        f"Keeping every package while restoring every family needs about {approx(need)}, "
         "plus a margin for filesystem overhead; delete nothing until the restore reports OK.",
         "",
     ]
     return lines
 
 
-def render_readme(manifest: ReleaseManifest, validation: ValidationReport) -> str:
+def render_readme(
+    manifest: ReleaseManifest, validation: ValidationReport, lang: ReadmeLang = "en"
+) -> str:
     """Render the README from the manifest and the validation report (deterministic)."""
+    if lang not in README_LANGS:
+        raise ConfigError(
+            f"readme language must be one of {', '.join(README_LANGS)}, found {lang!r}",
+            key="readme_lang",
+        )
+    if lang == "zh":
+        from dataset_devkit.release.readme_zh import render_readme_zh
+
+        return render_readme_zh(manifest, validation)
     name = manifest.name
     delivered = [f for f in manifest.families if f.status == "delivered"]
     pending = [f for f in manifest.families if f.status == "pending"]

@@ -56,16 +56,17 @@ _STRICT = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 class FamilyRule(msgspec.Struct, **_STRICT):
     """Files whose relative path matches *pattern* belong to *family* (first match wins).
 
-    Patterns are ``/``-separated globs: ``*``/``?``/``[...]`` within one component, ``**``
-    for any number of components. A pattern not starting with ``/`` may match at any depth,
-    so ``depth-*/**`` takes every file below any directory named ``depth-...``.
+    Patterns follow gitignore rules (matched with ``pathspec``): ``*``/``?``/``[...]``
+    within one component, ``**`` for any number of components; a pattern with a ``/``
+    before its end is anchored at the top of the tree, so ``**/depth-*/**`` takes every
+    file below any directory named ``depth-...`` at any depth.
     """
 
     pattern: str
     family: str
 
 
-DEFAULT_RULES: Final = (FamilyRule(pattern="depth-*/**", family="depth"),)
+DEFAULT_RULES: Final = (FamilyRule(pattern="**/depth-*/**", family="depth"),)
 
 
 class SnapshotRecord(msgspec.Struct, **_STRICT):

@@ -5,6 +5,7 @@ See ``docs/stereo.md`` for the source schema and the on-disk format.
 
 from __future__ import annotations
 
+from dataset_devkit.stereo.clip import DEFAULT_MAX_ITEM_BYTES, Clip
 from dataset_devkit.stereo.errors import (
     DepthNotInstalledError,
     DepthOverflowError,
@@ -20,8 +21,10 @@ from dataset_devkit.stereo.validate import StereoValidationReport, validate_ster
 from dataset_devkit.stereo.writer import BuildResult, build_stereo_dataset
 
 __all__ = [
+    "DEFAULT_MAX_ITEM_BYTES",
     "FORMAT_VERSION",
     "BuildResult",
+    "Clip",
     "DepthNotInstalledError",
     "DepthOverflowError",
     "OutOfRangeError",

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.stereo.cameras import per_frame
+from dataset_devkit.stereo.clip import DEFAULT_MAX_ITEM_BYTES, Clip, check_item_bytes
 from dataset_devkit.stereo.depth import DepthReader
 from dataset_devkit.stereo.errors import DepthNotInstalledError, OutOfRangeError
 from dataset_devkit.stereo.index import decode_json, load_index, load_requirements, row_path
@@ -88,9 +89,14 @@ class StereoDataset:
         Index file name; defaults to the with-depth index when ``use_depth`` else the default.
     use_depth
         Return depth; must agree with the index's loader requirements.
-    frames
-        Which frames ``dataset[i]`` reads: ``None`` for all, an int for the first N, or a
-        callable ``(sample_index, num_frames) -> frame numbers``.
+    clip
+        Which frames ``dataset[i]`` reads: a :class:`Clip` (``Clip(16, stride=2)``;
+        ``Clip.whole()`` for every frame) or a callable ``(sample_index, num_frames) ->
+        frame numbers``. Without one, ``dataset[i]`` refuses and only :meth:`read` and
+        :meth:`read_clip` read, so no item decodes a whole video by accident.
+    max_item_bytes
+        Cap on the decoded size of one read (frames of both eyes plus depth); a larger read
+        is refused before decoding, naming the memory it would take.
     decoder_threads
         FFmpeg threads per video; keep 1 (the default) when DataLoader workers fork.
     """
@@ -101,7 +107,8 @@ class StereoDataset:
         *,
         index: str | None = None,
         use_depth: bool = False,
-        frames: int | FrameSelector | None = None,
+        clip: Clip | FrameSelector | None = None,
+        max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
         decoder_threads: int = 1,
     ) -> None:
         path_argument(root, "root")
@@ -109,13 +116,19 @@ class StereoDataset:
             raise ConfigError(
                 f"use_depth must be True or False, found {use_depth!r}", key="use_depth"
             )
+        if clip is not None and not isinstance(clip, Clip) and not callable(clip):
+            raise ConfigError(
+                f"clip must be a Clip or a callable (sample, num_frames) -> frames, found {clip!r}",
+                key="clip",
+            )
         if (
-            frames is not None
-            and not callable(frames)
-            and (isinstance(frames, bool) or not isinstance(frames, int) or frames < 1)
+            isinstance(max_item_bytes, bool)
+            or not isinstance(max_item_bytes, int)
+            or max_item_bytes < 1
         ):
             raise ConfigError(
-                f"frames must be None, an int >= 1 or a callable, found {frames!r}", key="frames"
+                f"max_item_bytes must be an int >= 1, found {max_item_bytes!r}",
+                key="max_item_bytes",
             )
         if isinstance(decoder_threads, bool) or not isinstance(decoder_threads, int):
             raise ConfigError(
@@ -149,7 +162,9 @@ class StereoDataset:
                 path=self.root / self.index,
             )
         self._check_installed()
-        self._frames = frames
+        self.clip = clip
+        self.max_item_bytes = max_item_bytes
+        self.epoch = 0
         self._videos: OrderedDict[tuple[int, str], VideoReader] = OrderedDict()
         # frame indexes outlive the handles: a reopened video is not demuxed again
         self._video_infos: dict[tuple[int, str], VideoInfo] = {}
@@ -214,14 +229,29 @@ class StereoDataset:
             raise OutOfRangeError(f"sample {sample} outside 0..{len(self.rows) - 1}")
         return self.rows[sample]
 
+    def set_epoch(self, epoch: int) -> None:
+        """Draw the random clip starts of *epoch* (call it before each epoch, as with
+        ``DistributedSampler``; DataLoader workers see it unless ``persistent_workers``)."""
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ConfigError(f"epoch must be an int >= 0, found {epoch!r}", key="epoch")
+        self.epoch = epoch
+
     def default_frames(self, sample: int) -> list[int]:
-        """The frames ``dataset[sample]`` reads, from the ``frames`` option."""
-        total = self._row(sample).num_frames
-        if self._frames is None:
-            return list(range(total))
-        if isinstance(self._frames, int):
-            return list(range(min(self._frames, total)))
-        return list(self._frames(sample, total))
+        """The frames ``dataset[sample]`` reads in the current epoch, from the ``clip``."""
+        row = self._row(sample)
+        sample %= len(self.rows)
+        if self.clip is None:
+            raise ConfigError(
+                "dataset[i] needs a clip: StereoDataset(root, clip=Clip(16)) reads 16 frames "
+                "from a random start, Clip.whole() every frame; or call read(i, frames)",
+                key="clip",
+            )
+        if isinstance(self.clip, Clip):
+            try:
+                return self.clip.frames(sample, row.num_frames, self.epoch)
+            except ValueError as exc:
+                raise OutOfRangeError(f"{row.id} {exc}") from exc
+        return list(self.clip(sample, row.num_frames))
 
     def __getitem__(self, sample: int) -> StereoSample:
         return self.read(sample, self.default_frames(sample))
@@ -246,6 +276,14 @@ class StereoDataset:
                 f"{row.id}: frame {bad[0]} outside 0..{row.num_frames - 1} (num_frames of "
                 f"line {sample + 1} of {self.index})"
             )
+        check_item_bytes(
+            row.id,
+            len(frames),
+            row.resolution.height,
+            row.resolution.width,
+            depth=self.use_depth and row.depth is not None,
+            cap=self.max_item_bytes,
+        )
         picked = np.asarray(frames, dtype=np.intp)
         ks: dict[str, npt.NDArray[np.float64]] = {}
         poses: dict[str, npt.NDArray[np.float64]] = {}

@@ -25,13 +25,14 @@ from dataset_devkit.vin_store.reader import VinOfflineStoreReader
 
 try:
     import torch
-    from torch.utils.data import Dataset, get_worker_info
+    from torch.utils.data import DataLoader, Dataset, get_worker_info
 except ImportError as exc:  # pragma: no cover - the torch extra is installed in CI
     raise MissingDependencyError(
         "torch", extra="torch", purpose="the VIN offline torch Dataset"
     ) from exc
 
 __all__ = [
+    "PendingBatch",
     "VinOfflineBatchedTorchDataset",
     "VinOfflineTorchDataset",
     "collate_samples",
@@ -54,8 +55,41 @@ def collate_samples(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+_COLLATE_HINT = (
+    "VinOfflineBatchedTorchDataset fetches whole batches, which torch's default collate_fn "
+    "cannot take apart: build the loader with dataset.loader(batch_size=..., "
+    "num_workers=...), or pass collate_fn=passthrough_collate to DataLoader"
+)
+
+
+class PendingBatch:
+    """What ``__getitems__`` hands to the collate function: a checked batch, not yet read.
+
+    :func:`passthrough_collate` reads it (in a worker, straight into shared memory). Any
+    other collate that indexes, iterates or sizes it gets a :class:`ConfigError` saying how
+    to build the loader, and nothing has been allocated that could be left behind.
+    """
+
+    __slots__ = ("_dataset", "_positions")
+
+    def __init__(self, dataset: VinOfflineBatchedTorchDataset, positions: Any) -> None:
+        self._dataset = dataset
+        self._positions = positions
+
+    def gather(self) -> Any:
+        """The collated batch: a dict of tensors (a :class:`ShmBatch` in transit)."""
+        return self._dataset._gather(self._positions)
+
+    def _refuse(self, *_: object) -> Any:
+        raise ConfigError(_COLLATE_HINT, key="collate_fn")
+
+    __getitem__ = __len__ = __iter__ = __contains__ = _refuse
+
+
 def passthrough_collate(batch: Any) -> Any:
-    """Collate for :class:`VinOfflineBatchedTorchDataset`: the batch is already collated."""
+    """Collate for :class:`VinOfflineBatchedTorchDataset`: read the fetched batch as is."""
+    if isinstance(batch, PendingBatch):
+        return batch.gather()
     return batch
 
 
@@ -111,8 +145,11 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
 class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
     """Like :class:`VinOfflineTorchDataset`, but a DataLoader fetches a batch in one call.
 
-    ``__getitems__`` returns the collated batch directly, so pass
-    ``collate_fn=passthrough_collate``. Inside a worker on Linux the batch travels through
+    Build the DataLoader with :meth:`loader` (or pass ``collate_fn=passthrough_collate``):
+    ``__getitems__`` returns a :class:`PendingBatch` that the passthrough collate reads as
+    one gather, and that torch's default collate refuses with a message saying so (instead
+    of failing deep in a worker). :meth:`batch` reads a batch directly.
+    Inside a worker on Linux the batch travels through
     one ``/dev/shm`` file (see :mod:`dataset_devkit.vin_store._shm_batch`): several times
     cheaper per batch than torch's descriptor passing. ``shm_transport=False`` keeps torch's
     own transport.
@@ -131,9 +168,53 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
         if self._use_shm:
             install_cleanup()  # the main process removes what an early stop leaves behind
 
-    def __getitems__(self, indices: list[int]) -> Any:
-        """The collated batch: a dict of tensors (a :class:`ShmBatch` in transit)."""
-        positions = self._positions(indices)
+    def loader(
+        self,
+        batch_size: int,
+        *,
+        num_workers: int = 0,
+        shuffle: bool = False,
+        **options: Any,
+    ) -> DataLoader[Any]:
+        """A ``DataLoader`` of collated batches over this dataset, checked in the caller.
+
+        *options* go to ``DataLoader`` as they are (``multiprocessing_context``,
+        ``pin_memory``, ``prefetch_factor``, ``persistent_workers``, ``sampler``, ...),
+        except ``collate_fn``, which this dataset fixes.
+        """
+        for name, value, low in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ConfigError(f"{name} must be an int >= {low}, found {value!r}", key=name)
+        if "collate_fn" in options:
+            raise ConfigError(
+                "loader() sets collate_fn itself (batches are read whole); drop collate_fn",
+                key="collate_fn",
+            )
+        return DataLoader(
+            self,
+            batch_size=batch_size,
+            num_workers=num_workers,
+            shuffle=shuffle,
+            collate_fn=passthrough_collate,
+            **options,
+        )
+
+    def batch(self, indices: Sequence[int]) -> dict[str, Any]:
+        """Read the samples at *indices* of the split as one collated batch of tensors."""
+        return _to_torch(
+            self.reader.read_positions(
+                self._positions(indices),
+                self.blocks,
+                writeable=True,
+                decode_records=self.decode_records,
+            )
+        )
+
+    def __getitems__(self, indices: list[int]) -> PendingBatch:
+        """The DataLoader's batched fetch: indices checked now, read by the collate."""
+        return PendingBatch(self, self._positions(indices))
+
+    def _gather(self, positions: Any) -> Any:
         if get_worker_info() is None:
             batch = self.reader.read_positions(
                 positions, self.blocks, writeable=True, decode_records=self.decode_records

@@ -3,45 +3,40 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from dataset_devkit.errors import FormatError, MissingDependencyError
 
 __all__ = ["decode_jpeg", "encode_jpeg", "jpeg_dimensions"]
 
-_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _DCT_SCALE = 8  # libjpeg's smallest scale: 1/8
 
 
+def _simplejpeg() -> Any:
+    try:
+        import simplejpeg
+    except ImportError as exc:  # pragma: no cover - simplejpeg ships with every extra that reads
+        raise MissingDependencyError("simplejpeg", extra="nuscenes", purpose="JPEG checks") from exc
+    return simplejpeg
+
+
 def jpeg_dimensions(data: bytes | memoryview, what: str = "image") -> tuple[int, int]:
-    """``(width, height)`` from the first SOF segment; FormatError when *data* is not a JPEG."""
+    """``(width, height)`` from the frame header, without decoding; FormatError if not a JPEG.
+
+    libjpeg-turbo reads the header (``simplejpeg.decode_jpeg_header``): the same parser
+    that :func:`decode_jpeg` and every consumer of the image use, so the size we record is
+    the size they see. The SOI check first only gives foreign bytes (a PNG) a clear message.
+    """
     view = memoryview(data)
     if len(view) < 4 or view[0] != 0xFF or view[1] != 0xD8:
         raise FormatError(f"{what} is not a JPEG (no SOI marker)")
-    pos = 2
-    n = len(view)
-    while pos + 4 <= n:
-        if view[pos] != 0xFF:
-            raise FormatError(f"{what} is a malformed JPEG (bad marker at byte {pos})")
-        marker = view[pos + 1]
-        if marker == 0xFF:  # fill byte
-            pos += 1
-            continue
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
-            pos += 2
-            continue
-        length = (view[pos + 2] << 8) | view[pos + 3]
-        if marker in _SOF_MARKERS:
-            if pos + 9 > n:
-                break
-            height = (view[pos + 5] << 8) | view[pos + 6]
-            width = (view[pos + 7] << 8) | view[pos + 8]
-            if width == 0 or height == 0:
-                raise FormatError(f"{what} is a JPEG with zero dimensions")
-            return (width, height)
-        if marker == 0xDA:  # start of scan before any frame header
-            break
-        pos += 2 + length
-    raise FormatError(f"{what} is a truncated or malformed JPEG (no frame header)")
+    try:
+        height, width, _, _ = _simplejpeg().decode_jpeg_header(view)
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"{what} is a malformed JPEG (header: {exc})") from exc
+    if width <= 0 or height <= 0:
+        raise FormatError(f"{what} is a JPEG with zero dimensions")
+    return (int(width), int(height))
 
 
 def decode_jpeg(data: bytes | memoryview, what: str = "image") -> tuple[int, int]:
@@ -55,12 +50,7 @@ def decode_jpeg(data: bytes | memoryview, what: str = "image") -> tuple[int, int
     to repair (premature end, extraneous bytes, corrupt data) is refused rather than
     silently patched, and the decoded size must be the full frame at 1/8 scale.
     """
-    try:
-        import simplejpeg
-    except ImportError as exc:  # pragma: no cover - simplejpeg ships with the mcap/video extras
-        raise MissingDependencyError(
-            "simplejpeg", extra="mcap", purpose="JPEG verification"
-        ) from exc
+    simplejpeg = _simplejpeg()
     try:
         height, width, _, _ = simplejpeg.decode_jpeg_header(data)
         pixels = simplejpeg.decode_jpeg(

@@ -12,7 +12,7 @@ import msgspec
 
 from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
-from dataset_devkit.nuscenes.common.arguments import check_instance
+from dataset_devkit.nuscenes.common.arguments import check_instance, check_output_location
 from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
@@ -122,6 +122,8 @@ def build_evidence(
     paths = [path_argument(p, f"recordings[{i}]") for i, p in enumerate(recordings)]
     out = path_argument(out, "out")
     labels = None if labels is None else path_argument(labels, "labels")
+    # before the ingest: a missing folder or an existing output would fail only at the end
+    check_output_location(Path(out), "out", apart_from=[Path(p) for p in paths])
     report = progress or (lambda stage, done, total: None)
     sources = []
     for i, path in enumerate(paths):

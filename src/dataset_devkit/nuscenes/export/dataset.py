@@ -26,7 +26,11 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity import SafeDir, open_dir_nofollow, path_argument
-from dataset_devkit.nuscenes.common.arguments import check_instance, check_workers
+from dataset_devkit.nuscenes.common.arguments import (
+    check_instance,
+    check_output_location,
+    check_workers,
+)
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence.records import Derived, EvidenceDocument
@@ -217,6 +221,9 @@ def export_dataset(
     report = progress or (lambda stage, done, total: None)
     if not isinstance(evidence, Evidence):
         evidence = path_argument(evidence, "evidence")
+    # before reading the evidence in full: checks that would otherwise fail after it
+    check_output_location(Path(staging_dataroot), "staging_dataroot", allow_empty_dir=True)
+    _check_apart(staging_dataroot, evidence.root if isinstance(evidence, Evidence) else evidence)
     ev = read_evidence(evidence) if not isinstance(evidence, Evidence) else evidence
     if isinstance(evidence, Evidence):
         recheck_evidence(ev)
