@@ -27,7 +27,7 @@ EXPECTED: dict[Kind, list[str]] = {
 #: Text each page must show (labels drawn from the data, not boilerplate).
 LABELS: dict[Kind, list[str]] = {
     Kind.MANIFEST: ["largest files", "data/train/000000.bin"],
-    Kind.NUSCENES: ["sample_data", "CAM_FRONT", "train", "time of day", "mz-f36f7a874dbb-0000"],
+    Kind.NUSCENES: ["sample_data", "CAM_FRONT", "train", "time of day", "mz-0ee142b79d57-0000"],
     Kind.RELEASE: ["delivered: base, depth", "pending: none"],
     Kind.RESTORED: ["snapshot_root_sha256", "families"],
     Kind.VIN_STORE: ["vin.points_world", "float32", "absent families", "train"],
