@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
+from tests.s3_server import S3Server, running_s3_server
 from tests.scale_tree import TreeShape, make_genvr_tree
 
 
@@ -33,3 +35,18 @@ def genvr_tree(tmp_path_factory: pytest.TempPathFactory) -> TreeShape:
     shape = make_genvr_tree(tmp_path_factory.mktemp("scale") / "GenVR-duo-20261023", SCALE_PAIRS)
     write_manifest(shape.root)
     return shape
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One real S3 server (moto, on 127.0.0.1) for the whole test session."""
+    with running_s3_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh empty bucket, with the AWS environment pointing every client at the server."""
+    for name, value in s3_server.environment.items():
+        monkeypatch.setenv(name, value)
+    return s3_server.create_bucket()
