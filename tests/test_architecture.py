@@ -67,7 +67,8 @@ def test_integrity_core_imports_no_system() -> None:
         for module, path in _modules()
         if module.startswith("dataset_devkit.integrity")
         for name in _imports(path)
-        if name.startswith("dataset_devkit.") and name.split(".")[1] not in ("integrity", "errors")
+        if name.startswith("dataset_devkit.")
+        and name.split(".")[1] not in ("integrity", "errors", "objectstore")
     ]
     assert violations == []
 
@@ -242,3 +243,15 @@ def test_cycle_finder_finds_a_circle_and_accepts_a_chain() -> None:
 def test_nuscenes_and_release_have_no_import_circle() -> None:
     for system in ("dataset_devkit.nuscenes", "dataset_devkit.release"):
         assert _cycles(_graph(system)) == [], system
+
+
+def test_objectstore_imports_only_the_errors() -> None:
+    violations = [
+        f"{module} imports {name}"
+        for module, path in _modules()
+        if module.startswith("dataset_devkit.objectstore")
+        for name in _imports(path)
+        if name.startswith("dataset_devkit.")
+        and name.split(".")[1] not in ("objectstore", "errors")
+    ]
+    assert violations == []

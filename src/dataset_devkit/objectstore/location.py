@@ -1,0 +1,103 @@
+"""Turn a user's URL into an object store client plus the prefix the dataset lives under.
+
+Endpoint and credentials come from the standard AWS (or GCS, Azure) environment, so the same
+command works against AWS, MinIO or a test server: ``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``. Plain HTTP is
+allowed only for a loopback endpoint (a local MinIO or test server) or when the user sets
+``AWS_ALLOW_HTTP=true``; anything else must use TLS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from dataset_devkit.errors import ConfigError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, ObjectStore
+
+__all__ = ["SCHEMES", "ObjectLocation", "is_url", "open_location"]
+
+#: URL schemes that name an object store rather than a local path.
+SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "file", "memory")
+
+
+@dataclass(frozen=True)
+class ObjectLocation:
+    """A dataset's place in an object store.
+
+    Attributes
+    ----------
+    url
+        The URL as the user wrote it, without a trailing slash (for messages).
+    store
+        The obstore client, already scoped to the dataset's prefix: keys are relative
+        paths inside the dataset (``content_manifest.json``, ``shards/0.npy``).
+    """
+
+    url: str
+    store: ObjectStore
+
+    def describe(self, key: str) -> str:
+        """The full URL of one object, for messages that name it."""
+        return f"{self.url}/{key}"
+
+
+def is_url(text: str | os.PathLike[str]) -> bool:
+    """Whether ``text`` names an object store (``s3://...``) rather than a local path."""
+    if not isinstance(text, str):
+        return False
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.lower() in SCHEMES
+
+
+def _loopback(endpoint: str) -> bool:
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _client_options() -> ClientConfig:
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
+    allow = os.environ.get("AWS_ALLOW_HTTP", "").lower() in ("1", "true", "yes")
+    if endpoint.startswith("http://") and (allow or _loopback(endpoint)):
+        return {"allow_http": True}
+    return {}
+
+
+def open_location(url: str) -> ObjectLocation:
+    """Open the object store that ``url`` names, scoped to its prefix.
+
+    Raises
+    ------
+    ConfigError
+        ``url`` is not a URL of a supported scheme, or names no bucket.
+    MissingDependencyError
+        The ``[s3]`` extra (obstore) is not installed.
+    """
+    if not is_url(url):
+        raise ConfigError(
+            f"{url}: expected an object store URL ({', '.join(s + '://' for s in SCHEMES)})"
+        )
+    try:
+        from obstore.store import from_url
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise MissingDependencyError("obstore", extra="s3", purpose=f"opening {url}") from exc
+    cleaned = url.rstrip("/")
+    scheme, _, rest = cleaned.partition("://")
+    if scheme.lower() not in ("file", "memory") and not rest.split("/", 1)[0]:
+        raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
+    s3 = scheme.lower() in ("s3", "s3a")
+    try:
+        store = from_url(cleaned, client_options=_client_options()) if s3 else from_url(cleaned)
+    except Exception as exc:  # obstore raises its own config errors; name the URL once
+        raise ConfigError(f"{url}: cannot open object store: {exc}") from exc
+    return ObjectLocation(url=cleaned, store=store)
