@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from dataset_devkit.errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, ObjectStore
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 __all__ = ["SCHEMES", "ObjectLocation", "is_url", "open_location"]
 
@@ -73,8 +73,11 @@ def _client_options() -> ClientConfig:
     return {}
 
 
-def open_location(url: str) -> ObjectLocation:
+def open_location(url: str, *, retry: RetryConfig | None = None) -> ObjectLocation:
     """Open the object store that ``url`` names, scoped to its prefix.
+
+    ``retry`` replaces obstore's default policy (10 retries with backoff, for up to three
+    minutes) where a caller wants to give up sooner or later.
 
     Raises
     ------
@@ -97,7 +100,10 @@ def open_location(url: str) -> ObjectLocation:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
     s3 = scheme.lower() in ("s3", "s3a")
     try:
-        store = from_url(cleaned, client_options=_client_options()) if s3 else from_url(cleaned)
+        if s3:
+            store = from_url(cleaned, client_options=_client_options(), retry_config=retry)
+        else:
+            store = from_url(cleaned, retry_config=retry)
     except Exception as exc:  # obstore raises its own config errors; name the URL once
         raise ConfigError(f"{url}: cannot open object store: {exc}") from exc
     return ObjectLocation(url=cleaned, store=store)
