@@ -38,7 +38,7 @@ from dataset_devkit.errors import (
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
 from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
 from dataset_devkit.integrity.remote_helper import ForkHelper
-from dataset_devkit.objectstore import ObjectLocation, open_location
+from dataset_devkit.objectstore import ObjectLocation, forked_after_use, open_location
 
 if TYPE_CHECKING:
     from obstore.store import RetryConfig
@@ -50,8 +50,6 @@ ATTEMPTS = 4
 #: Overrides of obstore's retry policy for each request (5xx, connection errors): keys of
 #: ``obstore.store.RetryConfig``. Empty means the policy in :func:`_retry_config`.
 RETRY: dict[str, Any] = {}
-#: The process that started obstore's runtime; its forked children must not use obstore.
-_OBSTORE_PID: int | None = None
 _CHUNK = 8 << 20  # bytes per streamed piece: bounds memory per download
 _MANIFEST_LIMIT = 256 << 20
 
@@ -133,17 +131,14 @@ class RemoteTree:
     # ---- remote side -----------------------------------------------------------------------
     @property
     def location(self) -> ObjectLocation:
-        global _OBSTORE_PID
         if self._location is None or self._pid != os.getpid():
             self._location = open_location(self.url, retry=_retry_config())
             self._pid = os.getpid()
-        if _OBSTORE_PID is None:
-            _OBSTORE_PID = os.getpid()
         return self._location
 
     def _forked_helper(self) -> ForkHelper | None:
         """The download helper, in a process forked after obstore started (else None)."""
-        if _OBSTORE_PID is None or os.getpid() == _OBSTORE_PID:
+        if not forked_after_use():
             return None
         if self._helper is None or self._helper_pid != os.getpid():
             self._helper = ForkHelper(self.url, self.cache_dir, RETRY)

@@ -7,7 +7,6 @@ verified copies of its files are kept, and every path below points into that loc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.integrity.remote import RemoteTree
 from dataset_devkit.objectstore import is_url
-from dataset_devkit.objectstore.location import SCHEMES
+from dataset_devkit.objectstore.location import looks_like_mangled_url
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,
     SAMPLE_INDEX_NAME,
@@ -31,13 +30,6 @@ from dataset_devkit.vin_store.spec import (
 )
 
 __all__ = ["VinOfflineStoreConfig"]
-
-
-def _mangled_url(value: object) -> bool:
-    """Whether *value* is a URL that went through ``Path`` (``s3:/bucket``) or lost a slash."""
-    text = os.fspath(value) if isinstance(value, str | os.PathLike) else ""
-    scheme, sep, rest = str(text).partition(":/")
-    return bool(sep) and scheme.lower() in SCHEMES and not rest.startswith("/") and bool(rest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +69,7 @@ class VinOfflineStoreConfig:
             cache = path_argument(self.cache_dir, "cache_dir")
             object.__setattr__(self, "cache_dir", cache)
             object.__setattr__(self, "store_dir", RemoteTree(self.url, cache).root)
-        elif _mangled_url(given):
+        elif looks_like_mangled_url(given):
             raise ConfigError(
                 f"{given}: an object store URL read as a local path; pass the URL as a str "
                 "(s3://BUCKET/PREFIX)",
