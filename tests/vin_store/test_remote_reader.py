@@ -31,9 +31,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     )
 
 
-@pytest.fixture
-def local_store(tmp_path: Path) -> Path:
-    out = tmp_path / "store"
+@pytest.fixture(scope="module")
+def local_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One small store for the module (never changed: tests damage only their caches)."""
+    out = tmp_path_factory.mktemp("remote") / "store"
     with ThreadPoolExecutor(2) as pool:
         build_vin_offline_store(
             make_samples(11), out, rows_per_shard=4, val_fraction=0.3, executor=pool
@@ -123,20 +124,32 @@ def _read_all(config: VinOfflineStoreConfig, context: str) -> list[int]:
     return [int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1)]
 
 
-@pytest.mark.parametrize("context", ["fork", "spawn"])
-def test_dataloader_workers_share_one_cold_cache(
-    store_url: str,
-    tmp_path: Path,
-    context: str,
-    package_env: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("PYTHONPATH", package_env["PYTHONPATH"])  # workers import this code
+def test_fork_dataloader_workers_share_one_cold_cache(store_url: str, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     config = VinOfflineStoreConfig.from_url(store_url, cache_dir=cache)
     VinOfflineStoreReader(config).read_position(0, ["vin.lengths"])  # the parent has a client
-    assert _read_all(config, context) == list(range(11))
+    assert _read_all(config, "fork") == list(range(11))
     assert not list(cache.glob("*/tmp/*.part"))  # nothing left half-written
+
+
+def _read_in_worker(reader: VinOfflineStoreReader) -> list[int]:
+    batch = reader.read_positions(list(range(len(reader))), ["vin.lengths", "vin.points_world"])
+    return [int(v) for v in batch["vin.lengths"].reshape(-1)]
+
+
+def test_spawned_processes_fill_one_cold_cache_at_once(
+    store_url: str, tmp_path: Path, package_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spawned workers (as DataLoader's spawn context makes them, without torch's start-up
+    cost) get the pickled reader, open their own clients and race for the same files."""
+    monkeypatch.setenv("PYTHONPATH", package_env["PYTHONPATH"])
+    cache = tmp_path / "cache"
+    reader = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, cache_dir=cache))
+    len(reader)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        results = pool.map(_read_in_worker, [reader, reader, reader, reader])
+    assert results == [list(range(11))] * 4
+    assert not list(cache.glob("*/tmp/*.part"))
 
 
 def test_without_content_manifest_is_not_a_dataset(
