@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text as MplText
 
 from dataset_devkit.demo import run_demo
 from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.preview import Kind, preview
+from dataset_devkit.preview.figures import save
+from dataset_devkit.preview.page import Image
 
 #: Demo steps whose trees the tests draw (the publish step repeats the nuScenes kind).
 STEPS = ("integrity", "nuscenes", "release", "vin_store", "stereo")
@@ -41,20 +45,43 @@ def progress_seen() -> dict[Kind, list[ProgressUpdate]]:
     return {}
 
 
+#: Renderer modules that write matplotlib figures through ``figures.save``.
+RENDERERS = ("manifest", "nuscenes", "nuscenes_validity", "release", "stereo", "vin")
+
+
+@pytest.fixture(scope="session")
+def figure_texts() -> dict[tuple[Kind, str], list[str]]:
+    """Every text drawn in each matplotlib PNG of :func:`pages` (titles, axis and tick
+    labels, legends), by kind and PNG name."""
+    return {}
+
+
 @pytest.fixture(scope="session")
 def pages(
     demo_root: Path,
     tmp_path_factory: pytest.TempPathFactory,
     progress_seen: dict[Kind, list[ProgressUpdate]],
+    figure_texts: dict[tuple[Kind, str], list[str]],
 ) -> dict[Kind, Path]:
     """``index.html`` of a preview of every kind, drawn once."""
     out = tmp_path_factory.mktemp("pages")
     drawn = {}
-    for kind, rel in TREES.items():
-        progress_seen[kind] = []
-        drawn[kind] = preview(
-            demo_root / rel, out / kind.value, progress=progress_seen[kind].append
-        )
+    current: list[Kind] = []
+
+    def recording(fig: Figure, where: Path, name: str, caption: str) -> Image:
+        item = save(fig, where, name, caption)  # drawn first: tick labels exist after that
+        figure_texts[(current[-1], name)] = [t.get_text() for t in fig.findobj(MplText)]
+        return item
+
+    with pytest.MonkeyPatch.context() as patch:
+        for module in RENDERERS:
+            patch.setattr(f"dataset_devkit.preview.{module}.save", recording)
+        for kind, rel in TREES.items():
+            current.append(kind)
+            progress_seen[kind] = []
+            drawn[kind] = preview(
+                demo_root / rel, out / kind.value, progress=progress_seen[kind].append
+            )
     return drawn
 
 
