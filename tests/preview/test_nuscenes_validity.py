@@ -154,3 +154,23 @@ def test_the_figure_names_its_cameras_states_and_recording(
     for label in ("CAM_BACK", "CAM_FRONT", "present", "missing", "rejected", "rec-dropped"):
         assert label in joined, label
     assert "time from recording start (s)" in joined and " #0" in joined
+
+
+def test_images_decoded_follow_the_flags_not_the_tree(
+    fleet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Memory is bounded when the work is: 50 scenes x 3 samples x 2 cameras hold 300 JPEGs,
+    # and --scenes 2 --rows 2 must decode 2 x 2 x 2 of them, one at a time.
+    from dataset_devkit.preview import nuscenes, preview
+
+    opened: list[Path] = []
+    real = nuscenes._thumbnail
+
+    def counting(path: Path) -> Any:
+        opened.append(path)
+        return real(path)
+
+    monkeypatch.setattr(nuscenes, "_thumbnail", counting)
+    preview(fleet, tmp_path / "page", scenes=2, rows=2)
+    assert len(opened) == 8 and len(set(opened)) == 8
+    assert len(list(fleet.glob("samples/*/*.jpg"))) == FLEET_SCENES * 3 * 2
