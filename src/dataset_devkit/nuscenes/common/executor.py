@@ -57,7 +57,7 @@ def _named(exc: BaseException, subject: str) -> BaseException:
         # the build again, which multiprocessing refuses.
         hint = (
             "; a local worker process exited (a script that builds must run the build under "
-            "`if __name__ == \"__main__\":`, as worker processes import it)"
+            '`if __name__ == "__main__":`, as worker processes import it)'
         )
     return ExecutorError(f"{subject}: failed on a worker: {type(exc).__name__}: {exc}{hint}")
 
