@@ -1,0 +1,240 @@
+"""Benchmark: one fleet built on local processes and on a Dask ``LocalCluster``, side by side.
+
+N synthetic drives (protobuf MCAP written by the sample-drive writer; default 4 drives of
+60 s, 6 cameras at 12 Hz, 320x240) are built from ``recordings -> published dataroot`` by
+``build_dataset`` in three ways, each in a fresh child process:
+
+- ``inline``: ``[executor] workers = 1``, everything in the build's own process;
+- ``local``: ``[executor] workers = N`` (the default kind): ingest and frame extraction per
+  recording on N local processes, the export's frame copies on N threads;
+- ``dask``: ``[executor] scheduler = "tcp://127.0.0.1:..."``, a ``LocalCluster`` of N
+  single-threaded worker processes started by the child: every task goes through Dask.
+
+For each it prints wall time, frames/s (camera frames in the recordings, and images
+published), peak RSS of the build process (``VmHWM``) and the peak of the whole process tree
+(the build plus its workers, sampled every 50 ms), then the ratios to ``local`` and whether
+the root hashes agree (they must). Figures depend on the machine's load: run it on an idle
+machine, or say it was shared.
+
+    PYTHONPATH=src python benchmarks/nuscenes_fleet_executor.py [--drives 4] [--seconds 60]
+        [--cameras 6] [--fps 12] [--width 320] [--height 240] [--workers 2]
+        [--modes inline,local,dask] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+CAMERAS = (
+    "cam_front",
+    "cam_front_left",
+    "cam_front_right",
+    "cam_back",
+    "cam_back_left",
+    "cam_back_right",
+)
+MODES = ("inline", "local", "dask")
+
+
+def _status_kib(pid: int | str, field: str) -> int:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # the process ended meanwhile
+        return 0
+    return next((int(line.split()[1]) for line in text.splitlines() if line.startswith(field)), 0)
+
+
+def _tree(pid: int) -> list[int]:
+    """*pid* and all its descendants, from ``/proc/<pid>/task/<tid>/children``."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+            except OSError:
+                continue
+    return found
+
+
+class TreeRss:
+    """Samples the summed RSS of this process and its descendants; keeps the peak."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            total = sum(_status_kib(p, "VmRSS:") for p in _tree(os.getpid()))
+            self.peak_kib = max(self.peak_kib, total)
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _config(base: Path, paths: list[Path], mode: str, executor: str) -> Path:
+    listed = ", ".join(f'"{p}"' for p in paths)
+    path = base / f"{mode}.toml"
+    path.write_text(
+        f'namespace = "fleet-bench"\n[sources]\ntype = "mcap_hf"\npaths = [{listed}]\n'
+        "[scenario]\nscene_duration_s = 20.0\n"
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        f'[paths]\noutput_dir = "{base / ("out-" + mode)}"\n{executor}'
+    )
+    return path
+
+
+def child(mode: str, base: Path, paths: list[Path], workers: int) -> None:
+    """Build once in this process and print one JSON line of measurements."""
+    from dataset_devkit.nuscenes.build import build_dataset
+    from dataset_devkit.nuscenes.config import load_build_config
+
+    cluster = None
+    if mode == "dask":
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        )
+        table = f'[executor]\nscheduler = "{cluster.scheduler_address}"\n'
+    else:
+        table = f"[executor]\nworkers = {1 if mode == 'inline' else workers}\n"
+    config = load_build_config(_config(base, paths, mode, table))
+    with TreeRss() as tree:
+        start = time.perf_counter()
+        result = build_dataset(config)
+        wall = time.perf_counter() - start
+    if cluster is not None:
+        cluster.close()
+    line = {
+        "wall_s": wall,
+        "images": result.images,
+        "scenes": result.scenes,
+        "root_sha256": result.root_sha256,
+        "peak_rss_mib": _status_kib("self", "VmHWM:") / 1024,
+        "tree_rss_mib": tree.peak_kib / 1024,
+    }
+    print(json.dumps(line))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--drives", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--cameras", type=int, default=6, choices=range(1, len(CAMERAS) + 1))
+    parser.add_argument("--fps", type=float, default=12.0)
+    parser.add_argument("--width", type=int, default=320)
+    parser.add_argument("--height", type=int, default=240)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="work directory (default: a temp dir)"
+    )
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "BASE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, base = args.child
+        paths = sorted(Path(base, "drives").glob("*.mcap"))
+        child(mode, Path(base), paths, args.workers)
+        return
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = sorted(set(modes) - set(MODES))
+    if unknown:
+        parser.error(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+
+    from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
+
+    base = Path(tempfile.mkdtemp(prefix="fleet-bench-", dir=args.dir))
+    try:
+        drive = SampleDrive(
+            cameras=CAMERAS[: args.cameras],
+            duration_s=args.seconds,
+            fps=args.fps,
+            width=args.width,
+            height=args.height,
+        )
+        (base / "drives").mkdir()
+        start = time.perf_counter()
+        for i in range(args.drives):
+            start_ns = drive.start_ns + i * 3_600_000_000_000  # one drive per hour
+            write_sample_mcap(
+                base / "drives" / f"drive-{i:03d}.mcap", replace(drive, start_ns=start_ns)
+            )
+        frames = args.drives * len(drive.frame_times()) * args.cameras
+        size = sum(p.stat().st_size for p in (base / "drives").iterdir())
+        print(
+            f"fleet: {args.drives} drives x {args.seconds:g} s, {args.cameras} cameras at "
+            f"{args.fps:g} Hz, {args.width}x{args.height}: {frames:,} camera frames, "
+            f"{size / 1e6:,.0f} MB (written in {time.perf_counter() - start:.1f} s); "
+            f"{args.workers} workers, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+        )
+        results: dict[str, dict[str, float | str]] = {}
+        for mode in modes:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--workers",
+                    str(args.workers),
+                    "--child",
+                    mode,
+                    str(base),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode != 0:
+                sys.exit(f"{mode} build failed:\n{done.stderr[-3000:]}")
+            results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+        reference = results.get("local") or next(iter(results.values()))
+        print(
+            f"{'mode':<8}{'wall s':>9}{'frames/s':>11}{'images/s':>10}{'build RSS':>11}"
+            f"{'tree RSS':>10}{'x local':>9}"
+        )
+        for mode, r in results.items():
+            wall = float(r["wall_s"])
+            print(
+                f"{mode:<8}{wall:>9.2f}{frames / wall:>11,.0f}{float(r['images']) / wall:>10,.0f}"
+                f"{float(r['peak_rss_mib']):>9.0f}MB{float(r['tree_rss_mib']):>8.0f}MB"
+                f"{wall / float(reference['wall_s']):>9.2f}"
+            )
+        if "dask" in results and "local" in results:
+            ratio = float(results["dask"]["wall_s"]) / float(results["local"]["wall_s"])
+            print(f"Dask LocalCluster / local processes: {ratio:.2f}x wall time")
+        hashes = {str(r["root_sha256"]) for r in results.values()}
+        images = int(reference["images"])
+        print(
+            f"published {images:,} images in {int(reference['scenes'])} scenes; root hashes "
+            + ("identical" if len(hashes) == 1 else f"DIFFER: {sorted(hashes)}")
+        )
+        if len(hashes) != 1:
+            sys.exit(1)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
