@@ -4,6 +4,8 @@ same bytes; ``[executor]`` is checked strictly, and a failed task names its reco
 from __future__ import annotations
 
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
@@ -14,7 +16,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.nuscenes.build.service import build_dataset
-from dataset_devkit.nuscenes.common.executor import ExecutorError
+from dataset_devkit.nuscenes.common.executor import ExecutorError, run_tasks
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
 from tests.cli_run import run_devkit
@@ -192,3 +194,23 @@ def test_decoded_recordings_build_the_same_on_local_processes(tmp_path: Path) ->
         )
         roots.append(build_dataset(load_build_config(path)).root_sha256)
     assert roots[0] == roots[1]
+
+
+def test_a_failure_waits_for_the_tasks_still_running() -> None:
+    """The build removes its half-written output right after: nothing may write there then."""
+    finished: list[str] = []
+    started = threading.Event()
+
+    def task(name: str) -> str:
+        if name == "first":
+            started.wait(10)  # fail while the second task is running
+            raise FormatError("damaged", path="first")
+        started.set()
+        time.sleep(0.2)
+        finished.append(name)
+        return name
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with pytest.raises(FormatError, match="first: damaged"):
+            run_tasks(pool, task, [("first", ("first",)), ("second", ("second",))])
+        assert finished == ["second"]  # before the pool shuts down

@@ -19,7 +19,7 @@ import functools
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -73,9 +73,9 @@ def run_tasks(
 
     Results come back in task order; *on_result(i, result)* is called in that order from the
     calling thread (progress). At most a bounded number of tasks are in flight. On the first
-    failure (in task order) the pending tasks are cancelled and the failure is raised naming
-    its subject: a typed error keeps its type, anything else from an executor becomes an
-    :class:`ExecutorError`.
+    failure (in task order) the pending tasks are cancelled, the running ones waited for, and
+    the failure is raised naming its subject: a typed error keeps its type, anything else
+    from an executor becomes an :class:`ExecutorError`.
     """
     results: list[R] = []
 
@@ -107,8 +107,10 @@ def run_tasks(
             j, future = pending.popleft()
             collect(j, future.result)
     except BaseException:
-        for _, future in pending:
-            future.cancel()
+        # Cancel what has not started and wait for what has: the caller removes the
+        # half-written output next, and no task may still be writing into it then.
+        running = [future for _, future in pending if not future.cancel()]
+        wait(running)
         raise
     return results
 
