@@ -18,7 +18,7 @@ machine, or say it was shared.
 
     PYTHONPATH=src python benchmarks/nuscenes_fleet_executor.py [--drives 4] [--seconds 60]
         [--cameras 6] [--fps 12] [--width 320] [--height 240] [--workers 2]
-        [--modes inline,local,dask] [--dir DIR]
+        [--modes inline,local,dask] [--rounds 1] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 CAMERAS = (
     "cam_front",
@@ -122,10 +123,18 @@ def child(mode: str, base: Path, paths: list[Path], workers: int) -> None:
     else:
         table = f"[executor]\nworkers = {1 if mode == 'inline' else workers}\n"
     config = load_build_config(_config(base, paths, mode, table))
+    first_seen: dict[str, float] = {}
+
+    def progress(stage: str, _done: int, _total: int) -> None:
+        first_seen.setdefault(stage, time.perf_counter())
+
     with TreeRss() as tree:
         start = time.perf_counter()
-        result = build_dataset(config)
+        result = build_dataset(config, progress=progress)
         wall = time.perf_counter() - start
+    marks = sorted(first_seen.items(), key=lambda kv: kv[1])
+    ends = [t for _, t in marks[1:]] + [start + wall]
+    stages = {name: end - t for (name, t), end in zip(marks, ends, strict=True)}
     if cluster is not None:
         cluster.close()
     line = {
@@ -135,6 +144,7 @@ def child(mode: str, base: Path, paths: list[Path], workers: int) -> None:
         "root_sha256": result.root_sha256,
         "peak_rss_mib": _status_kib("self", "VmHWM:") / 1024,
         "tree_rss_mib": tree.peak_kib / 1024,
+        "stages": stages,
     }
     print(json.dumps(line))
 
@@ -149,6 +159,7 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=240)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--rounds", type=int, default=1, help="best of this many builds per mode")
     parser.add_argument(
         "--dir", type=Path, default=None, help="work directory (default: a temp dir)"
     )
@@ -190,25 +201,23 @@ def main() -> None:
             f"{size / 1e6:,.0f} MB (written in {time.perf_counter() - start:.1f} s); "
             f"{args.workers} workers, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
         )
-        results: dict[str, dict[str, float | str]] = {}
-        for mode in modes:
-            done = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--workers",
-                    str(args.workers),
-                    "--child",
-                    mode,
-                    str(base),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                sys.exit(f"{mode} build failed:\n{done.stderr[-3000:]}")
-            results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+        results: dict[str, dict[str, Any]] = {}
+        hashes: set[str] = set()
+        for _ in range(args.rounds):  # modes interleaved, so load drifts hit each alike
+            for mode in modes:
+                argv = [sys.executable, __file__, "--workers", str(args.workers)]
+                done = subprocess.run(
+                    [*argv, "--child", mode, str(base)], capture_output=True, text=True, check=False
+                )
+                if done.returncode != 0:
+                    sys.exit(f"{mode} build failed:\n{done.stderr[-3000:]}")
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+                hashes.add(result["root_sha256"])
+                if mode not in results or result["wall_s"] < results[mode]["wall_s"]:
+                    results[mode] = result
+                for out in base.glob("out-*"):  # published read-only: make it removable
+                    subprocess.run(["chmod", "-R", "u+w", str(out)], check=True)
+                    shutil.rmtree(out)
         reference = results.get("local") or next(iter(results.values()))
         print(
             f"{'mode':<8}{'wall s':>9}{'frames/s':>11}{'images/s':>10}{'build RSS':>11}"
@@ -221,10 +230,13 @@ def main() -> None:
                 f"{float(r['peak_rss_mib']):>9.0f}MB{float(r['tree_rss_mib']):>8.0f}MB"
                 f"{wall / float(reference['wall_s']):>9.2f}"
             )
+        print("seconds per stage (from its first progress report to the next stage's):")
+        for mode, r in results.items():
+            stages = r["stages"]
+            print(f"  {mode:<8}" + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
         if "dask" in results and "local" in results:
             ratio = float(results["dask"]["wall_s"]) / float(results["local"]["wall_s"])
             print(f"Dask LocalCluster / local processes: {ratio:.2f}x wall time")
-        hashes = {str(r["root_sha256"]) for r in results.values()}
         images = int(reference["images"])
         print(
             f"published {images:,} images in {int(reference['scenes'])} scenes; root hashes "
@@ -233,6 +245,7 @@ def main() -> None:
         if len(hashes) != 1:
             sys.exit(1)
     finally:
+        subprocess.run(["chmod", "-R", "u+w", str(base)], check=False)
         shutil.rmtree(base, ignore_errors=True)
 
 
