@@ -45,7 +45,10 @@ def ingest_recordings(
     """Ingest every recording on *executor* (inline when None), in the order listed."""
     total = len(paths)
     report("ingest", 0, total)
-    tasks: list[Task] = [(str(p), (p, vehicle_frame)) for p in paths]
+    # A worker elsewhere has another working directory: it gets absolute paths.
+    tasks: list[Task] = [
+        (str(p), (p if executor is None else p.absolute(), vehicle_frame)) for p in paths
+    ]
     return run_tasks(
         executor,
         ingest_recording,
@@ -133,6 +136,7 @@ def store_frames(
         report("frames", done, total)
 
     tasks: list[Task] = []
+    out = out if executor is None else out.absolute()
     for src in sources:
         per_channel = wanted.get(src.source_digest)
         if not per_channel:

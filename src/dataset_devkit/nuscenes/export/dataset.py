@@ -260,7 +260,7 @@ def export_dataset(
             if executor is not None:
                 image_bytes = copy_through(
                     executor,
-                    ev.root,
+                    Path(ev.root).absolute(),
                     ev.manifest,
                     staging.absolute(),
                     [(f.image, *_folder_and_name(f.record.filename)) for f in tables.frames],
