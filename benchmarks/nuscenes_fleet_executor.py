@@ -117,7 +117,7 @@ def child(mode: str, base: Path, paths: list[Path], workers: int) -> None:
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            dashboard_address="127.0.0.1:0",
         )
         table = f'[executor]\nscheduler = "{cluster.scheduler_address}"\n'
     else:

@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -30,6 +31,7 @@ __all__ = [
     "BuildExecutors",
     "ExecutorConfig",
     "ExecutorTable",
+    "check_cluster",
     "default_workers",
     "open_executors",
     "parse_executor",
@@ -145,15 +147,49 @@ def _connect(config: ExecutorConfig) -> Any:
         ) from None
 
 
+def _missing(paths: Sequence[str]) -> list[str]:
+    """On a worker: the paths it cannot see."""
+    return [p for p in paths if not os.path.lexists(p)]
+
+
+def check_cluster(client: Any, shared: Sequence[Path], timeout_s: float) -> None:
+    """Refuse a cluster without workers, or whose workers do not see the build's paths.
+
+    Without a worker every task would wait forever; a worker on a machine that does not
+    mount the recordings or the output directory would fail each task it gets with a
+    "not found" that does not say why.
+    """
+    try:
+        client.wait_for_workers(1, timeout=timeout_s)
+    except TimeoutError:
+        raise ExecutorError(
+            f"executor.scheduler: the Dask scheduler at {client.scheduler.address} has no "
+            f"worker after {timeout_s:g} s; start workers with: dask worker "
+            f"{client.scheduler.address}"
+        ) from None
+    paths = [str(p) for p in shared]
+    for worker, missing in sorted(client.run(_missing, paths).items()):
+        if missing:
+            raise ExecutorError(
+                f"executor.scheduler: Dask worker {worker} does not see {missing[0]} "
+                f"({len(missing)} of {len(paths)} paths); every machine of the cluster must "
+                "mount the recordings and paths.output_dir at the same paths"
+            )
+
+
 @contextmanager
 def open_executors(
-    config: ExecutorConfig, recordings: int, executor: Executor | None = None
+    config: ExecutorConfig,
+    recordings: int,
+    executor: Executor | None = None,
+    shared: Sequence[Path] = (),
 ) -> Iterator[BuildExecutors]:
     """The executors a build of *recordings* recordings runs on.
 
     A given *executor* runs everything (the caller owns it). Otherwise a Dask client is
-    connected for ``scheduler`` and closed afterwards, or a local process pool is started
-    (only when there is more than one recording to spread).
+    connected for ``scheduler`` (and its workers checked to see the *shared* paths: the
+    recordings and the output directory) and closed afterwards, or a local process pool is
+    started (only when there is more than one recording to spread).
     """
     if executor is not None:
         yield BuildExecutors(recordings=executor, copies=executor)
@@ -164,6 +200,7 @@ def open_executors(
         return
     client = _connect(config)
     try:
+        check_cluster(client, shared, config.connect_timeout_s)
         # pure=False: a task's key is not a hash of its (large) arguments.
         remote = client.get_executor(pure=False)
         yield BuildExecutors(recordings=remote, copies=remote)

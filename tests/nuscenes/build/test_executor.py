@@ -16,6 +16,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.nuscenes.build.service import build_dataset
+from dataset_devkit.nuscenes.cluster import check_cluster
 from dataset_devkit.nuscenes.common.executor import ExecutorError, run_tasks
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
@@ -50,7 +51,7 @@ def cluster() -> Iterator[Any]:
         processes=False,
         protocol="tcp",
         host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address="127.0.0.1:0",
     ) as local:
         yield local
 
@@ -124,6 +125,39 @@ def test_a_bad_executor_table_is_one_line_naming_its_key(
     message = str(caught.value)
     assert message.startswith(f"{path}: {key}") and expected in message
     assert "\n" not in message
+
+
+def test_a_cluster_whose_workers_miss_a_path_is_refused_naming_it(
+    fleet: Path, cluster: Any, tmp_path: Path
+) -> None:
+    from distributed import Client
+
+    with Client(cluster) as client:
+        check_cluster(client, [fleet / "van-a.mcap"], 5)  # the workers see it
+        with pytest.raises(ExecutorError) as caught:
+            check_cluster(client, [fleet / "van-a.mcap", tmp_path / "elsewhere"], 5)
+    message = str(caught.value)
+    assert message.startswith("executor.scheduler: Dask worker tcp://127.0.0.1:")
+    assert f"does not see {tmp_path / 'elsewhere'} (1 of 2 paths)" in message
+
+
+def test_a_scheduler_without_workers_is_one_line(fleet: Path) -> None:
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=0,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as empty:
+        table = f'[executor]\nscheduler = "{empty.scheduler_address}"\nconnect_timeout_s = 0.5\n'
+        with pytest.raises(ExecutorError) as caught:
+            build_dataset(load_build_config(_toml(fleet, "idle", table)))
+    assert str(caught.value) == (
+        f"executor.scheduler: the Dask scheduler at {empty.scheduler_address} has no worker "
+        f"after 0.5 s; start workers with: dask worker {empty.scheduler_address}"
+    )
 
 
 def test_an_unreachable_scheduler_is_one_line(fleet: Path, package_env: dict[str, str]) -> None:

@@ -168,7 +168,9 @@ def build_dataset(
         if exporter is not None:
             exporter(config, staging, report)
         else:
-            with open_executors(config.executor, len(config.sources.paths), executor) as run_on:
+            shared = [config.output_dir, *config.sources.paths]
+            count = len(config.sources.paths)
+            with open_executors(config.executor, count, executor, shared) as run_on:
                 _default_exporter(config, staging, report, run_on)
         published = publish_dataroot(
             staging, final, progress=report, on_phase=on_phase, workers=workers

@@ -13,6 +13,7 @@ import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
+from typing import NamedTuple
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import SafeDir
@@ -21,8 +22,10 @@ from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.evidence.inputs import check_span, open_recording
 from dataset_devkit.nuscenes.evidence.records import FRAMES_DIR, EvImage
 from dataset_devkit.nuscenes.ingest import RecordingSource
+from dataset_devkit.nuscenes.ingest.model import FrameExtractor
 
 __all__ = [
+    "FrameTarget",
     "ingest_recording",
     "ingest_recordings",
     "store_frames",
@@ -57,23 +60,35 @@ def ingest_recordings(
     )
 
 
+class FrameTarget(NamedTuple):
+    """Where one recording's frames go and what they must look like (a task's argument)."""
+
+    out: Path
+    folder: str
+    source_digest: str
+    #: Source camera name -> (channel, topic, width, height).
+    cameras: Mapping[str, tuple[str, str, int, int]]
+    origin: str
+
+
 def store_recording_frames(
-    out: Path,
-    folder: str,
-    source: RecordingSource,
+    target: FrameTarget,
+    extract: FrameExtractor,
     request: Mapping[str, frozenset[int]],
-    channels: Mapping[str, str],
-    origin: str,
     on_frame: Callable[[], None] | None = None,
 ) -> tuple[EvImage, ...]:
-    """Extract *request*'s frames of *source* into ``out/frames/<folder>/`` (task).
+    """Extract *request*'s frames into ``out/frames/<folder>/`` (task).
 
-    Each frame is checked against its calibration (header and a strict decode) before it is
-    written exclusively; returns the frames' records in extraction order. *on_frame* is
-    called after each frame when the task runs in the calling process (progress).
+    The task gets the recording's frame extractor (its paths and file identities), not the
+    whole ingested recording: poses and per-frame times would make every task carry
+    megabytes through a cluster's scheduler. Each frame is checked against its calibration
+    (header and a strict decode) before it is written exclusively; returns the frames'
+    records in extraction order. *on_frame* is called after each frame when the task runs in
+    the calling process (progress).
     """
+    out, folder, origin = target.out, target.folder, target.origin
+    channels = {name: cam[0] for name, cam in target.cameras.items()}
     images: list[EvImage] = []
-    by_name = {c.source_name: c for c in source.cameras}
     with (
         SafeDir.open(out) as root,
         root.opendir(FRAMES_DIR) as frames,
@@ -81,19 +96,19 @@ def store_recording_frames(
     ):
         for channel in sorted({channels[name] for name, times in request.items() if times}):
             rec_dir.mkdir(channel).close()
-        for name, ts, data in source.extract_frames(request):
-            cam = by_name[name]
-            what = f"{origin}: camera {name!r} (topic {cam.topic!r}) frame {ts}"
+        for name, ts, data in extract(request):
+            _, topic, width, height = target.cameras[name]
+            what = f"{origin}: camera {name!r} (topic {topic!r}) frame {ts}"
             dims = jpeg_dimensions(data, what)
-            if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
+            if dims != (width, height) or decode_jpeg(data, what) != dims:
                 raise FormatError(
-                    f"{what} is {dims[0]}x{dims[1]}, calibration says {cam.width}x{cam.height}"
+                    f"{what} is {dims[0]}x{dims[1]}, calibration says {width}x{height}"
                 )
             rel = f"{channels[name]}/{ts}.jpg"
             rec_dir.write_bytes(rel, data)
             images.append(
                 EvImage(
-                    source_digest=source.source_digest,
+                    source_digest=target.source_digest,
                     channel=channels[name],
                     timestamp_ns=ts,
                     path=f"{FRAMES_DIR}/{folder}/{rel}",
@@ -143,10 +158,18 @@ def store_frames(
             continue
         names = sorted(c.source_name for c in src.cameras)
         request = {name: frozenset(per_channel.get(mapping[name], ())) for name in names}
-        folder = src.source_digest.rsplit(":", 1)[-1][:16]
-        channels = {name: mapping[name] for name in names}
         subject = str(origin[src.source_digest])
-        args = (out, folder, src, request, channels, subject)
+        target = FrameTarget(
+            out=out,
+            folder=src.source_digest.rsplit(":", 1)[-1][:16],
+            source_digest=src.source_digest,
+            cameras={
+                c.source_name: (mapping[c.source_name], c.topic, c.width, c.height)
+                for c in src.cameras
+            },
+            origin=subject,
+        )
+        args = (target, src.extract_frames, request)
         # In this process progress counts frames; from an executor, whole recordings.
         tasks.append((subject, args + ((frame_done,) if executor is None else ())))
     report("frames", 0, total)
