@@ -12,9 +12,11 @@ N synthetic drives (protobuf MCAP written by the sample-drive writer; default 4 
 
 For each it prints wall time, frames/s (camera frames in the recordings, and images
 published), peak RSS of the build process (``VmHWM``) and the peak of the whole process tree
-(the build plus its workers, sampled every 50 ms), then the ratios to ``local`` and whether
-the root hashes agree (they must). Figures depend on the machine's load: run it on an idle
-machine, or say it was shared.
+(the build plus its workers, sampled every 50 ms), the CPU seconds of that tree, then the
+ratios to ``local`` and whether the root hashes agree (they must). Wall time is the best of
+``--rounds``; CPU seconds barely depend on the machine's load, so on a shared machine they
+are the steadier measure of what each executor costs. Run it on an idle machine, or say that
+it was shared.
 
     PYTHONPATH=src python benchmarks/nuscenes_fleet_executor.py [--drives 4] [--seconds 60]
         [--cameras 6] [--fps 12] [--width 320] [--height 240] [--workers 2]
@@ -69,26 +71,55 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of *pid* in clock ticks (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
 class TreeRss:
-    """Samples the summed RSS of this process and its descendants; keeps the peak."""
+    """Samples this process and its descendants: the peak of their summed RSS, and the CPU
+    seconds they used (each process's last sample: a worker's final 50 ms may be missed).
+
+    CPU seconds barely depend on how busy the machine is, wall time does: on a shared
+    machine they show what an executor costs when its parallelism cannot pay off.
+    """
 
     def __init__(self) -> None:
         self.peak_kib = 0
+        self._ticks: dict[int, int] = {}
+        self._before: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    @property
+    def cpu_s(self) -> float:
+        used = sum(t - self._before.get(pid, 0) for pid, t in self._ticks.items())
+        return used / os.sysconf("SC_CLK_TCK")
+
+    def _sample(self) -> None:
+        pids = _tree(os.getpid())
+        self.peak_kib = max(self.peak_kib, sum(_status_kib(p, "VmRSS:") for p in pids))
+        for pid in pids:
+            self._ticks[pid] = max(self._ticks.get(pid, 0), _cpu_ticks(pid))
+
     def _run(self) -> None:
         while not self._stop.wait(0.05):
-            total = sum(_status_kib(p, "VmRSS:") for p in _tree(os.getpid()))
-            self.peak_kib = max(self.peak_kib, total)
+            self._sample()
 
     def __enter__(self) -> TreeRss:
+        # What the processes used before the build (imports, a cluster's start) is not its.
+        self._before = {pid: _cpu_ticks(pid) for pid in _tree(os.getpid())}
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample()
 
 
 def _config(base: Path, paths: list[Path], mode: str, executor: str) -> Path:
@@ -144,6 +175,7 @@ def child(mode: str, base: Path, paths: list[Path], workers: int) -> None:
         "root_sha256": result.root_sha256,
         "peak_rss_mib": _status_kib("self", "VmHWM:") / 1024,
         "tree_rss_mib": tree.peak_kib / 1024,
+        "cpu_s": tree.cpu_s,
         "stages": stages,
     }
     print(json.dumps(line))
@@ -221,14 +253,15 @@ def main() -> None:
         reference = results.get("local") or next(iter(results.values()))
         print(
             f"{'mode':<8}{'wall s':>9}{'frames/s':>11}{'images/s':>10}{'build RSS':>11}"
-            f"{'tree RSS':>10}{'x local':>9}"
+            f"{'tree RSS':>10}{'CPU s':>8}{'x local':>9}{'CPU x local':>13}"
         )
         for mode, r in results.items():
             wall = float(r["wall_s"])
             print(
                 f"{mode:<8}{wall:>9.2f}{frames / wall:>11,.0f}{float(r['images']) / wall:>10,.0f}"
                 f"{float(r['peak_rss_mib']):>9.0f}MB{float(r['tree_rss_mib']):>8.0f}MB"
-                f"{wall / float(reference['wall_s']):>9.2f}"
+                f"{float(r['cpu_s']):>8.1f}{wall / float(reference['wall_s']):>9.2f}"
+                f"{float(r['cpu_s']) / float(reference['cpu_s']):>13.2f}"
             )
         print("seconds per stage (from its first progress report to the next stage's):")
         for mode, r in results.items():
