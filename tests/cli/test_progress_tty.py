@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.integrity import write_manifest
 from tests.cli_run import run_devkit
-from tests.tty_run import BAR, run_on_tty
+from tests.tty_run import BAR, assert_full, last_frames, run_on_tty
 
 
 @pytest.fixture(scope="module")
@@ -31,30 +32,44 @@ def release(tree: Path) -> Path:
     return out
 
 
-def test_verify_draws_a_bar_with_bytes_rate_and_files_on_a_terminal(
-    tree: Path, package_env: dict[str, str]
+def test_verify_manifest_and_publish_show_bytes_and_files_done_rate_and_time(
+    tree: Path, tmp_path: Path, package_env: dict[str, str]
 ) -> None:
     code, shown = run_on_tty(package_env, "verify", str(tree))
+    assert code == 0 and "OK " in shown, shown
+    assert_full(last_frames(shown)["verify"], 40)  # the manifest itself is not hashed
+    code, shown = run_on_tty(package_env, "manifest", str(tree), "--print")
     assert code == 0, shown
-    assert (
-        BAR in shown and "MB" in shown and "/s" in shown and "verify 41 files" in shown
-    )  # 40 and the manifest
-    assert "OK " in shown
+    assert_full(last_frames(shown)["hash"], 40)
+    staging = tmp_path / "staging"
+    shutil.copytree(tree, staging, ignore=shutil.ignore_patterns("content_manifest.json"))
+    code, shown = run_on_tty(package_env, "publish", str(staging), "--out", str(tmp_path / "p"))
+    assert code == 0, shown
+    frames = last_frames(shown)
+    assert_full(frames["hash"], 40)  # the manifest written, then the sealed tree checked
+    assert_full(frames["verify"], 40)
+    code, shown = run_on_tty(package_env, "validate", str(tmp_path / "p"))
+    assert code == 0, shown
+    assert_full(last_frames(shown)["verify"], 40)
 
 
-def test_release_pack_verify_and_unpack_draw_bars(
+def test_release_pack_verify_and_unpack_show_files_or_packages_done(
     tree: Path, release: Path, tmp_path: Path, package_env: dict[str, str]
 ) -> None:
+    packages = len(json.loads((release / "manifest.json").read_text())["packages"])
     code, shown = run_on_tty(
         package_env, "release", "pack", str(tree), "--out", str(tmp_path / "r")
     )
-    assert code == 0 and BAR in shown, shown
+    assert code == 0, shown
+    assert_full(last_frames(shown)["pack"], 41)  # the tree's manifest ships too
     code, shown = run_on_tty(package_env, "release", "verify", str(release))
-    assert code == 0 and BAR in shown and "packages" in shown, shown
+    assert code == 0, shown
+    assert_full(last_frames(shown)["verify"], packages, "packages")
     code, shown = run_on_tty(
         package_env, "release", "unpack", str(release), "--all", "--out", str(tmp_path / "d")
     )
-    assert code == 0 and BAR in shown and "packages" in shown, shown
+    assert code == 0, shown
+    assert_full(last_frames(shown)["restore"], 41)
 
 
 def test_no_bar_with_quiet_or_json_even_on_a_terminal(

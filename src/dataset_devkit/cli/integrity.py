@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
@@ -57,7 +57,7 @@ def manifest(
         renamed(manifest_location, old_location, "--manifest-location", "--location")
         or CONTENT_MANIFEST_NAME
     )
-    with tree_bar("hash", directory) as advance:
+    with progress_bar() as advance:
         if print_only:
             result = build_manifest(directory, location=location, progress=advance)
         else:
@@ -120,7 +120,7 @@ def verify(
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
     if location is None and verify_partial_restore(directory, as_json, expect_root):
         return
-    with tree_bar("verify", directory) as advance:
+    with progress_bar() as advance:
         report = verify_tree(
             directory, location=location, progress=advance, expect_root=expect_root
         )
@@ -171,7 +171,7 @@ def publish(
         raise typer.BadParameter("missing --out, the final name", param_hint="--out")
     target(_KIND, final)
     location = manifest_location or CONTENT_MANIFEST_NAME
-    with tree_bar("publish", staging) as advance:
+    with progress_bar() as advance:
         result = publish_tree(
             staging,
             final,

@@ -9,7 +9,7 @@ import msgspec
 import typer
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar, tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     ReadableByChoice,
     hidden_alias,
@@ -131,7 +131,7 @@ def pack(
         readme_lang=lang,
         readable_by=readable_by.value,
     )
-    with tree_bar("pack", tree) as advance:
+    with progress_bar() as advance:
         result = pack_release(tree, out, options, progress=advance)
     if as_json:
         emit_report(
@@ -180,7 +180,7 @@ def verify(
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
     target(_KIND, release_dir)
-    with progress_bar("verify", unit="packages") as advance:
+    with progress_bar() as advance:
         summary = verify_release(
             release_dir,
             _families(base, depth, everything, family),
@@ -234,7 +234,7 @@ def unpack(
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    with progress_bar("restore", unit="packages") as advance:
+    with progress_bar() as advance:
         summary = restore_release(
             release_dir,
             output,

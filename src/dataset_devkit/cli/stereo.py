@@ -54,7 +54,7 @@ def build(
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     target(_KIND, out)
-    with progress_bar("check source", unit="pairs") as advance:
+    with progress_bar() as advance:
         if workers:
             context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -106,7 +106,7 @@ def validate(
     from dataset_devkit.stereo import validate_stereo
 
     target(_KIND, root)
-    with progress_bar("check pairs", unit="pairs") as advance:
+    with progress_bar() as advance:
         result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)
     reader = result.reader
     if report is not None and reader is not None:

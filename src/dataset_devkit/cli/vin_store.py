@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
@@ -80,7 +80,7 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
-    with tree_bar("verify", store) as advance:
+    with progress_bar() as advance:
         report = verify_store(store, progress=advance)
     if as_json:
         emit_report(

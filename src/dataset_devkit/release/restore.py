@@ -39,6 +39,9 @@ def _package_log(
 ) -> Callable[[str], None]:
     """Turn unpack's per-package log lines (``verified NAME``) into :class:`ProgressUpdate`.
 
+    Verification reads each package once, whole, on several threads: the package is the
+    unit it finishes, so a bar counts packages and their bytes.
+
     ``unpack.py`` is stdlib-only and reports through a ``log(str)`` hook; its package names
     map to sizes from the manifest, so a bar shows packages and bytes.
     """
@@ -53,7 +56,7 @@ def _package_log(
             unit="packages",
         ),
     )
-    prefix = f"{'verified' if stage == 'verify' else 'restored'} "
+    prefix = "verified "
 
     def log_and_report(message: str) -> None:
         log(message)
@@ -62,6 +65,30 @@ def _package_log(
             report(progress, ProgressUpdate(stage, items=1, nbytes=sizes[name], unit="packages"))
 
     return log_and_report
+
+
+def _file_progress(
+    progress: OnProgress | None, release: unpack.Release, families: list[str]
+) -> Callable[[int, int], None] | None:
+    """Turn unpack's cumulative member counter ``(bytes done, bytes in all)`` into files.
+
+    ``unpack.py`` calls it once per member (file) of the packages it restores, under its
+    own lock, with the running byte total: each call is one file done, its bytes the
+    difference from the previous call. The stage's totals come from ``files.jsonl``.
+    """
+    if progress is None:
+        return None
+    rows = [r for p in release.packages_of(families) for r in release.rows_of(p["name"]).values()]
+    progress(
+        ProgressUpdate("restore", total_bytes=sum(r.size for r in rows), total_items=len(rows))
+    )
+    sink, seen = progress, [0]
+
+    def member(done: int, _total: int) -> None:
+        sink(ProgressUpdate("restore", nbytes=done - seen[0], items=1))
+        seen[0] = done
+
+    return member
 
 
 def _chosen(
@@ -174,7 +201,7 @@ def restore_release(
     (``owner`` 0400/0500, ``group`` 0440/0550, ``all`` 0444/0555); *expect_root* pins the
     snapshot; a run into an output another restore is writing waits for it (*wait*) or
     fails naming its pid. Re-running after any interruption finishes the restore.
-    *progress* hears of each package restored (stage ``"restore"``, packages and bytes).
+    *progress* hears of each file restored (stage ``"restore"``, files and bytes).
 
     Raises
     ------
@@ -193,13 +220,13 @@ def restore_release(
         )
     try:
         release, chosen = _chosen(release_dir, names, everything)
-        package_log = _package_log(progress, "restore", release, chosen, log)
         return unpack.unpack_release(
             str(release_dir),
             str(output),
             names,
             everything,
-            log=package_log,
+            log=log,
+            progress=_file_progress(progress, release, chosen),
             fsync=fsync,
             readable_by=readable_by,
             expect_root=expect_root,
