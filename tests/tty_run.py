@@ -37,12 +37,14 @@ def assert_full(frame: str, count: int, unit: str = "files") -> None:
     assert re.search(pattern, frame), (frame, count, unit)
 
 
-def run_on_tty(env: dict[str, str], *args: str, timeout: float = 300) -> tuple[int, str]:
+def run_on_tty(
+    env: dict[str, str], *args: str, timeout: float = 300, cwd: str | None = None
+) -> tuple[int, str]:
     """``python -m dataset_devkit ARGS`` with stdout and stderr on one pseudo-terminal.
 
     Returns the exit code and everything written to the terminal, escape codes included.
     """
-    return run_program_on_tty(env, "-m", "dataset_devkit", *args, timeout=timeout)
+    return run_program_on_tty(env, "-m", "dataset_devkit", *args, timeout=timeout, cwd=cwd)
 
 
 def run_program_on_tty(

@@ -15,14 +15,18 @@ from rich.table import Table
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.vin_build import build_command
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
 __all__ = ["register"]
 
 store_app = typer.Typer(
-    name="store", help="Inspect, verify and sample VIN offline stores.", no_args_is_help=True
+    name="store",
+    help="Build, inspect, verify and sample VIN offline stores.",
+    no_args_is_help=True,
 )
+store_app.command("build")(build_command)
 StoreArg = Annotated[
     Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
 ]
