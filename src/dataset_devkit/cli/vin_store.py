@@ -12,11 +12,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.cli.vin_build import build_command
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.kinds import TreeKind
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
 __all__ = ["register"]
@@ -32,6 +34,8 @@ StoreArg = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
 _KIND = "vin-store"
+#: Trees a store command reads: a store, also once restored from a release, or damaged.
+_STORE_KINDS = (TreeKind.VIN_STORE, TreeKind.RESTORED_RELEASE, TreeKind.CONTENT_MANIFEST_TREE)
 
 
 def _jsonable(value: Any) -> Any:
@@ -52,6 +56,7 @@ def _jsonable(value: Any) -> Any:
 def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
     target(_KIND, store)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
     summary = inspect_store(store)
     if as_json:
         data = _jsonable(dataclasses.asdict(summary))
@@ -84,6 +89,7 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
     with progress_bar() as advance:
         report = verify_store(store, progress=advance)
     if as_json:
@@ -114,6 +120,7 @@ def sample_command(
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
     target(_KIND, store)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]

@@ -91,6 +91,11 @@ def _file_progress(
     return member
 
 
+def _named(release_dir: Path, summary: str) -> str:
+    """*summary* led by the release directory, unless it names that directory already."""
+    return summary if str(release_dir) in summary else f"{release_dir}: {summary}"
+
+
 def _chosen(
     release_dir: Path, names: list[str], everything: bool
 ) -> tuple[unpack.Release, list[str]]:
@@ -131,7 +136,7 @@ def verify_release(
         )
         issues = check_shipped_files(release_dir)
     except unpack.UnpackError as exc:
-        raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
+        raise ReleaseVerificationError(_named(release_dir, exc.summary), exc.issues) from None
     except OSError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc}") from None
     if issues:
@@ -233,7 +238,7 @@ def restore_release(
             wait=wait,
         )
     except unpack.UnpackError as exc:
-        raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
+        raise ReleaseVerificationError(_named(release_dir, exc.summary), exc.issues) from None
     except OSError as exc:
         if exc.filename:
             raise  # the machine's error, naming the file: the CLI prints it in one line

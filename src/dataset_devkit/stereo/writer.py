@@ -14,7 +14,12 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, VerificationFailed
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    MissingPathError,
+    VerificationFailed,
+)
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     SafeDir,
@@ -255,6 +260,10 @@ def build_stereo_dataset(
     path_argument(out, "out")
     if os.path.lexists(out):  # fail before the source check, which reads every video
         raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
+    if not Path(source).is_dir():
+        if os.path.lexists(source):
+            raise ConfigError(f"{source}: expected the export directory, found a file")
+        raise MissingPathError("no such export directory", path=source)
     loaded = load_source(Path(source), progress=progress)
     pairs = len(loaded.pairs)
     hashes: dict[str, tuple[int, str]] = {}

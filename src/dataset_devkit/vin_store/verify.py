@@ -258,8 +258,8 @@ def store_notes(store_dir: Path) -> tuple[str, ...]:
     """What a reader of this store does that is correct but not the fast path."""
     config = VinOfflineStoreConfig(store_dir=Path(store_dir))
     sidecar = config.sample_index_sidecar_path
-    if sidecar.exists() or sidecar.is_symlink():
-        return ()
+    if sidecar.exists() or sidecar.is_symlink() or not config.manifest_path.is_file():
+        return ()  # a fast path of a store: no note for what is not a store at all
     return (
         f"{sidecar}: absent; readers derive the sample indices from {SAMPLE_INDEX_NAME} at "
         "each open (slower open, same data)",
