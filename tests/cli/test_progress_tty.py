@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -69,7 +70,10 @@ def test_release_pack_verify_and_unpack_show_files_or_packages_done(
         package_env, "release", "unpack", str(release), "--all", "--out", str(tmp_path / "d")
     )
     assert code == 0, shown
-    assert_full(last_frames(shown)["restore"], 41)
+    frames = last_frames(shown)
+    assert list(frames) == ["check packages", "restore"]
+    assert re.search(r"(\d[\d.]* [kM]B)/\1 +\d[\d.]* [kM]B/s", frames["check packages"])
+    assert_full(frames["restore"], 41)
 
 
 def test_no_bar_with_quiet_or_json_even_on_a_terminal(

@@ -1,4 +1,4 @@
-"""Release verify reports every package, restore every file, with their bytes."""
+"""Release verify reports every package, restore its packages' bytes then every file."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def test_verify_reports_each_package_and_restore_each_file_with_their_bytes(
     ):
         updates: list[ProgressUpdate] = []
         run(updates.append)
+        if stage == "restore":  # every package is hashed before anything is written
+            checked = [u for u in updates if u.stage == "check packages"]
+            assert updates[: len(checked)] == checked
+            assert sum(u.nbytes for u in checked) == sum(p["size"] for p in packages)
+            assert {u.total_bytes for u in checked} == {sum(p["size"] for p in packages)}
+            updates = updates[len(checked) :]
         assert {u.stage for u in updates} == {stage} and {u.unit for u in updates} == {unit}
         first = updates[0]
         assert (first.total_items, first.total_bytes) == (count, total)

@@ -297,9 +297,12 @@ def test_the_shipped_script_draws_one_self_overwriting_line_on_a_real_terminal(
     code, shown = run_program_on_tty(env, *argv, str(tmp_path / "o"), cwd=str(release))
     assert code == 0, shown
     total = sum(len(b) for b in SAMPLE.values()) / 2**20
+    packed = sum(p.stat().st_size for p in release.glob("*/*.tar")) / 2**20
+    # The packages are hashed first, then the files restored: one line each, cleared.
+    assert f"\rchecking: {packed:.1f} of {packed:.1f} MiB (100%)\r\x1b[K" in shown, shown
     assert f"\rrestoring: {total:.1f} of {total:.1f} MiB (100%)\r\x1b[K" in shown, shown
     lines = shown.split("\r\n")
-    assert not [line for line in lines if "restoring:" in line and "\x1b[K" not in line]
+    assert not [line for line in lines if "ing: " in line and "\x1b[K" not in line]
     assert lines[-2].startswith("OK: ") and "restored into" in lines[-2], shown
     code, shown = run_program_on_tty(env, *argv, str(tmp_path / "q"), "--quiet", cwd=str(release))
     assert code == 0 and "restoring:" not in shown and "OK: " in shown, shown

@@ -69,26 +69,33 @@ def _package_log(
 
 def _file_progress(
     progress: OnProgress | None, release: unpack.Release, families: list[str]
-) -> Callable[[int, int], None] | None:
-    """Turn unpack's cumulative member counter ``(bytes done, bytes in all)`` into files.
+) -> tuple[Callable[[int, int], None] | None, Callable[[int, int], None] | None]:
+    """unpack's two byte counters as stages ``check packages`` and ``restore``.
 
-    ``unpack.py`` calls it once per member (file) of the packages it restores, under its
-    own lock, with the running byte total: each call is one file done, its bytes the
-    difference from the previous call. The stage's totals come from ``files.jsonl``.
+    ``unpack.py`` first hashes every package (``(bytes hashed, bytes of the packages)``,
+    from several threads under its lock), then calls the member counter once per file it
+    restores with the running byte total: each such call is one file done, its bytes the
+    difference from the previous call. The restore's totals come from ``files.jsonl``.
     """
     if progress is None:
-        return None
+        return None, None
+    sink = progress
     rows = [r for p in release.packages_of(families) for r in release.rows_of(p["name"]).values()]
-    progress(
-        ProgressUpdate("restore", total_bytes=sum(r.size for r in rows), total_items=len(rows))
-    )
-    sink, seen = progress, [0]
+    checked, restored = [0], [-1]
+
+    def check(done: int, total: int) -> None:
+        sink(ProgressUpdate("check packages", nbytes=done - checked[0], total_bytes=total))
+        checked[0] = done
 
     def member(done: int, _total: int) -> None:
-        sink(ProgressUpdate("restore", nbytes=done - seen[0], items=1))
-        seen[0] = done
+        if restored[0] < 0:  # the restore's bar starts after the check's
+            totals = sum(r.size for r in rows), len(rows)
+            sink(ProgressUpdate("restore", total_bytes=totals[0], total_items=totals[1]))
+            restored[0] = 0
+        sink(ProgressUpdate("restore", nbytes=done - restored[0], items=1))
+        restored[0] = done
 
-    return member
+    return check, member
 
 
 def _named(release_dir: Path, summary: str) -> str:
@@ -206,7 +213,8 @@ def restore_release(
     (``owner`` 0400/0500, ``group`` 0440/0550, ``all`` 0444/0555); *expect_root* pins the
     snapshot; a run into an output another restore is writing waits for it (*wait*) or
     fails naming its pid. Re-running after any interruption finishes the restore.
-    *progress* hears of each file restored (stage ``"restore"``, files and bytes).
+    *progress* hears of the packages' bytes hashed first (stage ``"check packages"``),
+    then of each file restored (stage ``"restore"``, files and bytes).
 
     Raises
     ------
@@ -225,13 +233,15 @@ def restore_release(
         )
     try:
         release, chosen = _chosen(release_dir, names, everything)
+        check, member = _file_progress(progress, release, chosen)
         return unpack.unpack_release(
             str(release_dir),
             str(output),
             names,
             everything,
             log=log,
-            progress=_file_progress(progress, release, chosen),
+            progress=member,
+            check_progress=check,
             fsync=fsync,
             readable_by=readable_by,
             expect_root=expect_root,
