@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from dataset_devkit.cli import progress as cli_progress
 from dataset_devkit.integrity import write_manifest
+from dataset_devkit.integrity.progress import ProgressUpdate
 from tests.cli_run import run_devkit
 from tests.tty_run import BAR, assert_full, last_frames, run_on_tty
 
@@ -98,3 +102,18 @@ def test_no_bar_and_nothing_on_stderr_when_output_is_not_a_terminal(
         done = run_devkit(package_env, *argv)
         assert done.returncode == 0
         assert BAR not in done.stdout and done.stderr == ""
+
+
+def test_a_stage_done_in_one_update_still_shows_its_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rich's windowed speed needs two updates apart in time; a quick stage (three small
+    # packages hashed in a millisecond) showed no rate at all. It falls back to the average.
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    monkeypatch.setattr(cli_progress, "bars_enabled", lambda: True)
+    monkeypatch.setattr(cli_progress, "stderr_console", lambda: console)
+    with cli_progress.progress_bar() as advance:
+        assert advance is not None
+        advance(ProgressUpdate("check packages", nbytes=3000, total_bytes=3000))
+        advance(ProgressUpdate("read back", items=3, total_items=3, unit="pairs"))
+    shown = last_frames(console.file.getvalue())  # type: ignore[attr-defined]
+    assert re.search(r"3\.0 kB/3\.0 kB +\d[\d.]* [kM]B/s", shown["check packages"])
+    assert re.search(r"3/3 pairs +\d[\d.]* pairs/s", shown["read back"])

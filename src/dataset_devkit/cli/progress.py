@@ -66,16 +66,19 @@ class _RateColumn(ProgressColumn):
     """Bytes per second when the stage moves bytes, else items per second.
 
     The bar's own speed is in the unit it follows; a stage that moves bytes but follows
-    its items (pairs written, with the bytes of their videos) shows its average byte rate.
+    its items (pairs written, with the bytes of their videos) shows its average byte rate,
+    and so does a stage too quick for rich's windowed speed.
     """
 
     def render(self, task: Task) -> Text:
         fields = task.fields
-        if fields["bytes_done"] and not fields["follows_bytes"]:
-            elapsed = task.finished_time or task.elapsed
-            speed = fields["bytes_done"] / elapsed if elapsed else None
-        else:
+        speed = None
+        if fields["follows_bytes"] or not fields["bytes_done"]:
             speed = task.finished_speed or task.speed
+        if speed is None:  # too few or too quick updates for rich's windowed speed: average
+            elapsed = task.finished_time or task.elapsed
+            done = fields["bytes_done"] or fields["items_done"]
+            speed = done / elapsed if elapsed and done else None
         if speed is None:
             return Text("", style="progress.data.speed")
         if fields["bytes_done"]:
