@@ -76,7 +76,7 @@ def test_release_pack_verify_and_unpack_show_files_or_packages_done(
     assert code == 0, shown
     frames = last_frames(shown)
     assert list(frames) == ["check packages", "restore"]
-    assert re.search(r"(\d[\d.]* [kM]B)/\1 +\d[\d.]* [kM]B/s", frames["check packages"])
+    assert re.search(r"(\d[\d.]* [kM]B)/\1 +\d[\d.]* (?:bytes|[kMGT]B)/s", frames["check packages"])
     assert_full(frames["restore"], 41)
 
 
@@ -115,5 +115,5 @@ def test_a_stage_done_in_one_update_still_shows_its_rate(monkeypatch: pytest.Mon
         advance(ProgressUpdate("check packages", nbytes=3000, total_bytes=3000))
         advance(ProgressUpdate("read back", items=3, total_items=3, unit="pairs"))
     shown = last_frames(console.file.getvalue())  # type: ignore[attr-defined]
-    assert re.search(r"3\.0 kB/3\.0 kB +\d[\d.]* [kM]B/s", shown["check packages"])
+    assert re.search(r"3\.0 kB/3\.0 kB +\d[\d.]* (?:bytes|[kMGT]B)/s", shown["check packages"])
     assert re.search(r"3/3 pairs +\d[\d.]* pairs/s", shown["read back"])
