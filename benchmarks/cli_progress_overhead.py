@@ -1,15 +1,17 @@
 """What progress reporting costs a long operation, side by side in one run.
 
-Times ``verify_tree`` over the same tree (many small files and a few large ones):
+Times ``verify_tree`` and ``build_manifest`` over the same tree (many small files and a few
+large ones):
 
-* without a callback (the library alone);
-* with the CLI's callback when no bar is drawn (piped output, ``--quiet``, ``--json``);
-* with the CLI's own bar drawn (to an in-memory terminal console), its stat walk included;
-* through ``byte_reporter`` into a no-op :class:`ProgressUpdate` listener (what
-  ``store verify`` passes the library).
+* without a callback (the library alone; also what piped, ``--quiet`` and ``--json`` CLI
+  runs get: the CLI passes no callback when it draws no bar);
+* with a no-op :class:`ProgressUpdate` listener (bytes and files done, as every caller of
+  the library's ``progress=`` gets them);
+* with the CLI's own bar drawn (to an in-memory terminal console).
 
-Also times the stat walk that gives a bar its byte and file totals (run only when a bar is
-drawn). The goal: a drawn bar costs < 5% of the operation, a hidden one ~0%. Usage::
+``verify_tree`` takes its totals from the manifest; ``build_manifest`` pays a stat walk for
+them, only when there is a listener. The goal: a drawn bar costs < 5% of the operation, no
+listener ~0%. Usage::
 
     python benchmarks/cli_progress_overhead.py [--small-files 4000] [--large-mib 256]
         [--repeat 3] [--workdir /tmp/ddk-bench-progress]
@@ -31,12 +33,9 @@ from typing import Any
 from rich.console import Console
 
 from dataset_devkit.cli import progress as cli_progress
-from dataset_devkit.cli.output import state
-from dataset_devkit.integrity import verify_tree, write_manifest
-from dataset_devkit.integrity.progress import byte_reporter
+from dataset_devkit.integrity import build_manifest, verify_tree, write_manifest
+from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.integrity.tree_size import tree_totals
-
-ROOT: list[Path] = []
 
 
 def _tree(root: Path, small: int, large_mib: int) -> Path:
@@ -61,7 +60,7 @@ def _drawn_bar() -> Iterator[Any]:
     cli_progress.bars_enabled = lambda: True  # type: ignore[assignment]
     cli_progress.stderr_console = lambda: console  # type: ignore[assignment]
     try:
-        with cli_progress.tree_bar("verify", ROOT[0]) as advance:
+        with cli_progress.progress_bar() as advance:
             yield advance
     finally:
         cli_progress.bars_enabled, cli_progress.stderr_console = saved
@@ -84,39 +83,40 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/ddk-bench-progress"))
     args = parser.parse_args()
     root = _tree(args.workdir / "tree", args.small_files, args.large_mib)
-    ROOT.append(root)
-    state.quiet = True  # the CLI's callback exactly as piped/--quiet/--json runs have it
+    seen = [0, 0]
 
-    def hidden() -> AbstractContextManager[Any]:
-        return cli_progress.progress_bar("verify")
-
-    listener: list[int] = []
-
-    def protocol() -> AbstractContextManager[Any]:
-        return nullcontext(byte_reporter(lambda u: listener.append(u.nbytes), "verify"))
+    def listener(update: ProgressUpdate) -> None:
+        seen[0] += update.nbytes
+        seen[1] += update.items
 
     cases: dict[str, Callable[[], AbstractContextManager[Any]]] = {
         "no callback": lambda: nullcontext(None),
-        "CLI callback, no bar": hidden,
+        "ProgressUpdate listener": lambda: nullcontext(listener),
         "CLI bar, drawn": _drawn_bar,
-        "ProgressUpdate listener": protocol,
     }
     verify_tree(root)  # warm the page cache and the thread pool: the first case pays no more
     results = {}
-    for name, make in cases.items():
+    for operation in ("verify_tree", "build_manifest"):
+        for name, make in cases.items():
 
-        def run(make: Callable[[], AbstractContextManager[Any]] = make) -> None:
-            with make() as advance:
-                assert verify_tree(root, progress=advance).ok
+            def run(
+                make: Callable[[], AbstractContextManager[Any]] = make, operation: str = operation
+            ) -> None:
+                with make() as advance:
+                    if operation == "verify_tree":
+                        assert verify_tree(root, progress=advance).ok
+                    else:
+                        build_manifest(root, progress=advance)
 
-        results[name] = _time(run, args.repeat)
+            results[operation, name] = _time(run, args.repeat)
     walk = _time(lambda: tree_totals(root), args.repeat)
-    base = results["no callback"]
     totals = tree_totals(root)
     print(f"tree: {totals[1] if totals else '?'} files, {totals[0] if totals else '?'} bytes")
-    for name, seconds in results.items():
-        print(f"{name:<26} {seconds:8.3f} s   {seconds / base:5.2f}x")
-    print(f"{'stat walk for totals':<26} {walk:8.3f} s   {walk / base:5.2f}x")
+    for (operation, name), seconds in results.items():
+        base = results[operation, "no callback"]
+        print(f"{operation:<15} {name:<26} {seconds:8.3f} s   {seconds / base:5.2f}x")
+    base = results["build_manifest", "no callback"]
+    print(f"{'':<15} {'stat walk for totals':<26} {walk:8.3f} s   {walk / base:5.2f}x")
 
 
 if __name__ == "__main__":

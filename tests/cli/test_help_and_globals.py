@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import dataset_devkit
-from dataset_devkit.cli.help import walk_commands
+from dataset_devkit.cli.help import unwrap_paragraphs, walk_commands
 from dataset_devkit.integrity import write_manifest
 from tests.cli_run import run_devkit
 
@@ -71,11 +71,32 @@ def test_every_help_page_shows_metavars_not_python_types(package_env: dict[str, 
         for param in _options(dict(walk_commands(app_module.command))[path]):
             if not param.hidden:
                 assert param.opts[0] in page, (path, param.opts[0])
+    for path, page in pages.items():
+        if "--expect-root" in page:  # one spelling of the same value everywhere
+            assert re.search(r"--expect-root\s+HEX", page), (path, page)
+        if path != ("release", "pack"):
+            assert "pack:" not in page, (path, page)  # --json of pack explained on pack only
+    pack = pages[("release", "pack")]
+    assert "full|sample|none" in pack and "en|zh" in pack and "BYTES" in pack
+    assert "--out" in pages[("stereo", "build")].split("Arguments")[0]  # not an absent ROOT
+    assert "{DIR}" in pages[("verify",)] and "{DIR}" in pages[("manifest",)]  # as docs/cli.md
     release_verify = pages[("release", "verify")]
     assert "--family" in release_verify and "NAME" in release_verify
     for flag in ("--base", "--depth", "--all"):
         line = next(line for line in release_verify.splitlines() if f" {flag} " in line)
         assert "family" in line.lower(), line
+
+
+def test_help_paragraphs_are_joined_so_the_terminal_wraps_them() -> None:
+    # Typer keeps a docstring's line breaks after the first paragraph: at 80 columns the
+    # help broke mid-sentence. Every paragraph is one line (list items stay apart).
+    assert unwrap_paragraphs("Title.\n\nOne\nsentence.\n\n- a\n- b\n\n\bkept\nas is") == (
+        "Title.\n\nOne sentence.\n\n- a\n- b\n\n\bkept\nas is"
+    )
+    for path, command in walk_commands(app_module.command):
+        for paragraph in (command.help or "").split("\n\n"):
+            lines = paragraph.split("\n")
+            assert all(line.startswith(("-", "*", " ", "\b")) for line in lines[1:]), path
 
 
 def test_version_and_completion_are_there(package_env: dict[str, str]) -> None:

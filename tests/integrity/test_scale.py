@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from dataset_devkit.integrity import read_manifest, scan_tree
+from dataset_devkit.integrity.progress import ProgressUpdate
 from tests.scale_tree import TreeShape, make_genvr_tree, run_limited
 
 
@@ -63,7 +64,7 @@ def test_hashing_window_does_not_grow_with_the_number_of_threads(tmp_path: Path)
     before = len(os.listdir("/proc/self/fd"))
     peak = [0]
 
-    def slow_disk(_count: int) -> None:  # hashing waits on I/O while the walk goes on
+    def slow_disk(_update: ProgressUpdate) -> None:  # hashing waits on I/O while the walk goes on
         peak[0] = max(peak[0], len(os.listdir("/proc/self/fd")) - before)
         time.sleep(0.002)
 

@@ -11,6 +11,7 @@ import pytest
 
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, verify_tree, write_manifest
+from dataset_devkit.integrity.progress import ProgressUpdate
 from tests.integrity.helpers import make_tree
 
 
@@ -109,8 +110,8 @@ def test_a_file_rewritten_by_another_thread_while_hashed_is_reported_as_raced(
     writer = threading.Thread(target=rewrite_when_reading)
     writer.start()
 
-    def progress(_nbytes: int) -> None:
-        if not reading.is_set():
+    def progress(update: ProgressUpdate) -> None:
+        if update.nbytes and not reading.is_set():  # mid-read, not the totals
             reading.set()
             rewritten.wait(timeout=30)
 
@@ -130,9 +131,9 @@ def test_a_file_replaced_by_another_process_while_hashed_is_reported_as_raced(
     write_manifest(root)
     calls = 0
 
-    def progress(_nbytes: int) -> None:
+    def progress(update: ProgressUpdate) -> None:
         nonlocal calls
-        calls += 1
+        calls += update.nbytes > 0  # blocks read, not the totals
         if calls == 1:  # mid-read: another process swaps the directory entry
             os.spawnlp(
                 os.P_WAIT,

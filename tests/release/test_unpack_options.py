@@ -19,6 +19,7 @@ import pytest
 from dataset_devkit.release import unpack
 from tests.cli_run import run_devkit
 from tests.release.helpers import SAMPLE, make_tree, pack, read_tree
+from tests.tty_run import run_program_on_tty
 
 DEPTH = "ue5-pro/map0001/scene0001/cams01/depth-zstd-5-mm/"
 
@@ -284,3 +285,24 @@ def test_byte_progress_is_one_line_on_a_terminal_only(
     if shown:
         assert f"of {total:.1f} MiB (100%)" in text
         assert "\n" not in text.split("\rrestoring: ", 1)[1].split("\r\x1b[K")[0]
+
+
+def test_the_shipped_script_draws_one_self_overwriting_line_on_a_real_terminal(
+    release: Path, tmp_path: Path
+) -> None:
+    # As a downloader runs it: `python unpack.py` from the release folder, stdlib only (-I:
+    # no PYTHONPATH, no user site), stdout and stderr on one pseudo-terminal.
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    argv = ("-I", "unpack.py", "--all", "--no-fsync", "--output")
+    code, shown = run_program_on_tty(env, *argv, str(tmp_path / "o"), cwd=str(release))
+    assert code == 0, shown
+    total = sum(len(b) for b in SAMPLE.values()) / 2**20
+    packed = sum(p.stat().st_size for p in release.glob("*/*.tar")) / 2**20
+    # The packages are hashed first, then the files restored: one line each, cleared.
+    assert f"\rchecking: {packed:.1f} of {packed:.1f} MiB (100%)\r\x1b[K" in shown, shown
+    assert f"\rrestoring: {total:.1f} of {total:.1f} MiB (100%)\r\x1b[K" in shown, shown
+    lines = shown.split("\r\n")
+    assert not [line for line in lines if "ing: " in line and "\x1b[K" not in line]
+    assert lines[-2].startswith("OK: ") and "restored into" in lines[-2], shown
+    code, shown = run_program_on_tty(env, *argv, str(tmp_path / "q"), "--quiet", cwd=str(release))
+    assert code == 0 and "restoring:" not in shown and "OK: " in shown, shown

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.stereo import BuildResult, validate_stereo
 from tests.cli.report_check import check_report
-from tests.tty_run import BAR, run_on_tty
+from tests.tty_run import BAR, assert_full, last_frames, run_on_tty
 
 
 def test_validate_full_reports_every_pair_checked_and_read(built: BuildResult) -> None:
@@ -30,10 +31,17 @@ def test_build_and_validate_draw_bars_on_a_terminal_and_json_stays_clean(
     out = tmp_path / "GenVR-duo-20261023"
     code, shown = run_on_tty(package_env, "stereo", "build", str(source), "--out", str(out))
     assert code == 0, shown
-    assert BAR in shown and "write pairs" in shown and "pairs" in shown
+    frames = last_frames(shown)
+    assert list(frames) == ["check source", "write pairs", "read back", "hash", "verify"]
+    assert "3/3 pairs" in frames["check source"] and "3/3 pairs" in frames["read back"]
+    assert re.search(r"\d+\.\d (?:kB|MB) · 3/3 pairs .*B/s", frames["write pairs"]), frames
+    files = len(json.loads((out / "content_manifest.json").read_text())["files"])
+    assert_full(frames["hash"], files)
+    assert_full(frames["verify"], files)
     code, shown = run_on_tty(package_env, "stereo", "validate", str(out), "--full")
     assert code == 0, shown
-    assert BAR in shown and "read back" in shown
+    frames = last_frames(shown)
+    assert "3/3 pairs" in frames["check pairs"] and "3/3 pairs" in frames["read back"]
     code, shown = run_on_tty(package_env, "stereo", "validate", str(out), "--full", "--json")
     assert code == 0 and BAR not in shown
     report = check_report(shown.replace("\r\n", "\n"), ok=True, kind="stereo-dataset")

@@ -8,8 +8,9 @@ from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
@@ -28,6 +29,7 @@ from dataset_devkit.integrity import (
     write_manifest,
 )
 from dataset_devkit.integrity.verify import check_root_hex
+from dataset_devkit.kinds import TreeKind
 
 __all__ = ["register"]
 
@@ -41,7 +43,9 @@ _OLD_LOCATION = Annotated[str | None, hidden_alias("--location", "--manifest-loc
 
 
 def manifest(
-    directory: Annotated[Path, typer.Argument(help="The tree to hash.", parser=path_parser)],
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIR", help="The tree to hash.", parser=path_parser)
+    ],
     manifest_location: Annotated[
         str | None, typer.Option("--manifest-location", help=_LOCATION_HELP)
     ] = None,
@@ -57,7 +61,7 @@ def manifest(
         renamed(manifest_location, old_location, "--manifest-location", "--location")
         or CONTENT_MANIFEST_NAME
     )
-    with tree_bar("hash", directory) as advance:
+    with progress_bar() as advance:
         if print_only:
             result = build_manifest(directory, location=location, progress=advance)
         else:
@@ -85,7 +89,10 @@ def manifest(
 
 def verify(
     directory: Annotated[
-        Path, typer.Argument(help="A tree holding content_manifest.json.", parser=path_parser)
+        Path,
+        typer.Argument(
+            metavar="DIR", help="A tree holding content_manifest.json.", parser=path_parser
+        ),
     ],
     manifest_location: Annotated[
         str | None,
@@ -120,10 +127,13 @@ def verify(
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
     if location is None and verify_partial_restore(directory, as_json, expect_root):
         return
-    with tree_bar("verify", directory) as advance:
+    with progress_bar() as advance:
         report = verify_tree(
             directory, location=location, progress=advance, expect_root=expect_root
         )
+    if report.manifest_location is None:  # a release directory has no manifest of its own
+        accepted = (kind for kind in TreeKind if kind is not TreeKind.RELEASE)
+        refuse_other_kind(directory, "tree with a content manifest", accepted)
     if as_json:
         emit_report(
             ok=report.ok,
@@ -171,7 +181,7 @@ def publish(
         raise typer.BadParameter("missing --out, the final name", param_hint="--out")
     target(_KIND, final)
     location = manifest_location or CONTENT_MANIFEST_NAME
-    with tree_bar("publish", staging) as advance:
+    with progress_bar() as advance:
         result = publish_tree(
             staging,
             final,

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
@@ -53,7 +53,7 @@ _JSON = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
 
 def _verified(tree: DetectedTree, location: str | None = None) -> dict[str, Any]:
     """Verify a tree against its content manifest, with a bar; raise listing every issue."""
-    with tree_bar("verify", tree.root) as advance:
+    with progress_bar() as advance:
         report = verify_tree(tree.root, location=location, progress=advance)
     report.raise_for_issues()
     return {
@@ -79,7 +79,8 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
     if tree.kind is TreeKind.RELEASE:
         from dataset_devkit.release import verify_release
 
-        summary = verify_release(tree.root, [])
+        with progress_bar() as advance:
+            summary = verify_release(tree.root, [], progress=advance)
         from dataset_devkit.release.unpack import load_release
 
         return {
@@ -112,13 +113,14 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
     if tree.kind is TreeKind.STEREO_DATASET:
         from dataset_devkit.stereo import validate_stereo
 
-        result = validate_stereo(tree.root)
+        with progress_bar() as advance:
+            result = validate_stereo(tree.root, progress=advance)
         result.raise_for_issues()
         return {"root_sha256": read_manifest(tree.root).root_sha256, "pairs": result.pairs}
     if tree.kind is TreeKind.VIN_STORE:
         from dataset_devkit.vin_store import verify_store
 
-        with tree_bar("verify", tree.root) as advance:
+        with progress_bar() as advance:
             report = verify_store(tree.root, progress=advance)
         report.raise_for_issues()
         return {"root_sha256": report.root_sha256}

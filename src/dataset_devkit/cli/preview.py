@@ -42,7 +42,7 @@ def preview_command(
     target(None, path)
     tree = detect_tree(path)
     target(tree.kind.value, tree.root)
-    with progress_bar("preview", unit="items", label=f"preview {tree.kind.value}") as advance:
+    with progress_bar() as advance:
         page = preview(
             path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=advance
         )

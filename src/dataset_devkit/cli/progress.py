@@ -2,7 +2,8 @@
 
 A bar is drawn on stderr only when stdout is a terminal, neither ``--quiet`` nor ``--json``
 was given, and stderr is a terminal too: piped or scripted runs get clean output and
-nothing else. One bar per stage, each showing bytes and items, the rate and an ETA.
+nothing else. One bar per stage, each showing bytes and items (files, pairs, packages,
+samples), the rate and an ETA, from the totals and increments the library reports.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from rich.filesize import decimal
@@ -30,16 +30,12 @@ from rich.text import Text
 
 from dataset_devkit.cli.output import state
 from dataset_devkit.cli.render import stderr_console
-from dataset_devkit.integrity.progress import ProgressUpdate
-from dataset_devkit.integrity.tree_size import tree_totals
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate
 
-__all__ = ["Advance", "bars_enabled", "progress_bar", "tree_bar"]
+__all__ = ["bars_enabled", "progress_bar"]
 
 #: The shortest interval between two updates of one bar, in seconds.
 _MIN_UPDATE_S = 0.05
-
-#: What a command hands the library: the shared protocol, or a legacy byte counter.
-Advance = Callable[[ProgressUpdate | int], None]
 
 
 def bars_enabled() -> bool:
@@ -67,33 +63,40 @@ class _CountsColumn(ProgressColumn):
 
 
 class _RateColumn(ProgressColumn):
-    """Bytes per second when the stage moves bytes, else items per second."""
+    """Bytes per second when the stage moves bytes, else items per second.
+
+    The bar's own speed is in the unit it follows; a stage that moves bytes but follows
+    its items (pairs written, with the bytes of their videos) shows its average byte rate,
+    and so does a stage too quick for rich's windowed speed.
+    """
 
     def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
+        fields = task.fields
+        speed = None
+        if fields["follows_bytes"] or not fields["bytes_done"]:
+            speed = task.finished_speed or task.speed
+        if speed is None:  # too few or too quick updates for rich's windowed speed: average
+            elapsed = task.finished_time or task.elapsed
+            done = fields["bytes_done"] or fields["items_done"]
+            speed = done / elapsed if elapsed and done else None
         if speed is None:
             return Text("", style="progress.data.speed")
-        if task.fields["bytes_done"]:
+        if fields["bytes_done"]:
             return Text(f"{decimal(int(speed))}/s", style="progress.data.speed")
-        return Text(f"{speed:.1f} {task.fields['unit']}/s", style="progress.data.speed")
+        return Text(f"{speed:.1f} {fields['unit']}/s", style="progress.data.speed")
 
 
 @contextmanager
-def progress_bar(
-    description: str,
-    *,
-    total_bytes: int | None = None,
-    total_items: int | None = None,
-    unit: str = "files",
-    label: str | None = None,
-) -> Iterator[Advance]:
-    """Yield a thread-safe callback taking :class:`ProgressUpdate` (or a byte count).
+def progress_bar() -> Iterator[OnProgress | None]:
+    """Yield the thread-safe callback a long entry point takes, or ``None`` when no bar is
+    drawn: then the library does no progress work at all (not even the stat walk that
+    gives a tree's totals).
 
-    *description* names the first stage (and bare byte counts); *label* is what its bar
-    shows, *total_bytes*/*total_items* its totals when the caller already knows them (a
-    tree size from a stat walk). Updates of other stages add bars.
+    Each stage the library reports gets its own bar, with the totals it announces.
     """
-    enabled = bars_enabled()
+    if not bars_enabled():
+        yield None
+        return
     bars = Progress(
         TextColumn("{task.description:<16}"),
         BarColumn(),
@@ -103,17 +106,12 @@ def progress_bar(
         TimeElapsedColumn(),
         console=stderr_console(),
         transient=True,
-        disable=not enabled,
     )
     tasks: dict[str, tuple[TaskID, dict[str, Any]]] = {}
     lock = threading.Lock()  # library workers report from several threads
     shown_at: dict[str, float] = {}
 
-    def advance(update: ProgressUpdate | int) -> None:
-        if not enabled:
-            return
-        if isinstance(update, int):
-            update = ProgressUpdate(description, nbytes=update, unit=unit)
+    def advance(update: ProgressUpdate) -> None:
         with lock:
             if update.stage not in tasks:
                 fields: dict[str, Any] = {
@@ -122,9 +120,9 @@ def progress_bar(
                     "items_done": 0,
                     "items_total": None,
                     "unit": update.unit,
+                    "follows_bytes": False,
                 }
-                shown = label if label and update.stage == description else update.stage
-                tasks[update.stage] = (bars.add_task(shown, total=None, **fields), fields)
+                tasks[update.stage] = (bars.add_task(update.stage, total=None, **fields), fields)
             task_id, fields = tasks[update.stage]
             if update.total_bytes is not None:
                 fields["bytes_total"] = update.total_bytes
@@ -145,34 +143,17 @@ def progress_bar(
 
     def show(task_id: TaskID, fields: dict[str, Any]) -> None:
         # The bar follows bytes when the stage moves bytes, else its items.
-        if fields["bytes_total"] or (fields["bytes_done"] and not fields["items_total"]):
+        fields["follows_bytes"] = bool(
+            fields["bytes_total"] or (fields["bytes_done"] and not fields["items_total"])
+        )
+        if fields["follows_bytes"]:
             total, done = fields["bytes_total"], fields["bytes_done"]
         else:
             total, done = fields["items_total"], fields["items_done"]
         bars.update(task_id, total=total, completed=done, **fields)
 
     with bars:
-        if enabled:
-            advance(
-                ProgressUpdate(
-                    description, total_bytes=total_bytes, total_items=total_items, unit=unit
-                )
-            )
         yield advance
         with lock:  # the last frame shows where every stage ended, throttled or not
             for task_id, fields in tasks.values():
                 show(task_id, fields)
-
-
-@contextmanager
-def tree_bar(stage: str, root: Path) -> Iterator[Advance]:
-    """A byte bar over the regular files of *root*, labelled with their count.
-
-    The stat walk for the totals runs only when a bar is drawn: piped and scripted runs
-    do not pay for it.
-    """
-    totals = tree_totals(root) if bars_enabled() else None
-    total_bytes, files = totals if totals is not None else (None, None)
-    label = f"{stage} {files} files" if files is not None else stage
-    with progress_bar(stage, total_bytes=total_bytes, label=label) as advance:
-        yield advance

@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal
 import msgspec
 import typer
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import progress_bar, tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     ReadableByChoice,
     hidden_alias,
@@ -18,6 +19,7 @@ from dataset_devkit.cli.render import (
     stdout_console,
 )
 from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.kinds import TreeKind
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
     FamilyRules,
@@ -39,6 +41,7 @@ release_app = typer.Typer(
 FamilyFlags = tuple[bool, bool, bool, list[str]]
 _KIND = "release"
 _EXPECT_HELP = "Fail unless the release is the snapshot with this root_sha256."
+_EXPECT = Annotated[str | None, typer.Option("--expect-root", metavar="HEX", help=_EXPECT_HELP)]
 
 
 def _note(message: str) -> None:
@@ -47,8 +50,9 @@ def _note(message: str) -> None:
         typer.echo(message, err=True)
 
 
-_JSON = Annotated[
-    bool, typer.Option("--json", help="Print the JSON report (pack: manifest.json under manifest).")
+_JSON = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
+_PACK_JSON = Annotated[
+    bool, typer.Option("--json", help="Print the JSON report (manifest.json under manifest).")
 ]
 
 
@@ -67,7 +71,13 @@ def pack(
         str | None, typer.Option(help="Root folder inside packages (default: TREE's name).")
     ] = None,
     package_limit: Annotated[
-        int, typer.Option("--package-limit", help="Max bytes per package.")
+        int,
+        typer.Option(
+            "--package-limit",
+            min=4096,
+            metavar="BYTES",
+            help="Max bytes per package (at least 4096).",
+        ),
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
         list[str] | None,
@@ -92,11 +102,18 @@ def pack(
         ),
     ] = None,
     restore_test: Annotated[
-        str, typer.Option(help="Restore test: full, sample or none.")
+        str,
+        typer.Option(
+            metavar="full|sample|none",
+            help="Restore test before publishing: every package, a sample, or none.",
+        ),
     ] = "sample",
     read_back: Annotated[bool, typer.Option(help="Re-read every new package.")] = True,
     readme_lang: Annotated[
-        str, typer.Option("--readme-lang", help="Language of the release README: en or zh.")
+        str,
+        typer.Option(
+            "--readme-lang", metavar="en|zh", help="Language of the release README: en or zh."
+        ),
     ] = "en",
     readable_by: Annotated[
         ReadableByChoice,
@@ -105,9 +122,9 @@ def pack(
             help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
         ),
     ] = ReadableByChoice.owner,
-    as_json: _JSON = False,
+    as_json: _PACK_JSON = False,
 ) -> None:
-    """Pack TREE into the new release directory OUT (verified, never overwritten)."""
+    """Pack TREE into the new release directory --out (verified, never overwritten)."""
     target(_KIND, out)
     if restore_test not in ("full", "sample", "none"):
         raise typer.BadParameter("must be full, sample or none", param_hint="--restore-test")
@@ -131,7 +148,7 @@ def pack(
         readme_lang=lang,
         readable_by=readable_by.value,
     )
-    with tree_bar("pack", tree) as advance:
+    with progress_bar() as advance:
         result = pack_release(tree, out, options, progress=advance)
     if as_json:
         emit_report(
@@ -175,12 +192,13 @@ def verify(
     depth: _DEPTH = False,
     everything: _ALL = False,
     family: _FAMILY = None,
-    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    expect_root: _EXPECT = None,
     as_json: _JSON = False,
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
     target(_KIND, release_dir)
-    with progress_bar("verify", unit="packages") as advance:
+    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
+    with progress_bar() as advance:
         summary = verify_release(
             release_dir,
             _families(base, depth, everything, family),
@@ -219,7 +237,7 @@ def unpack(
             "all (0444/0555).",
         ),
     ] = ReadableByChoice.owner,
-    expect_root: Annotated[str | None, typer.Option("--expect-root", help=_EXPECT_HELP)] = None,
+    expect_root: _EXPECT = None,
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Fail if another restore writes into OUT.")
     ] = False,
@@ -228,13 +246,14 @@ def unpack(
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     target(_KIND, release_dir)
+    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
     output = renamed(out, old_out, "--out", "--output")
     if output is None:
         raise typer.BadParameter("missing --out, the directory to restore into", param_hint="--out")
     families = _families(base, depth, everything, family)
     if not families:
         raise typer.BadParameter("choose --base, --depth, --family NAME or --all")
-    with progress_bar("restore", unit="packages") as advance:
+    with progress_bar() as advance:
         summary = restore_release(
             release_dir,
             output,

@@ -9,6 +9,7 @@ import msgspec
 import typer
 from rich.table import Table
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
@@ -19,10 +20,17 @@ from dataset_devkit.cli.render import (
 )
 from dataset_devkit.errors import ConfigError, DestinationExistsError, DevkitError
 from dataset_devkit.integrity import read_manifest
+from dataset_devkit.kinds import TreeKind
 
 __all__ = ["register"]
 
 _KIND = "stereo-dataset"
+#: Trees ``stereo validate`` reads: a dataset, also once restored from a release, or damaged.
+_STEREO_KINDS = (
+    TreeKind.STEREO_DATASET,
+    TreeKind.RESTORED_RELEASE,
+    TreeKind.CONTENT_MANIFEST_TREE,
+)
 _TABLE_ROWS = 16  # a --full check of thousands of pairs is summarised, not printed row by row
 
 stereo_app = typer.Typer(
@@ -47,14 +55,14 @@ def build(
     ] = ReadableByChoice.owner,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
-    """Check SOURCE fully, build the dataset, read it back, publish it read-only at ROOT."""
+    """Check SOURCE fully, build the dataset, read it back, publish it read-only at --out."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     target(_KIND, out)
-    with progress_bar("check source", unit="pairs") as advance:
+    with progress_bar() as advance:
         if workers:
             context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
             with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -106,7 +114,8 @@ def validate(
     from dataset_devkit.stereo import validate_stereo
 
     target(_KIND, root)
-    with progress_bar("check pairs", unit="pairs") as advance:
+    refuse_other_kind(root, "stereo dataset", _STEREO_KINDS)
+    with progress_bar() as advance:
         result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)
     reader = result.reader
     if report is not None and reader is not None:

@@ -12,22 +12,30 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
-from dataset_devkit.cli.progress import tree_bar
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.vin_build import build_command
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.kinds import TreeKind
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
 __all__ = ["register"]
 
 store_app = typer.Typer(
-    name="store", help="Inspect, verify and sample VIN offline stores.", no_args_is_help=True
+    name="store",
+    help="Build, inspect, verify and sample VIN offline stores.",
+    no_args_is_help=True,
 )
+store_app.command("build")(build_command)
 StoreArg = Annotated[
     Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
 _KIND = "vin-store"
+#: Trees a store command reads: a store, also once restored from a release, or damaged.
+_STORE_KINDS = (TreeKind.VIN_STORE, TreeKind.RESTORED_RELEASE, TreeKind.CONTENT_MANIFEST_TREE)
 
 
 def _jsonable(value: Any) -> Any:
@@ -48,6 +56,7 @@ def _jsonable(value: Any) -> Any:
 def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
     target(_KIND, store)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
     summary = inspect_store(store)
     if as_json:
         data = _jsonable(dataclasses.asdict(summary))
@@ -80,7 +89,8 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
-    with tree_bar("verify", store) as advance:
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    with progress_bar() as advance:
         report = verify_store(store, progress=advance)
     if as_json:
         emit_report(
@@ -110,6 +120,7 @@ def sample_command(
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
     target(_KIND, store)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]

@@ -32,9 +32,10 @@ from dataset_devkit.integrity.location import (
     check_manifest_location,
     locate_manifest,
 )
+from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.integrity.records import decode_json_record
 from dataset_devkit.integrity.safefs import SafeDir, check_relative_path, path_argument
-from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
+from dataset_devkit.integrity.scan import scan_tree
 
 __all__ = [
     "CONTENT_MANIFEST_FORMAT",
@@ -131,13 +132,14 @@ def build_manifest(
     root: Path,
     *,
     location: str = CONTENT_MANIFEST_NAME,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     workers: int | None = None,
 ) -> ContentManifest:
     """Hash every file below *root* except the manifest's own *location* into a manifest.
 
     *location* is where the manifest lives (or will), relative to *root*: only that exact
     path is left out, so a file of the same name elsewhere is listed like any other.
+    *progress* hears of the hashing as stage ``"hash"`` (totals, then bytes and files).
 
     Raises
     ------
@@ -166,7 +168,7 @@ def write_manifest(
     root: Path,
     *,
     location: str = CONTENT_MANIFEST_NAME,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     workers: int | None = None,
 ) -> ContentManifest:
     """Build the manifest of *root* and write it at *location*, exclusively and no-follow.

@@ -30,9 +30,9 @@ from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manif
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
 from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, sealed_modes
 from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, path_argument
-from dataset_devkit.integrity.scan import ProgressCallback
 from dataset_devkit.integrity.staging import (
     new_staging_dir,
     pin_parent,
@@ -161,7 +161,7 @@ def publish_tree(
     *,
     validate: Validator | None = None,
     manifest_location: str = CONTENT_MANIFEST_NAME,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     on_phase: PhaseHook | None = None,
     readable_by: ReadableBy = "owner",
 ) -> PublishResult:
@@ -181,7 +181,8 @@ def publish_tree(
         Where the manifest is written, relative to the tree (its directory must be part of
         the staged content); the recheck and the post-rename check use the same path.
     progress
-        Receives byte counts while hashing.
+        Hears of the two hashing passes: stage ``"hash"`` (the manifest, when it is
+        written here) and stage ``"verify"`` (the recheck of the sealed tree).
     on_phase
         Called with each name of :data:`PUBLISH_PHASES` as it completes (observability,
         and the hook tests use to interrupt publication at every phase).
@@ -304,7 +305,7 @@ def staged_publication(
     *,
     validate: Validator | None = None,
     manifest_location: str = CONTENT_MANIFEST_NAME,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     keep_failed: bool = False,
     readable_by: ReadableBy = "owner",
 ) -> Iterator[Path]:

@@ -22,8 +22,9 @@ from dataset_devkit.integrity.manifest import (
     compute_root_sha256,
     read_manifest,
 )
+from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow, path_argument
-from dataset_devkit.integrity.scan import ProgressCallback, scan_tree
+from dataset_devkit.integrity.scan import scan_tree
 
 __all__ = ["VerificationReport", "check_root_hex", "verify_tree"]
 
@@ -123,7 +124,7 @@ def verify_tree(
     *,
     manifest: ContentManifest | None = None,
     location: str | None = None,
-    progress: ProgressCallback | None = None,
+    progress: OnProgress | None = None,
     workers: int | None = None,
     expect_root: str | None = None,
 ) -> VerificationReport:
@@ -144,7 +145,11 @@ def verify_tree(
         ``excluded`` when one is given, else finds it (the top, else the one subdirectory
         whose manifest names itself). Only that path is left out of the comparison: a
         root-level ``content_manifest.json`` beside a nested manifest is an extra file.
-    progress, workers
+    progress
+        Hears of the hashing as stage ``"verify"``: the manifest's byte and file totals
+        first, then bytes and files as they are hashed (see
+        :func:`~dataset_devkit.integrity.scan.scan_tree`).
+    workers
         As for :func:`~dataset_devkit.integrity.scan.scan_tree`.
     expect_root
         The ``root_sha256`` the caller pinned (64 lowercase hex digits), e.g. the one printed
@@ -210,7 +215,14 @@ def verify_tree(
         )
     report.file_count = manifest.file_count
     report.total_bytes = manifest.total_bytes
-    scan = scan_tree(root, exclude=frozenset({location}), progress=progress, workers=workers)
+    scan = scan_tree(
+        root,
+        exclude=frozenset({location}),
+        progress=progress,
+        workers=workers,
+        stage="verify",
+        totals=(manifest.total_bytes, manifest.file_count),
+    )
     issues = list(scan.issues)
     problem_paths = {issue.path for issue in scan.issues}
     expected = manifest.by_path()

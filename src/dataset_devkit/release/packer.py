@@ -25,6 +25,7 @@ from dataset_devkit.integrity import (
 )
 from dataset_devkit.integrity.modes import check_readable_by, folder_mode
 from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseExistsError
@@ -54,7 +55,6 @@ from dataset_devkit.release.validate import (
 
 __all__ = ["PackOptions", "PackResult", "pack_release"]
 
-Progress = Callable[[int], None]
 AfterPackage = Callable[[PackageRecord, dict[str, unpack.FileRow]], None]
 
 
@@ -73,7 +73,7 @@ def _write_packages(
     plans: dict[str, list[PlannedPackage]],
     deliver: set[str],
     name: str,
-    progress: Progress | None,
+    progress: OnProgress | None,
     *,
     after_package: AfterPackage,
     hash_package: bool,
@@ -86,6 +86,8 @@ def _write_packages(
     """
     digests: dict[str, str] = {}
     records: list[PackageRecord] = []
+    advance = byte_reporter(progress, "pack")
+    done = ProgressUpdate("pack", items=1)
     with SourceReader(tree) as reader:
         for family, packages in sorted(plans.items()):
             if family in deliver:
@@ -93,7 +95,8 @@ def _write_packages(
             for plan in packages:
                 if family not in deliver:
                     for item in plan.files:
-                        digests[item.path] = reader.sha256(item, progress)
+                        digests[item.path] = reader.sha256(item, advance)
+                        report(progress, done)
                     continue
                 with TarPackageWriter(
                     staging / plan.name, hash_package=hash_package, fsync=False
@@ -101,8 +104,9 @@ def _write_packages(
                     for item in plan.files:
                         with reader.open(item) as fh:
                             digests[item.path] = tar.add_member(
-                                f"{name}/{item.path}", item.size, fh, progress
+                                f"{name}/{item.path}", item.size, fh, advance
                             )
+                        report(progress, done)
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
                 record = PackageRecord(
@@ -131,9 +135,12 @@ def _fsync_dir(path: Path) -> None:
 
 
 def pack_release(
-    tree: Path, out: Path, options: PackOptions | None = None, *, progress: Progress | None = None
+    tree: Path, out: Path, options: PackOptions | None = None, *, progress: OnProgress | None = None
 ) -> PackResult:
     """Pack *tree* into the new release directory *out* (which must not exist).
+
+    *progress* hears of the one read of the tree as stage ``"pack"``: its byte and file
+    totals, then bytes as they are read and each file done.
 
     The release is built in a sibling staging directory, verified (read-back and restore
     test as configured) and renamed into place without replacing anything; on any error
@@ -194,6 +201,10 @@ def pack_release(
             key="deliver",
         )
     plans = plan_packages(files, families, root_name=name, limit=opts.package_limit)
+    report(
+        progress,
+        ProgressUpdate("pack", total_bytes=sum(f.size for f in files), total_items=len(files)),
+    )
     # Left by killed packers (their release and restore-test scratch directories); a live
     # packer's staging directories are locked and stay.
     remove_stale_staging(out)

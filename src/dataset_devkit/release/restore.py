@@ -39,6 +39,9 @@ def _package_log(
 ) -> Callable[[str], None]:
     """Turn unpack's per-package log lines (``verified NAME``) into :class:`ProgressUpdate`.
 
+    Verification reads each package once, whole, on several threads: the package is the
+    unit it finishes, so a bar counts packages and their bytes.
+
     ``unpack.py`` is stdlib-only and reports through a ``log(str)`` hook; its package names
     map to sizes from the manifest, so a bar shows packages and bytes.
     """
@@ -53,7 +56,7 @@ def _package_log(
             unit="packages",
         ),
     )
-    prefix = f"{'verified' if stage == 'verify' else 'restored'} "
+    prefix = "verified "
 
     def log_and_report(message: str) -> None:
         log(message)
@@ -62,6 +65,42 @@ def _package_log(
             report(progress, ProgressUpdate(stage, items=1, nbytes=sizes[name], unit="packages"))
 
     return log_and_report
+
+
+def _file_progress(
+    progress: OnProgress | None, release: unpack.Release, families: list[str]
+) -> tuple[Callable[[int, int], None] | None, Callable[[int, int], None] | None]:
+    """unpack's two byte counters as stages ``check packages`` and ``restore``.
+
+    ``unpack.py`` first hashes every package (``(bytes hashed, bytes of the packages)``,
+    from several threads under its lock), then calls the member counter once per file it
+    restores with the running byte total: each such call is one file done, its bytes the
+    difference from the previous call. The restore's totals come from ``files.jsonl``.
+    """
+    if progress is None:
+        return None, None
+    sink = progress
+    rows = [r for p in release.packages_of(families) for r in release.rows_of(p["name"]).values()]
+    checked, restored = [0], [-1]
+
+    def check(done: int, total: int) -> None:
+        sink(ProgressUpdate("check packages", nbytes=done - checked[0], total_bytes=total))
+        checked[0] = done
+
+    def member(done: int, _total: int) -> None:
+        if restored[0] < 0:  # the restore's bar starts after the check's
+            totals = sum(r.size for r in rows), len(rows)
+            sink(ProgressUpdate("restore", total_bytes=totals[0], total_items=totals[1]))
+            restored[0] = 0
+        sink(ProgressUpdate("restore", nbytes=done - restored[0], items=1))
+        restored[0] = done
+
+    return check, member
+
+
+def _named(release_dir: Path, summary: str) -> str:
+    """*summary* led by the release directory, unless it names that directory already."""
+    return summary if str(release_dir) in summary else f"{release_dir}: {summary}"
 
 
 def _chosen(
@@ -104,7 +143,7 @@ def verify_release(
         )
         issues = check_shipped_files(release_dir)
     except unpack.UnpackError as exc:
-        raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
+        raise ReleaseVerificationError(_named(release_dir, exc.summary), exc.issues) from None
     except OSError as exc:
         raise ReleaseVerificationError(f"{release_dir}: {exc}") from None
     if issues:
@@ -174,7 +213,8 @@ def restore_release(
     (``owner`` 0400/0500, ``group`` 0440/0550, ``all`` 0444/0555); *expect_root* pins the
     snapshot; a run into an output another restore is writing waits for it (*wait*) or
     fails naming its pid. Re-running after any interruption finishes the restore.
-    *progress* hears of each package restored (stage ``"restore"``, packages and bytes).
+    *progress* hears of the packages' bytes hashed first (stage ``"check packages"``),
+    then of each file restored (stage ``"restore"``, files and bytes).
 
     Raises
     ------
@@ -193,20 +233,22 @@ def restore_release(
         )
     try:
         release, chosen = _chosen(release_dir, names, everything)
-        package_log = _package_log(progress, "restore", release, chosen, log)
+        check, member = _file_progress(progress, release, chosen)
         return unpack.unpack_release(
             str(release_dir),
             str(output),
             names,
             everything,
-            log=package_log,
+            log=log,
+            progress=member,
+            check_progress=check,
             fsync=fsync,
             readable_by=readable_by,
             expect_root=expect_root,
             wait=wait,
         )
     except unpack.UnpackError as exc:
-        raise ReleaseVerificationError(f"{release_dir}: {exc.summary}", exc.issues) from None
+        raise ReleaseVerificationError(_named(release_dir, exc.summary), exc.issues) from None
     except OSError as exc:
         if exc.filename:
             raise  # the machine's error, naming the file: the CLI prints it in one line

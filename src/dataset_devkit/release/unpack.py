@@ -868,20 +868,41 @@ def stat_packages(release: Release, packages: list[dict[str, Any]]) -> list[str]
     return [msg for msg in (_stat_package(release, p) for p in packages) if msg]
 
 
+def _byte_counter(
+    total: int, progress: Callable[[int, int], None] | None
+) -> Callable[[int], None] | None:
+    """``advance(n)`` adding to a running count, reported as ``progress(done, total)``."""
+    if progress is None:
+        return None
+    lock, done = threading.Lock(), [0]
+
+    def advance(n: int) -> None:
+        with lock:
+            done[0] += n
+            progress(done[0], total)
+
+    return advance
+
+
 def check_packages(
     release: Release,
     packages: list[dict[str, Any]],
     workers: int = 2,
     log: Callable[[str], None] = lambda _m: None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> None:
-    """Check that every package is present as a regular file with its size and SHA-256."""
+    """Check that every package is present as a regular file with its size and SHA-256.
+
+    *progress* is called with ``(bytes hashed, bytes of all packages)`` as they are read.
+    """
+    advance = _byte_counter(sum(int(p["size"]) for p in packages), progress)
 
     def check(pkg: dict[str, Any]) -> str:
         problem = _stat_package(release, pkg)
         if problem:
             return problem
         with _open_read_path(_package_path(release, pkg["name"])) as fh:
-            digest = _hash_open(fh)[1]
+            digest = _hash_open(fh, advance)[1]
         if digest != pkg["sha256"]:
             return f"package {pkg['name']} SHA-256 is {digest}, expected {pkg['sha256']}"
         return ""
@@ -1246,11 +1267,13 @@ class DirChain:
             self.on_leave(self.dirs.pop())
 
 
-def _hash_open(fh: IO[bytes]) -> tuple[int, str]:
+def _hash_open(fh: IO[bytes], advance: Callable[[int], None] | None = None) -> tuple[int, str]:
     hasher, size = hashlib.sha256(), 0
     for data in iter(lambda: fh.read(CHUNK), b""):
         hasher.update(data)
         size += len(data)
+        if advance is not None:
+            advance(len(data))
     return size, hasher.hexdigest()
 
 
@@ -1457,6 +1480,7 @@ def unpack_release(
     expect_root: str | None = None,
     wait: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    check_progress: Callable[[int, int], None] | None = None,
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
@@ -1477,7 +1501,8 @@ def unpack_release(
     never taken from the archive (no setuid, setgid or sticky bit is ever restored).
     *expect_root* fails the run, before anything is written, unless the release is the
     snapshot with that root hash. *progress* is called with ``(bytes done, bytes in all)``
-    as member data is restored or verified.
+    once per member as its data is restored or verified; *check_progress* likewise as the
+    packages are hashed first (the check before anything is written).
     """
     modes = file_modes(readable_by)
     _UMASK[0] = os.umask(0o022)  # read it (no call only reads it); set it back at once
@@ -1488,7 +1513,8 @@ def unpack_release(
     packages = release.packages_of(chosen)
     if only_packages is not None:
         packages = [p for p in packages if p["name"] in set(only_packages)]
-    check_packages(release, packages, workers=min(4, os.cpu_count() or 1), log=log)
+    workers = min(4, os.cpu_count() or 1)
+    check_packages(release, packages, workers=workers, log=log, progress=check_progress)
     log(f"{len(packages)} packages present with the expected size and SHA-256")
     out = PinnedDir.open_root(output, create=True, sync=fsync)
     summary = Summary()
@@ -2103,20 +2129,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 class _TtyProgress:
-    """One self-overwriting line of restored bytes, at most five times a second (a
-    terminal only: logs and pipes get no carriage returns)."""
+    """One self-overwriting line of bytes checked, then restored, at most five times a
+    second (a terminal only: logs and pipes get no carriage returns)."""
 
     def __init__(self, stream: IO[str]) -> None:
-        self.stream, self.last, self.shown = stream, 0.0, False
+        self.stream, self.last, self.shown, self.label = stream, 0.0, False, "restoring"
+        self.lock = threading.Lock()  # packages are checked on several threads
 
-    def update(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last < 0.2 and done < total:
-            return
-        self.last, self.shown = now, True
-        share = 100 * done // total if total else 100
-        self.stream.write(f"\rrestoring: {done / 2**20:.1f} of {total / 2**20:.1f} MiB ({share}%)")
-        self.stream.flush()
+    def checking(self, done: int, total: int) -> None:
+        self.update(done, total, "checking")
+
+    def update(self, done: int, total: int, label: str = "restoring") -> None:
+        with self.lock:
+            if label != self.label:  # a new phase starts on a clean line
+                self.clear()
+                self.label, self.last = label, 0.0
+            now = time.monotonic()
+            if now - self.last < 0.2 and done < total:
+                return
+            self.last, self.shown = now, True
+            share = 100 * done // total if total else 100
+            mib = f"{done / 2**20:.1f} of {total / 2**20:.1f} MiB"
+            self.stream.write(f"\r{label}: {mib} ({share}%)")
+            self.stream.flush()
 
     def clear(self) -> None:
         if self.shown:
@@ -2165,6 +2200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 expect_root=args.expect_root,
                 wait=not args.no_wait,
                 progress=bar.update if bar is not None else None,
+                check_progress=bar.checking if bar is not None else None,
             )
             if bar is not None:
                 bar.clear()

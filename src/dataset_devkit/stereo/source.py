@@ -18,6 +18,7 @@ import msgspec
 import numpy as np
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.stereo.cameras import (
     camera_file,
     intrinsics_from_fov,
@@ -296,8 +297,35 @@ def _check_depth(
         issues.append(f"{path}: depth is stored in Fortran order; save it C-ordered")
 
 
-def load_source(root: Path) -> LoadedSource:
-    """Read and check a whole export; raise once with every problem found."""
+def _load_pair(
+    root: Path, index: int, pair: SourcePair, seen: set[str], issues: list[str]
+) -> LoadedPair | None:
+    """Check one pair of the export (its numbers, then its files); ``None`` when it fails."""
+    if pair.pair_id in seen:
+        issues.append(f"$.pairs[{index}]: duplicate pair {pair.pair_id}")
+        return None
+    seen.add(pair.pair_id)
+    if pair.num_frames < 1 or pair.width < 1 or pair.height < 1 or not pair.fps > 0:
+        issues.append(
+            f"$.pairs[{index}]: num_frames, width, height and fps must be positive, found "
+            f"{pair.num_frames}, {pair.width}, {pair.height} and {pair.fps}"
+        )
+        return None
+    if pair.depth_far_m is not None and not 0 < pair.depth_far_m < math.inf:
+        issues.append(
+            f"$.pairs[{index}].depth_far_m: expected a positive number of metres, "
+            f"found {pair.depth_far_m}"
+        )
+        return None
+    return _check_pair(root, index, pair, issues)
+
+
+def load_source(root: Path, *, progress: OnProgress | None = None) -> LoadedSource:
+    """Read and check a whole export; raise once with every problem found.
+
+    *progress* hears of each pair checked (stage ``"check source"``, unit ``pairs``): the
+    check reads every video, the first long part of a build.
+    """
     path = root / SOURCE_FILE
     problem = _not_copyable(path)
     if problem and problem != "is missing":  # missing: the read below names the reason
@@ -320,26 +348,12 @@ def load_source(root: Path) -> LoadedSource:
     issues: list[str] = []
     seen: set[str] = set()
     loaded: list[LoadedPair] = []
+    report(progress, ProgressUpdate("check source", total_items=len(export.pairs), unit="pairs"))
     for index, pair in enumerate(export.pairs):
-        if pair.pair_id in seen:
-            issues.append(f"$.pairs[{index}]: duplicate pair {pair.pair_id}")
-            continue
-        seen.add(pair.pair_id)
-        if pair.num_frames < 1 or pair.width < 1 or pair.height < 1 or not pair.fps > 0:
-            issues.append(
-                f"$.pairs[{index}]: num_frames, width, height and fps must be positive, found "
-                f"{pair.num_frames}, {pair.width}, {pair.height} and {pair.fps}"
-            )
-            continue
-        if pair.depth_far_m is not None and not 0 < pair.depth_far_m < math.inf:
-            issues.append(
-                f"$.pairs[{index}].depth_far_m: expected a positive number of metres, "
-                f"found {pair.depth_far_m}"
-            )
-            continue
-        checked = _check_pair(root, index, pair, issues)
+        checked = _load_pair(root, index, pair, seen, issues)
         if checked is not None:
             loaded.append(checked)
+        report(progress, ProgressUpdate("check source", items=1, unit="pairs"))
     with_depth = {item.has_depth for item in loaded}
     if len(with_depth) > 1:
         issues.append("depth must be given for every pair or for none")

@@ -14,7 +14,12 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, VerificationFailed
+from dataset_devkit.errors import (
+    ConfigError,
+    DestinationExistsError,
+    MissingPathError,
+    VerificationFailed,
+)
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     SafeDir,
@@ -93,12 +98,14 @@ def _write_pairs(
     for item in source.pairs:
         base, pair = pair_dir(item), item.pair
         index = order[pair.pair_id]
+        copied_bytes = 0
         with root.makedirs(base) as folder:
             for eye in EYES:
                 files = getattr(pair, eye)
                 folder.makedirs(VIDEO_FILES[eye].rsplit("/", 1)[0]).close()
                 copied = copy_and_hash(source.root / files.video, folder, VIDEO_FILES[eye])
                 hashes[f"{base}/{VIDEO_FILES[eye]}"] = source_hashes[files.video] = copied
+                copied_bytes += copied[0]
                 folder.makedirs(CAMERA_FILES[eye].rsplit("/", 1)[0]).close()
                 folder.write_bytes(CAMERA_FILES[eye], encode_json(item.cameras[eye]))
             prompt = procedural_prompt(pair.scene_metadata)
@@ -114,8 +121,10 @@ def _write_pairs(
                     jobs.append((item, done))
                 else:
                     jobs.append((item, executor.submit(write_pair_depth, *args)))
-        if not item.has_depth:
-            report(progress, ProgressUpdate("write pairs", items=1, unit="pairs"))
+        # Videos copied count as bytes written; a pair with depth counts once encoded.
+        finished = 0 if item.has_depth else 1
+        update = ProgressUpdate("write pairs", nbytes=copied_bytes, items=finished, unit="pairs")
+        report(progress, update)
     for item, job in jobs:  # results in pair order, so the bytes never depend on scheduling
         pair, group = item.pair, root.path / pair_dir(item) / DEPTH_GROUP
         invalid, depth_hashes = job.result()
@@ -234,6 +243,9 @@ def build_stereo_dataset(
     build; the output bytes are the same with or without it. Use a ``spawn`` or
     ``forkserver`` process pool: zarr keeps an event loop thread that a fork does not copy.
     ``readable_by`` (``owner``, ``group`` or ``all``) is who may read the published tree.
+    ``progress`` hears of every stage in order: ``check source`` and ``write pairs``
+    (pairs; bytes of video copied), ``read back`` (pairs), then the publication's ``hash``
+    and ``verify`` (files and bytes).
 
     Raises
     ------
@@ -248,13 +260,16 @@ def build_stereo_dataset(
     path_argument(out, "out")
     if os.path.lexists(out):  # fail before the source check, which reads every video
         raise DestinationExistsError(f"{out}: already exists; a published tree is never replaced")
-    report(progress, ProgressUpdate("check source", unit="pairs"))
-    loaded = load_source(Path(source))
+    if not Path(source).is_dir():
+        if os.path.lexists(source):
+            raise ConfigError(f"{source}: expected the export directory, found a file")
+        raise MissingPathError("no such export directory", path=source)
+    loaded = load_source(Path(source), progress=progress)
     pairs = len(loaded.pairs)
     hashes: dict[str, tuple[int, str]] = {}
     source_hashes: dict[str, tuple[int, str]] = {}
     with (
-        staged_publication(Path(out), readable_by=readable_by) as staging,
+        staged_publication(Path(out), readable_by=readable_by, progress=progress) as staging,
         SafeDir.open(staging) as root,
     ):
         report(progress, ProgressUpdate("write pairs", total_items=pairs, unit="pairs"))
@@ -270,7 +285,6 @@ def build_stereo_dataset(
                 sorted(f"{r.id} {r.what}: {r.error}" for r in reads.reads if not r.ok),
             )
         _release_manifest(loaded, root, hashes)
-        report(progress, ProgressUpdate("publish", unit="files"))
     manifest = read_manifest(Path(out))
     return BuildResult(
         root=Path(out),

@@ -11,16 +11,19 @@
     NotFoundError
     └── SampleIndexNotFoundError         a sample index or block the store does not hold
         └── PositionOutOfRangeError      a position outside the split (also an IndexError)
+    DevkitError
+    └── SampleSourceError                the user's sample function raised
 """
 
 from __future__ import annotations
 
-from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.errors import ConfigError, DevkitError, FormatError, NotFoundError
 
 __all__ = [
     "InventoryError",
     "PositionOutOfRangeError",
     "SampleIndexNotFoundError",
+    "SampleSourceError",
     "UnsupportedVersionError",
     "VinOfflineFormatError",
     "VinOfflineSchemaError",
@@ -52,4 +55,12 @@ class PositionOutOfRangeError(SampleIndexNotFoundError, IndexError):
 
     Also an :class:`IndexError`, so ``for sample in reader`` ends after the last sample and
     samplers stop as they expect.
+    """
+
+
+class SampleSourceError(DevkitError):
+    """The user's sample function (``module:function`` of ``store build``) failed.
+
+    Not a :class:`ConfigError`: the shards finished before the failure are kept, so the
+    same build run again after a fix reuses them.
     """

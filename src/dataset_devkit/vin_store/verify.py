@@ -24,7 +24,7 @@ from dataset_devkit.integrity import (
     load_npy,
     verify_tree,
 )
-from dataset_devkit.integrity.progress import OnProgress, byte_reporter
+from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -245,11 +245,11 @@ def raise_for_store_issues(store_dir: Path) -> None:
 def verify_store(store_dir: Path, *, progress: OnProgress | None = None) -> VinOfflineVerifyReport:
     """Verify content manifest and format consistency; every issue is reported.
 
-    *progress* hears about the hashing, the long part (stage ``"verify"``, bytes).
+    *progress* hears about the hashing, the long part (stage ``"verify"``: the manifest's
+    totals, then bytes and files as they are hashed).
     """
     root = Path(store_dir)
-    advance = byte_reporter(progress, "verify")
-    report = verify_tree(root, location=CONTENT_MANIFEST_NAME, progress=advance)
+    report = verify_tree(root, location=CONTENT_MANIFEST_NAME, progress=progress)
     issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))
     return VinOfflineVerifyReport(root, tuple(issues), report.root_sha256, store_notes(root))
 
@@ -258,8 +258,8 @@ def store_notes(store_dir: Path) -> tuple[str, ...]:
     """What a reader of this store does that is correct but not the fast path."""
     config = VinOfflineStoreConfig(store_dir=Path(store_dir))
     sidecar = config.sample_index_sidecar_path
-    if sidecar.exists() or sidecar.is_symlink():
-        return ()
+    if sidecar.exists() or sidecar.is_symlink() or not config.manifest_path.is_file():
+        return ()  # a fast path of a store: no note for what is not a store at all
     return (
         f"{sidecar}: absent; readers derive the sample indices from {SAMPLE_INDEX_NAME} at "
         "each open (slower open, same data)",

@@ -29,7 +29,7 @@ from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation.dataroot import (
     Progress,
     ValidationReport,
-    byte_counter,
+    hash_counter,
     validate_dataroot,
 )
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck, check_official_loader
@@ -153,7 +153,7 @@ def publish_dataroot(
         validate=recheck,
         manifest_location=spec.CONTENT_MANIFEST_PATH,
         # publish_tree hashes the tree twice (manifest, then the sealed recheck).
-        progress=byte_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
+        progress=hash_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
         on_phase=on_phase,
     )
     return PublishedDataroot(

@@ -19,6 +19,7 @@ from typing import Literal, TypeAlias
 
 from dataset_devkit.errors import ConfigError, DevkitError, VerificationFailed
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, read_manifest, verify_tree
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.common.arguments import check_workers
@@ -42,6 +43,7 @@ __all__ = [
     "ValidationReport",
     "byte_counter",
     "check_version",
+    "hash_counter",
     "validate_dataroot",
 ]
 
@@ -126,6 +128,21 @@ def byte_counter(progress: Progress | None, stage: str, total: int) -> Callable[
             progress(stage, done[0], total)
 
     return advance
+
+
+def hash_counter(progress: Progress | None, stage: str, total: int) -> OnProgress | None:
+    """Adapt ``progress(stage, done, total)`` to the integrity scan's :class:`ProgressUpdate`
+    values (bytes hashed; the file counts are not part of this stage convention)."""
+    advance = byte_counter(progress, stage, total)
+    if advance is None:
+        return None
+    count = advance
+
+    def hashed(update: ProgressUpdate) -> None:
+        if update.nbytes:
+            count(update.nbytes)
+
+    return hashed
 
 
 def _manifest_digests(root: Path) -> dict[str, str] | None:
@@ -223,7 +240,7 @@ def _validate(
             verification = verify_tree(
                 root,
                 location=spec.CONTENT_MANIFEST_PATH,
-                progress=byte_counter(progress, "hash", total_bytes),
+                progress=hash_counter(progress, "hash", total_bytes),
             )
             issues.extend(f"content manifest: {line}" for line in verification.issues)
             root_sha256 = verification.root_sha256
