@@ -42,7 +42,13 @@ from dataset_devkit.nuscenes.spec import (
     Rejection,
 )
 
-__all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
+__all__ = [
+    "MAX_RECORDING_SPAN_NS",
+    "build_evidence",
+    "config_fingerprint",
+    "encode_document",
+    "open_recording",
+]
 
 
 Progress = Callable[[str, int, int], None]
@@ -183,13 +189,31 @@ def build_evidence(
                     if s.truncated
                 ),
             )
-            root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
+            root.write_bytes(EVIDENCE_FILE, encode_document(doc))
         write_manifest(out)
     except BaseException:
         # Ours alone (created exclusively above): leave no half-built evidence behind.
         remove_staging(out)
         raise
+    # Everything built here grows with the recordings' length: drop it before the evidence
+    # is decoded back, or the build holds two copies at once.
+    del sources, ev_recordings, derived, doc, images, label_records
     return read_evidence(out)
+
+
+def encode_document(doc: EvidenceDocument) -> bytes:
+    """``encode_canonical(doc)``, the same bytes, built one top-level field and one recording
+    at a time: the whole document never exists as Python lists, dicts and JSON chunks at
+    once (that costs several times the file's size for an hour-long recording)."""
+    parts = []
+    for name in sorted(doc.__struct_fields__):
+        value = getattr(doc, name)
+        if name == "recordings":
+            body = b"[" + b",".join(encode_canonical(rec) for rec in value) + b"]"
+        else:
+            body = encode_canonical(value)
+        parts.append(encode_canonical(name) + b":" + body)
+    return b"{" + b",".join(parts) + b"}"
 
 
 def _store_frames(
