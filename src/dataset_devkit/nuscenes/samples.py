@@ -183,12 +183,20 @@ def _stamp(t: int) -> dict[str, int]:
 
 
 def write_sample_mcap(
-    path: Path, drive: SampleDrive | None = None, *, encoding: str = "protobuf"
+    path: Path,
+    drive: SampleDrive | None = None,
+    *,
+    encoding: str = "protobuf",
+    chunk_size: int = 1 << 20,
 ) -> Path:
-    """Write *drive* as an MCAP file of Foxglove messages, ``protobuf`` or ``json`` encoded."""
+    """Write *drive* as an MCAP file of Foxglove messages, ``protobuf`` or ``json`` encoded.
+
+    *chunk_size* is the MCAP writer's (bytes per chunk, protobuf only): small chunks make a
+    small drive read like a long one, many chunks long.
+    """
     drive = drive or SampleDrive()
     if encoding == "protobuf":
-        _write_protobuf(path, drive)
+        _write_protobuf(path, drive, chunk_size)
     elif encoding == "json":
         _write_json(path, drive)
     else:
@@ -198,7 +206,7 @@ def write_sample_mcap(
     return path
 
 
-def _write_protobuf(path: Path, drive: SampleDrive) -> None:
+def _write_protobuf(path: Path, drive: SampleDrive, chunk_size: int) -> None:
     try:
         from mcap.writer import CompressionType, Writer
     except ImportError as exc:
@@ -257,7 +265,7 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
     # Uncompressed chunks and our own library name: the bytes depend on the drive only, not
     # on the installed zstd or mcap versions (the recording's digest feeds the root hash).
     with path.open("xb") as f:
-        writer = Writer(f, compression=CompressionType.NONE)
+        writer = Writer(f, chunk_size=chunk_size, compression=CompressionType.NONE)
         writer.start(profile="", library="dataset-devkit samples")
         schemas: dict[str, int] = {}
         channels: dict[str, int] = {}

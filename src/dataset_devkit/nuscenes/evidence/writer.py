@@ -202,18 +202,42 @@ def build_evidence(
 
 
 def encode_document(doc: EvidenceDocument) -> bytes:
-    """``encode_canonical(doc)``, the same bytes, built one top-level field and one recording
-    at a time: the whole document never exists as Python lists, dicts and JSON chunks at
-    once (that costs several times the file's size for an hour-long recording)."""
-    parts = []
-    for name in sorted(doc.__struct_fields__):
-        value = getattr(doc, name)
-        if name == "recordings":
-            body = b"[" + b",".join(encode_canonical(rec) for rec in value) + b"]"
-        else:
-            body = encode_canonical(value)
-        parts.append(encode_canonical(name) + b":" + body)
-    return b"{" + b",".join(parts) + b"}"
+    """``encode_canonical(doc)``, the same bytes, built a piece at a time.
+
+    Canonical JSON of a whole hour-long recording exists at once as Python lists, dicts and
+    JSON chunks costing several times the file's size; here the evidence records are encoded
+    field by field and their long sequences (capture times, poses) in blocks, so only one
+    block is ever expanded while the document's bytes are assembled.
+    """
+    return _encode(doc)
+
+
+#: Items of a long sequence encoded at once by :func:`encode_document`.
+_BLOCK = 4096
+
+
+def _encode(value: object) -> bytes:
+    if isinstance(value, EvidenceDocument | EvRecording | EvCamera):
+        # Evidence records encode every field under its own name (no rename, no omitted
+        # defaults): canonical JSON is their fields in sorted order.
+        fields = sorted(value.__struct_fields__)
+        return (
+            b"{"
+            + b",".join(
+                encode_canonical(name) + b":" + _encode(getattr(value, name)) for name in fields
+            )
+            + b"}"
+        )
+    if isinstance(value, tuple | list) and len(value) > _BLOCK:
+        blocks = (
+            encode_canonical(value[i : i + _BLOCK])[1:-1] for i in range(0, len(value), _BLOCK)
+        )
+        return b"[" + b",".join(blocks) + b"]"
+    if isinstance(value, tuple | list) and any(
+        isinstance(v, EvRecording | EvCamera) for v in value
+    ):
+        return b"[" + b",".join(_encode(v) for v in value) + b"]"
+    return encode_canonical(value)
 
 
 def _store_frames(
