@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.errors import DestinationExistsError, MissingPathError, UnsafePathError
-from dataset_devkit.integrity import SafeDir, read_stable, write_new
+from dataset_devkit.integrity import SafeDir, read_stable, write_new, write_new_read_back
 
 
 def test_a_file_is_read_whole_with_the_stat_taken_before_the_read(tmp_path: Path) -> None:
@@ -98,3 +98,41 @@ def test_a_new_file_is_created_exclusively_and_nothing_is_overwritten(tmp_path: 
     assert (tmp_path / "new.jpg").stat().st_mode & 0o777 == 0o600
     assert (tmp_path / "taken").read_bytes() == b"keep"
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_copy_read_back_through_its_descriptor_is_its_bytes_and_never_overwrites(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "taken").write_bytes(b"keep")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    payload = bytes(range(256)) * 300
+    with SafeDir.open(tmp_path) as root:
+        assert write_new_read_back(root, "new.jpg", payload, 0o600) == payload
+        for name in ("taken", "dangling"):
+            with pytest.raises(DestinationExistsError, match="already exists"):
+                write_new_read_back(root, name, b"other")
+        with pytest.raises(UnsafePathError, match="one path component"):
+            write_new_read_back(root, "sub/x", b"other")
+    assert (tmp_path / "new.jpg").read_bytes() == payload
+    assert (tmp_path / "new.jpg").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "taken").read_bytes() == b"keep"
+    assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("change", ["replaced", "linked"])
+def test_a_copy_replaced_or_linked_after_it_was_written_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    real_pread = os.pread
+
+    def pread(fd: int, n: int, offset: int) -> bytes:
+        if change == "replaced":
+            (tmp_path / "other").write_bytes(b"x" * 10)
+            (tmp_path / "other").replace(tmp_path / "new.jpg")
+        else:
+            os.link(tmp_path / "new.jpg", tmp_path / "second-name")
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", pread)
+    with SafeDir.open(tmp_path) as root, pytest.raises(UnsafePathError, match="replaced, linked"):
+        write_new_read_back(root, "new.jpg", b"payload")

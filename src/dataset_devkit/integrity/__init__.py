@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataset_devkit.integrity.canonical import canonical_json, pretty_json
 from dataset_devkit.integrity.issues import Issue, IssueKind
-from dataset_devkit.integrity.leaves import read_stable, write_new
+from dataset_devkit.integrity.leaves import read_stable, write_new, write_new_read_back
 from dataset_devkit.integrity.location import (
     CONTENT_MANIFEST_NAME,
     AmbiguousManifestError,
@@ -92,4 +92,5 @@ __all__ = [
     "verify_tree",
     "write_manifest",
     "write_new",
+    "write_new_read_back",
 ]

@@ -10,6 +10,7 @@ Nothing here is committed as binary data.
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -123,60 +124,58 @@ def sample_events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]
             "P": [0.0] * 12,
         }
         yield t0, "calibration", calib
-    events: list[tuple[int, str, dict[str, Any]]] = []
+    # Poses, fixes and images are generated lazily and merged in time order (``heapq.merge``
+    # is stable, so ties keep this order as a stable sort of one list would): an hour-long
+    # drive is written without holding its frames in memory.
+    yield from (
+        (t + drive.log_delay_ns, kind, payload)
+        for t, kind, payload in heapq.merge(
+            _pose_events(drive, enu), _image_events(drive), key=lambda ev: (ev[0], ev[1])
+        )
+    )
+
+
+def _pose_events(drive: SampleDrive, enu: LocalEnu) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Ego transform then GNSS fix at each pose time (sorted by time, then kind)."""
     for t in drive.pose_times():
         e, n, u = drive.enu(t)
         yaw = drive.yaw(t)
         lat, lon, alt = enu.to_wgs84(e, n, u)
-        events.append(
-            (
-                t,
-                "ego",
-                {
-                    "timestamp": _stamp(t),
-                    "parent_frame_id": "world",
-                    "child_frame_id": "base_link",
-                    "translation": {"x": e, "y": n, "z": u},
-                    "rotation": {
-                        "x": 0.0,
-                        "y": 0.0,
-                        "z": math.sin(yaw / 2),
-                        "w": math.cos(yaw / 2),
-                    },
-                },
-            )
+        yield (
+            t,
+            "ego",
+            {
+                "timestamp": _stamp(t),
+                "parent_frame_id": "world",
+                "child_frame_id": "base_link",
+                "translation": {"x": e, "y": n, "z": u},
+                "rotation": {"x": 0.0, "y": 0.0, "z": math.sin(yaw / 2), "w": math.cos(yaw / 2)},
+            },
         )
-        events.append(
-            (
-                t,
-                "fix",
-                {
-                    "timestamp": _stamp(t),
-                    "frame_id": "gnss",
-                    "latitude": lat,
-                    "longitude": lon,
-                    "altitude": alt,
-                },
-            )
+        yield (
+            t,
+            "fix",
+            {
+                "timestamp": _stamp(t),
+                "frame_id": "gnss",
+                "latitude": lat,
+                "longitude": lon,
+                "altitude": alt,
+            },
         )
+
+
+def _image_events(drive: SampleDrive) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Each camera's JPEG per frame time, camera ``i`` captured ``i`` microseconds late."""
     for k, t in enumerate(drive.frame_times()):
         for i, name in enumerate(drive.cameras):
             data = encode_jpeg(drive.image(i, k), drive.quality)
-            events.append(
-                (
-                    t + i * 1000,
-                    "image",
-                    {
-                        "timestamp": _stamp(t + i * 1000),
-                        "frame_id": name,
-                        "format": "jpeg",
-                        "data": data,
-                    },
-                )
+            stamp = _stamp(t + i * 1000)
+            yield (
+                t + i * 1000,
+                "image",
+                {"timestamp": stamp, "frame_id": name, "format": "jpeg", "data": data},
             )
-    events.sort(key=lambda ev: (ev[0], ev[1]))
-    for t, kind, payload in events:
-        yield t + drive.log_delay_ns, kind, payload
 
 
 def _stamp(t: int) -> dict[str, int]:
@@ -184,12 +183,20 @@ def _stamp(t: int) -> dict[str, int]:
 
 
 def write_sample_mcap(
-    path: Path, drive: SampleDrive | None = None, *, encoding: str = "protobuf"
+    path: Path,
+    drive: SampleDrive | None = None,
+    *,
+    encoding: str = "protobuf",
+    chunk_size: int = 1 << 20,
 ) -> Path:
-    """Write *drive* as an MCAP file of Foxglove messages, ``protobuf`` or ``json`` encoded."""
+    """Write *drive* as an MCAP file of Foxglove messages, ``protobuf`` or ``json`` encoded.
+
+    *chunk_size* is the MCAP writer's (bytes per chunk, protobuf only): small chunks make a
+    small drive read like a long one, many chunks long.
+    """
     drive = drive or SampleDrive()
     if encoding == "protobuf":
-        _write_protobuf(path, drive)
+        _write_protobuf(path, drive, chunk_size)
     elif encoding == "json":
         _write_json(path, drive)
     else:
@@ -199,7 +206,7 @@ def write_sample_mcap(
     return path
 
 
-def _write_protobuf(path: Path, drive: SampleDrive) -> None:
+def _write_protobuf(path: Path, drive: SampleDrive, chunk_size: int) -> None:
     try:
         from mcap.writer import CompressionType, Writer
     except ImportError as exc:
@@ -258,7 +265,7 @@ def _write_protobuf(path: Path, drive: SampleDrive) -> None:
     # Uncompressed chunks and our own library name: the bytes depend on the drive only, not
     # on the installed zstd or mcap versions (the recording's digest feeds the root hash).
     with path.open("xb") as f:
-        writer = Writer(f, compression=CompressionType.NONE)
+        writer = Writer(f, chunk_size=chunk_size, compression=CompressionType.NONE)
         writer.start(profile="", library="dataset-devkit samples")
         schemas: dict[str, int] = {}
         channels: dict[str, int] = {}

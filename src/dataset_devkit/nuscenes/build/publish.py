@@ -77,9 +77,7 @@ def check_final_destination(final: Path) -> None:
     )
 
 
-def _write_success_evidence(staging: Path, report: ValidationReport) -> None:
-    doc = expected_validation_document(report.tables, passed=True)
-    data = canonical_json(msgspec.to_builtins(doc))
+def _write_success_evidence(staging: Path, data: bytes) -> None:
     with SafeDir.open(staging) as root, root.opendir(spec.EXTENSIONS_DIR) as ext:
         st = os.stat(spec.VALIDATION_FILE, dir_fd=ext.fd, follow_symlinks=False)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
@@ -129,6 +127,13 @@ def publish_dataroot(
     report = validate_dataroot(staging, state="staging", progress=progress, workers=workers)
     report.raise_for_issues()
     scene, sample, channel = loader_target(report.tables)
+    success = canonical_json(
+        msgspec.to_builtins(expected_validation_document(report.tables, passed=True))
+    )
+    # The loaded tables grow with the dataset and the official loader loads its own copy:
+    # only what is needed from them is kept, so the two never share the build's peak memory.
+    # The report returned is the recheck's, of the finalized tree that is published.
+    del report
     if progress is not None:
         progress("official-loader", 0, 1)
     loader = check_official_loader(staging, spec.VERSION, scene)
@@ -140,12 +145,15 @@ def publish_dataroot(
             f"{loader.channel}, the tables say {scene}/{sample}/{channel}",
             path=staging,
         )
-    _write_success_evidence(staging, report)
+    _write_success_evidence(staging, success)
+    rechecked: list[ValidationReport] = []
 
     def recheck(tree: Path) -> None:
         # Re-run every check on the finalized tree just before its manifest is written, so
         # nothing changed since validation slips into the manifest.
-        validate_dataroot(tree, state="finalized", workers=workers).raise_for_issues()
+        final_report = validate_dataroot(tree, state="finalized", workers=workers)
+        final_report.raise_for_issues()
+        rechecked.append(final_report)
 
     result = publish_tree(
         staging,
@@ -157,5 +165,8 @@ def publish_dataroot(
         on_phase=on_phase,
     )
     return PublishedDataroot(
-        dataroot=result.final, root_sha256=result.root_sha256, report=report, loader=loader
+        dataroot=result.final,
+        root_sha256=result.root_sha256,
+        report=rechecked[-1],
+        loader=loader,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dataset_devkit.errors import FormatError, VerificationFailed
@@ -33,6 +33,11 @@ class Evidence:
     root: Path
     document: EvidenceDocument
     manifest: ContentManifest
+    #: SHA-256 of the ``evidence.json`` bytes *document* was decoded from, and the identity of
+    #: that decoded object: a recheck that reads the same bytes again then need not decode a
+    #: second copy of a document that grows with the recordings' length ("" / 0: unknown).
+    decoded_sha256: str = field(default="", repr=False, compare=False)
+    decoded_id: int = field(default=0, repr=False, compare=False)
 
     @property
     def root_sha256(self) -> str:
@@ -76,16 +81,26 @@ def read_evidence(root: Path | str, *, verify_frames: bool = True) -> Evidence:
     manifest = read_manifest(root, location=CONTENT_MANIFEST_NAME)
     with SafeDir.open(root) as pinned:
         raw = pinned.read_bytes(EVIDENCE_FILE)
-    _check_entry(manifest, raw, root)
-    return Evidence(root=root, document=_decode(raw, root / EVIDENCE_FILE), manifest=manifest)
+    sha = _check_entry(manifest, raw, root)
+    document = _decode(raw, root / EVIDENCE_FILE)
+    return Evidence(
+        root=root,
+        document=document,
+        manifest=manifest,
+        decoded_sha256=sha,
+        decoded_id=id(document),
+    )
 
 
-def _check_entry(manifest: ContentManifest, raw: bytes, root: Path) -> None:
+def _check_entry(manifest: ContentManifest, raw: bytes, root: Path) -> str:
+    """Check ``evidence.json``'s bytes against the manifest; returns their SHA-256."""
     entry = manifest.by_path().get(EVIDENCE_FILE)
-    if entry is None or entry.size != len(raw) or entry.sha256 != hashlib.sha256(raw).hexdigest():
+    sha = hashlib.sha256(raw).hexdigest()
+    if entry is None or entry.size != len(raw) or entry.sha256 != sha:
         raise VerificationFailed(
             f"{root}: evidence.json does not match the content manifest", [EVIDENCE_FILE]
         )
+    return sha
 
 
 def recheck_evidence(evidence: Evidence) -> None:
@@ -98,6 +113,10 @@ def recheck_evidence(evidence: Evidence) -> None:
         )
     with SafeDir.open(evidence.root) as pinned:
         raw = pinned.read_bytes(EVIDENCE_FILE)
-    _check_entry(manifest, raw, evidence.root)
+    sha = _check_entry(manifest, raw, evidence.root)
+    # The document is immutable (frozen records): the very object decoded from these bytes
+    # is still what they decode to. Anything else (a document swapped in) is decoded again.
+    if sha == evidence.decoded_sha256 and id(evidence.document) == evidence.decoded_id:
+        return
     if _decode(raw, evidence.root / EVIDENCE_FILE) != evidence.document:
         raise VerificationFailed(f"{evidence.root}: evidence.json differs from the opened evidence")

@@ -41,7 +41,13 @@ from dataset_devkit.nuscenes.spec import (
     Rejection,
 )
 
-__all__ = ["MAX_RECORDING_SPAN_NS", "build_evidence", "config_fingerprint", "open_recording"]
+__all__ = [
+    "MAX_RECORDING_SPAN_NS",
+    "build_evidence",
+    "config_fingerprint",
+    "encode_document",
+    "open_recording",
+]
 
 
 Progress = Callable[[str, int, int], None]
@@ -183,13 +189,55 @@ def build_evidence(
                     if s.truncated
                 ),
             )
-            root.write_bytes(EVIDENCE_FILE, encode_canonical(doc))
+            root.write_bytes(EVIDENCE_FILE, encode_document(doc))
         write_manifest(out)
     except BaseException:
         # Ours alone (created exclusively above): leave no half-built evidence behind.
         remove_staging(out)
         raise
+    # Everything built here grows with the recordings' length: drop it before the evidence
+    # is decoded back, or the build holds two copies at once.
+    del sources, ev_recordings, derived, doc, images, label_records
     return read_evidence(out)
+
+
+def encode_document(doc: EvidenceDocument) -> bytes:
+    """``encode_canonical(doc)``, the same bytes, built a piece at a time.
+
+    Canonical JSON of a whole hour-long recording exists at once as Python lists, dicts and
+    JSON chunks costing several times the file's size; here the evidence records are encoded
+    field by field and their long sequences (capture times, poses) in blocks, so only one
+    block is ever expanded while the document's bytes are assembled.
+    """
+    return _encode(doc)
+
+
+#: Items of a long sequence encoded at once by :func:`encode_document`.
+_BLOCK = 4096
+
+
+def _encode(value: object) -> bytes:
+    if isinstance(value, EvidenceDocument | EvRecording | EvCamera):
+        # Evidence records encode every field under its own name (no rename, no omitted
+        # defaults): canonical JSON is their fields in sorted order.
+        fields = sorted(value.__struct_fields__)
+        return (
+            b"{"
+            + b",".join(
+                encode_canonical(name) + b":" + _encode(getattr(value, name)) for name in fields
+            )
+            + b"}"
+        )
+    if isinstance(value, tuple | list) and len(value) > _BLOCK:
+        blocks = (
+            encode_canonical(value[i : i + _BLOCK])[1:-1] for i in range(0, len(value), _BLOCK)
+        )
+        return b"[" + b",".join(blocks) + b"]"
+    if isinstance(value, tuple | list) and any(
+        isinstance(v, EvRecording | EvCamera) for v in value
+    ):
+        return b"[" + b",".join(_encode(v) for v in value) + b"]"
+    return encode_canonical(value)
 
 
 def _wanted_frames(scenes: Sequence[EvScene], selected: set[str]) -> dict[str, dict[str, set[int]]]:

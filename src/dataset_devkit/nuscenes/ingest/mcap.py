@@ -165,7 +165,7 @@ def _read_parts(
                 path=path,
             )
         kept = []
-        for ts, dims in sorted(scan.images[frame_id].items()):
+        for ts, dims in scan.images[frame_id].by_time():
             if dims != (calib.width, calib.height):
                 scan.rejected += 1
                 scan.filtering.append(

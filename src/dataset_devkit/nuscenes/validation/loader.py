@@ -10,6 +10,7 @@ nuscenes-devkit is heavy (OpenCV, matplotlib, scikit-learn, ``numpy<2``), so it 
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib.metadata
 import io
 from dataclasses import dataclass
@@ -74,6 +75,7 @@ def check_official_loader(dataroot: Path, version: str, scene_token: str) -> Off
     nuscenes_cls = import_official_loader()
     from PIL import Image
 
+    nusc: Any = None
     try:
         # The loader prints even when quiet in some paths; the library never prints.
         with contextlib.redirect_stdout(io.StringIO()):
@@ -94,6 +96,12 @@ def check_official_loader(dataroot: Path, version: str, scene_token: str) -> Off
         raise FormatError(
             f"the official nuScenes loader failed: {type(exc).__name__}: {exc}", path=dataroot
         ) from exc
+    finally:
+        # ``NuScenes`` holds itself in a cycle (``nusc.explorer.nusc``): without a collection
+        # now, every table it loaded stays alive through the rest of the build (the second
+        # validation and the hashing), adding its size to the build's peak memory.
+        nusc = None
+        gc.collect()
     if (width, height) != (sd["width"], sd["height"]):
         raise FormatError(
             f"the official loader opened {sd['filename']} at {width}x{height}, the table says "

@@ -1,0 +1,327 @@
+"""Benchmark: a fleet of generated drives built end to end, recordings -> published dataroot.
+
+Each drive of ``--fleet`` (``MINUTES:CAMERAS`` items, default one 60-minute six-camera drive
+at 12 Hz, about 260,000 frames, at reduced resolution so it is quick to generate) is written
+with the real writers (protobuf MCAP with the ``mcap`` writer, or a decoded folder of MP4
+videos through PyAV), then ``build_dataset`` runs in a fresh child process: the child's peak
+RSS is the build's. Printed: wall time, frames/s and MB/s end to end, the share of each
+build stage, peak RSS against the goal of 400 MB + 8 KB per key-frame sample, and the
+export's fraction of the bound (read + SHA-256 + copy + strict decode of every exported
+frame, divided by the cores), measured on the same evidence in the same run.
+
+The generator is importable (``write_fleet``, ``FleetDrive``, ``parse_fleet``) so other
+benchmarks build the same drives::
+
+    from benchmarks.nuscenes_fleet import parse_fleet, write_fleet
+    paths = write_fleet(work, parse_fleet("5:6,5:3"), source="mcap")
+
+Run::
+
+    PYTHONPATH=src python benchmarks/nuscenes_fleet.py [--fleet 60:6] [--fps 12]
+        [--source mcap|decoded] [--width 64] [--height 48] [--export-rounds 3]
+        [--workers 2] [--dir /dev/shm] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CAMERAS = (
+    "cam_front",
+    "cam_front_left",
+    "cam_front_right",
+    "cam_back",
+    "cam_back_left",
+    "cam_back_right",
+    "cam_left",
+    "cam_right",
+)
+#: 2023-11-14 11:06:40 UTC; drive ``i`` starts ``i`` hours later (distinct daytime drives).
+_START_NS = 1_699_960_000_000_000_000
+_HOUR_NS = 3_600_000_000_000
+#: The memory goal of a build: this much plus ``_PER_SAMPLE`` per key-frame sample.
+_BASE_BYTES = 400 * 1024 * 1024
+_PER_SAMPLE = 8 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FleetDrive:
+    """One generated drive: length, rig, camera rate and frame size."""
+
+    minutes: float
+    cameras: int = 6
+    fps: float = 12.0
+    width: int = 64
+    height: int = 48
+
+    @property
+    def frames(self) -> int:
+        """Camera frames in the drive (every camera, every frame)."""
+        return int(self.minutes * 60 * self.fps) * self.cameras
+
+
+def parse_fleet(
+    text: str, *, fps: float = 12.0, width: int = 64, height: int = 48
+) -> list[FleetDrive]:
+    """``"60:6,5:2"`` -> a 60-minute six-camera drive and a 5-minute two-camera drive."""
+    drives = []
+    for item in text.split(","):
+        minutes, _, cameras = item.strip().partition(":")
+        n = int(cameras or 6)
+        if not 1 <= n <= len(CAMERAS) or float(minutes) <= 0:
+            raise SystemExit(f"--fleet item {item!r}: expected MINUTES:CAMERAS with 1-8 cameras")
+        drives.append(FleetDrive(float(minutes), n, fps, width, height))
+    return drives
+
+
+def write_drive(path: Path, drive: FleetDrive, index: int = 0, *, source: str = "mcap") -> Path:
+    """Write one drive as ``path`` (an ``.mcap`` file, or a decoded folder) and return it.
+
+    Messages are generated and written one at a time, so an hour-long drive is written in
+    constant memory.
+    """
+    from dataset_devkit.nuscenes.samples import (
+        SampleDrive,
+        write_sample_decoded,
+        write_sample_mcap,
+    )
+
+    sample = SampleDrive(
+        cameras=CAMERAS[: drive.cameras],
+        duration_s=drive.minutes * 60,
+        fps=drive.fps,
+        width=drive.width,
+        height=drive.height,
+        start_ns=_START_NS + index * _HOUR_NS,
+    )
+    if source == "mcap":
+        return write_sample_mcap(path, sample)
+    return write_sample_decoded(path, sample, recording_id=f"drive-{index:04d}")
+
+
+def write_fleet(work: Path, drives: Sequence[FleetDrive], *, source: str = "mcap") -> list[Path]:
+    """Write every drive of *drives* under *work* (``drive-0000.mcap``, ...); their paths."""
+    work.mkdir(parents=True, exist_ok=True)
+    suffix = ".mcap" if source == "mcap" else ""
+    return [
+        write_drive(work / f"drive-{i:04d}{suffix}", d, i, source=source)
+        for i, d in enumerate(drives)
+    ]
+
+
+def build_toml(paths: Sequence[Path], out: Path, *, source: str) -> str:
+    """A build config for *paths* publishing under *out* (20 s scenes, every scene kept)."""
+    listed = ", ".join(json.dumps(str(p)) for p in paths)
+    return f"""\
+namespace = "fleet-bench"
+
+[sources]
+type = "{"mcap_hf" if source == "mcap" else "decoded_hf"}"
+paths = [{listed}]
+
+[scenario]
+scene_duration_s = 20.0
+
+[image]
+jpeg_quality = 95
+
+[publication]
+version = "v1.0-trainval"
+refuse_overwrite = true
+
+[paths]
+output_dir = {json.dumps(str(out))}
+"""
+
+
+def _child(config_path: str) -> None:
+    """Run one build in this (fresh) process; print stage start times and peak RSS as JSON."""
+    import resource
+
+    from dataset_devkit.nuscenes.build.service import build_dataset
+    from dataset_devkit.nuscenes.config import load_build_config
+
+    starts: dict[str, float] = {}
+
+    def progress(stage: str, _done: int, _total: int) -> None:
+        starts.setdefault(stage, time.perf_counter())
+
+    t0 = time.perf_counter()
+    result = build_dataset(load_build_config(config_path), progress=progress)
+    wall = time.perf_counter() - t0
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    report = {
+        "wall": wall,
+        "t0": t0,
+        "starts": starts,
+        "peak_rss": peak_kib * 1024,
+        "samples": result.samples,
+        "images": result.images,
+        "scenes": result.scenes,
+        "root": result.root_sha256,
+    }
+    print(json.dumps(report))
+
+
+def _stage_shares(starts: dict[str, float], t0: float, wall: float) -> list[tuple[str, float]]:
+    """Seconds per stage from the time each stage first reported; ``setup`` before the first."""
+    ordered = sorted(starts.items(), key=lambda kv: kv[1])
+    marks = [("setup", t0), *ordered, ("end", t0 + wall)]
+    return [(marks[i][0], marks[i + 1][1] - marks[i][1]) for i in range(len(marks) - 1)]
+
+
+def _tree_bytes(paths: Sequence[Path]) -> int:
+    total = 0
+    for p in paths:
+        if p.is_dir():
+            total += sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+        else:
+            total += p.stat().st_size
+    return total
+
+
+def _export_fraction(evidence_dir: Path, work: Path, rounds: int, workers: int) -> dict[str, float]:
+    """The export against its bound on the build's own evidence: best of *rounds* each."""
+    import hashlib
+
+    from dataset_devkit.nuscenes import export_dataset
+    from dataset_devkit.nuscenes.common.jpeg import decode_jpeg
+    from dataset_devkit.nuscenes.evidence import read_evidence
+
+    evidence = read_evidence(evidence_dir)
+    images = evidence.document.images
+    best = {"copy": float("inf"), "decode": float("inf"), "export": float("inf")}
+    for r in range(rounds):
+        target = work / f"limit-{r}"
+        target.mkdir()
+        t0 = time.perf_counter()
+        for i, image in enumerate(images):
+            with (evidence.root / image.path).open("rb") as f:
+                data = f.read()
+            hashlib.sha256(data).hexdigest()
+            fd = os.open(target / f"{i}.jpg", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        best["copy"] = min(best["copy"], time.perf_counter() - t0)
+        shutil.rmtree(target)
+        blobs = [(evidence.root / image.path).read_bytes() for image in images]
+        t0 = time.perf_counter()
+        for data in blobs:
+            decode_jpeg(data)
+        best["decode"] = min(best["decode"], time.perf_counter() - t0)
+        del blobs
+        staging = work / f"export-{r}"
+        t0 = time.perf_counter()
+        export_dataset(staging, evidence, workers=workers)
+        best["export"] = min(best["export"], time.perf_counter() - t0)
+        _remove(staging)
+    cores = os.cpu_count() or 1
+    bound = (best["copy"] + best["decode"]) / cores
+    return {**best, "bound": bound, "fraction": bound / best["export"], "frames": len(images)}
+
+
+def _remove(tree: Path) -> None:
+    if not tree.exists():
+        return
+    for p in tree.rglob("*"):
+        if p.is_dir() and not p.is_symlink():
+            p.chmod(0o755)
+    tree.chmod(0o755)
+    shutil.rmtree(tree)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--fleet", default="60:6", help="MINUTES:CAMERAS,... (default 60:6)")
+    parser.add_argument("--fps", type=float, default=12.0)
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--height", type=int, default=48)
+    parser.add_argument("--source", choices=("mcap", "decoded"), default="mcap")
+    parser.add_argument("--export-rounds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=Path("/dev/shm") if Path("/dev/shm").is_dir() else None,
+        help="where to work (default: /dev/shm if present, else the temp dir)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child)
+        return
+    drives = parse_fleet(args.fleet, fps=args.fps, width=args.width, height=args.height)
+    work = Path(tempfile.mkdtemp(prefix="nuscenes-fleet-", dir=args.dir))
+    try:
+        t0 = time.perf_counter()
+        paths = write_fleet(work / "recordings", drives, source=args.source)
+        t_write = time.perf_counter() - t0
+        source_bytes = _tree_bytes(paths)
+        frames = sum(d.frames for d in drives)
+        config = work / "build.toml"
+        config.write_text(build_toml(paths, work / "out", source=args.source), encoding="utf-8")
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH")])
+            ),
+        }
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(config)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        child: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        export = _export_fraction(work / "out" / "evidence", work, args.export_rounds, args.workers)
+    finally:
+        if not args.keep:
+            _remove(work)
+    wall = child["wall"]
+    mb = source_bytes / 1e6
+    print(
+        f"fleet {args.fleet} ({args.source}, {args.fps:g} Hz, {args.width}x{args.height}): "
+        f"{len(drives)} drive(s), {frames:,} camera frames, {mb:.1f} MB of recordings "
+        f"written in {t_write:.1f} s"
+    )
+    print(
+        f"build end to end {wall:.1f} s = {frames / wall:,.0f} frames/s, {mb / wall:.1f} MB/s; "
+        f"published {child['scenes']} scenes, {child['samples']:,} samples, "
+        f"{child['images']:,} images"
+    )
+    for stage, seconds in _stage_shares(child["starts"], child["t0"], wall):
+        print(f"  {stage:<16} {seconds:8.2f} s  {100 * seconds / wall:5.1f} %")
+    goal = _BASE_BYTES + _PER_SAMPLE * child["samples"]
+    peak = child["peak_rss"]
+    print(
+        f"peak RSS {peak / 2**20:.0f} MiB = {peak / frames:,.0f} B per frame, "
+        f"{peak / max(child['samples'], 1):,.0f} B per key-frame sample; goal "
+        f"{goal / 2**20:.0f} MiB (400 MiB + 8 KiB x {child['samples']:,} samples): "
+        f"{'met' if peak <= goal else 'NOT met'}"
+    )
+    print(
+        f"export of {export['frames']:,.0f} frames: {export['export']:.2f} s; "
+        f"read+sha256+copy {export['copy']:.2f} s, strict decode {export['decode']:.2f} s, "
+        f"bound / {os.cpu_count()} cores {export['bound']:.2f} s: "
+        f"{export['fraction']:.2f} of the bound (goal >= 0.85)"
+    )
+    print(f"root {child['root']}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
