@@ -1005,7 +1005,7 @@ def read_back_package(
 
 
 def verify_release(
-    release_dir: str,
+    release_dir: str | Release,
     families: Sequence[str] = (),
     everything: bool = False,
     log: Callable[[str], None] = lambda _m: None,
@@ -1016,7 +1016,7 @@ def verify_release(
     Reads each package once: the package SHA-256 and every member's SHA-256 are computed
     from the same bytes while the tar is parsed strictly. Nothing is written.
     """
-    release = load_release(release_dir)
+    release = release_dir if isinstance(release_dir, Release) else load_release(release_dir)
     check_expected_root(release, expect_root)
     chosen = choose_families(release, families, everything)
     packages = release.packages_of(chosen)
