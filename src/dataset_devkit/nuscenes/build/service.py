@@ -22,6 +22,7 @@ from dataset_devkit.integrity import (
     remove_staging,
     remove_stale_staging,
 )
+from dataset_devkit.integrity.modes import ReadableBy, check_readable_by
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
 from dataset_devkit.nuscenes.config import BuildConfig
@@ -122,6 +123,7 @@ def build_dataset(
     exporter: Exporter | None = None,
     on_phase: Callable[[str], None] | None = None,
     workers: int = 2,
+    readable_by: ReadableBy = "owner",
 ) -> BuildResult:
     """Build and publish ``config.output_dir/v1.0-trainval`` from ``config``'s recordings.
 
@@ -137,6 +139,9 @@ def build_dataset(
         Called with each publication phase (``integrity.PUBLISH_PHASES``).
     workers
         Image decode threads during validation.
+    readable_by
+        Who may read the published dataroot: ``"owner"`` (0400/0500, the default),
+        ``"group"`` (0440/0550) or ``"all"`` (0444/0555).
 
     Raises
     ------
@@ -148,6 +153,7 @@ def build_dataset(
         The ``nuscenes`` extra is not installed.
     """
     report: Progress = progress or (lambda _stage, _n, _total: None)
+    readable = check_readable_by(readable_by)  # a bad value fails before anything is built
     final = config.final_dataroot
     _ensure_output_dir(config.output_dir)
     check_final_destination(final)
@@ -156,7 +162,12 @@ def build_dataset(
     try:
         (exporter or _default_exporter)(config, staging, report)
         published = publish_dataroot(
-            staging, final, progress=report, on_phase=on_phase, workers=workers
+            staging,
+            final,
+            progress=report,
+            on_phase=on_phase,
+            workers=workers,
+            readable_by=readable,
         )
     except BaseException:
         remove_staging(staging)
