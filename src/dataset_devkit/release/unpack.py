@@ -13,11 +13,12 @@ Why not ``tarfile.extractall``: Python's extraction filters could be made to wri
 output on unpatched releases (CVE-2025-4517), GNU tar follows symlinks planted in the output,
 and both tarfile and bsdtar stop or skip silently on a damaged header. This script never calls
 ``extract()``; it authenticates ``files.jsonl`` against ``manifest.json``, checks every chosen
-package's size and SHA-256, parses each tar by hand (exactly the indexed members, regular files
-only, no duplicates, valid checksums, no truncation, only zeros after the end marker, a member
-cap), and writes every file itself through a temporary name, relative to directory descriptors
-opened one level at a time without following links, moving it into place only after its
-SHA-256 matched and only with a primitive that fails if the name exists (``renameat2``
+package's size, parses each tar by hand (exactly the indexed members, regular files only, no
+duplicates, valid checksums, no truncation, only zeros after the end marker, a member cap)
+while hashing the whole package in the same read, and writes every file itself through a
+temporary name, relative to directory descriptors opened one level at a time without
+following links, moving it into place only after its SHA-256 and its whole package's SHA-256
+matched and only with a primitive that fails if the name exists (``renameat2``
 ``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Each file's data is
 durable before it gets its name and every name before ``OK`` (one ``syncfs`` per batch on
 Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). Existing
