@@ -9,7 +9,12 @@ Builds a tree (a few large files, many small ones, a depth family), then times:
   before its no-replace placement, every file and directory fsynced) and ``unpack.py --all
   --no-fsync`` (like ``tar``, no fsync) against ``tar -xf`` of every package followed by
   ``sha256sum -c SHA256SUMS``;
+* ``tar -xf`` of every package alone, with no verification at all and no fsync: the floor
+  of writing these files, to say how close a restore that verifies every byte gets;
 * peak RSS of the pack and unpack processes, next to the largest file size.
+
+``unpack.py --all`` makes every file durable (``syncfs`` batches) and ``tar`` does not: the
+``--no-fsync`` row is the like-for-like comparison, both are printed.
 
 Two shapes, each measured in its own rounds: ``large`` (the tree above) and ``small``,
 the GenVR-duo layout at the real release's size with tiny files (2,008 stereo pairs:
@@ -201,6 +206,12 @@ def one_round(
         f"mkdir -p {peer_out} && for a in {release}/*/*.tar; do tar -xf $a -C {peer_out}; done && "
         f"(cd {release} && grep '\\.tar$' SHA256SUMS | sha256sum -c --quiet -)"
     )
+    floor_out = work / "out-floor"
+    remove(floor_out)
+    results["tar -xf alone (floor: no check, no fsync)"] = shell(
+        f"mkdir -p {floor_out} && for a in {release}/*/*.tar; do tar -xf $a -C {floor_out}; done"
+    )
+    remove(floor_out)
     results["unpack.py re-run (verify + skip)"], _ = timed(
         [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
     )

@@ -197,13 +197,21 @@ def publish(
             manifest_location=result.manifest_location,
             files=result.manifest.file_count,
             bytes=result.manifest.total_bytes,
+            already_published=result.already_published,
         )
         return
     console = stdout_console()
-    console.print(
-        f"published {result.final}: {result.manifest.file_count} files (read-only), "
-        f"manifest {result.manifest_location}"
-    )
+    if result.already_published:
+        console.print(
+            f"already published {result.final}: an earlier run of this command renamed "
+            f"{staging.name} into place before it stopped; {result.manifest.file_count} files "
+            "verified, nothing to do"
+        )
+    else:
+        console.print(
+            f"published {result.final}: {result.manifest.file_count} files (read-only), "
+            f"manifest {result.manifest_location}"
+        )
     console.print(f"root_sha256 {result.root_sha256}")
 
 

@@ -20,7 +20,12 @@ from rich.table import Table
 
 from dataset_devkit.cli.output import emit_report, state, target
 from dataset_devkit.cli.progress import bars_enabled
-from dataset_devkit.cli.render import stderr_console, stdout_console
+from dataset_devkit.cli.render import (
+    READABLE_BY_HELP,
+    ReadableByChoice,
+    stderr_console,
+    stdout_console,
+)
 from dataset_devkit.nuscenes.build.service import build_dataset
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
@@ -67,12 +72,15 @@ def build(
     # library refuses an empty name with a ConfigError naming the key instead.
     config: Annotated[str, typer.Argument(help="The TOML build config.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
+    readable_by: Annotated[
+        ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
+    ] = ReadableByChoice.owner,
 ) -> None:
     """Build recordings into a validated, published, read-only v1.0-trainval dataroot."""
     target("nuscenes-dataroot", None)
     resolved = load_build_config(config)
     with _stage_progress() as progress:
-        result = build_dataset(resolved, progress=progress)
+        result = build_dataset(resolved, progress=progress, readable_by=readable_by.value)
     if as_json:
         emit_report(
             ok=True,

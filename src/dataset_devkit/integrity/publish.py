@@ -15,6 +15,7 @@ process of the same user (it can undo chmod or ignore the lock).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
@@ -31,6 +32,7 @@ from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, wr
 from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, sealed_modes
 from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.progress import OnProgress
+from dataset_devkit.integrity.publish_record import check_republished, remove_record, write_record
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, path_argument
 from dataset_devkit.integrity.staging import (
@@ -76,6 +78,9 @@ class PublishResult:
     final: Path
     root_sha256: str
     manifest: ContentManifest
+    #: True when an earlier run of the same publication had already renamed it into place
+    #: (killed after its rename): this run only checked it.
+    already_published: bool = False
 
     @property
     def manifest_location(self) -> str:
@@ -193,7 +198,10 @@ def publish_tree(
     Raises
     ------
     DestinationExistsError
-        *final* exists (or appeared during publication): nothing was replaced.
+        *final* exists (or appeared during publication): nothing was replaced. When an
+        earlier run of this same publication was killed after renaming *staging* to
+        *final* (so *staging* is gone), the tree there is checked instead: the result then
+        has ``already_published`` set.
     PublicationError
         Any other failure; *final* is absent or untouched and *staging* is left for audit.
     """
@@ -202,6 +210,9 @@ def publish_tree(
     location = check_manifest_location(manifest_location)
     readable = check_readable_by(readable_by)
     phase = on_phase or (lambda _name: None)
+    done = _published_before(staging, final, location)
+    if done is not None:
+        return done
     parent_fd = pin_parent(final)
     try:
         staging_parent = staging.parent.stat()
@@ -241,11 +252,18 @@ def publish_tree(
             phase("rechecked")
             fcntl.flock(parent_fd, fcntl.LOCK_EX)
             phase("locked")
-            rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
-            with naming(final.parent):
-                os.fsync(parent_fd)
-            phase("renamed")
-            _check_after_rename(parent_fd, final, identity, checked)
+            write_record(parent_fd, final, staging, identity, manifest.root_sha256)
+            try:
+                rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
+                with naming(final.parent):
+                    os.fsync(parent_fd)
+                phase("renamed")
+                _check_after_rename(parent_fd, final, identity, checked)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    remove_record(parent_fd, final)
+                raise
+            remove_record(parent_fd, final)
             phase("verified")
             release_staging_lock(staging)
         finally:
@@ -253,6 +271,23 @@ def publish_tree(
     finally:
         os.close(parent_fd)  # also releases the advisory lock
     return PublishResult(final=final, root_sha256=manifest.root_sha256, manifest=manifest)
+
+
+def _published_before(staging: Path, final: Path, location: str) -> PublishResult | None:
+    """The result of an earlier run of this same publication that was killed after its
+    rename (:mod:`~dataset_devkit.integrity.publish_record`), or None."""
+    if os.path.lexists(staging) or not os.path.lexists(final):
+        return None
+    parent_fd = open_dir_nofollow(final.parent)
+    try:
+        fcntl.flock(parent_fd, fcntl.LOCK_EX)  # not while a live publisher is renaming
+        found = check_republished(parent_fd, staging, final, location)
+    finally:
+        os.close(parent_fd)
+    if found is None:
+        return None
+    root, manifest = found
+    return PublishResult(final=final, root_sha256=root, manifest=manifest, already_published=True)
 
 
 def _holds(staging_fd: int, staging: Path, location: str) -> bool:

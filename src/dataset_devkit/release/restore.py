@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
@@ -133,15 +133,15 @@ def verify_release(
     path_argument(release_dir, "release_dir")
     names, everything = _families(families)
     try:
+        release = unpack.load_release(str(release_dir))  # the index, held once
         if not names and not everything:
-            release = unpack.load_release(str(release_dir))
             names = [n for n, f in release.families.items() if f["status"] == "delivered"]
-        release, chosen = _chosen(release_dir, names, everything)
+        chosen = unpack.choose_families(release, names, everything)
         package_log = _package_log(progress, "verify", release, chosen, log)
         summary = unpack.verify_release(
-            str(release_dir), names, everything, log=package_log, expect_root=expect_root
+            release, names, everything, log=package_log, expect_root=expect_root
         )
-        issues = check_shipped_files(release_dir)
+        issues = check_shipped_files(release_dir, release.manifest)
     except unpack.UnpackError as exc:
         raise ReleaseVerificationError(_named(release_dir, exc.summary), exc.issues) from None
     except OSError as exc:
@@ -155,14 +155,15 @@ def verify_release(
 _METADATA = (FILES_NAME, MANIFEST_NAME, README_NAME, UNPACK_NAME, VALIDATION_NAME)
 
 
-def check_shipped_files(release_dir: Path) -> list[str]:
+def check_shipped_files(release_dir: Path, manifest: dict[str, Any] | None = None) -> list[str]:
     """Check ``unpack.py`` and ``SHA256SUMS`` against ``manifest.json``; return every issue.
 
     ``unpack.py`` is the program downloaders run, so a copy that differs from the one the
     manifest names must fail verification. ``SHA256SUMS`` lines of small metadata files are
     hashed; package lines are compared with the manifest (the packages were just hashed).
     """
-    manifest = unpack.load_release(str(release_dir)).manifest
+    if manifest is None:
+        manifest = unpack.load_release(str(release_dir)).manifest
     script = hashlib.sha256(unpack._read_small(str(release_dir), UNPACK_NAME)).hexdigest()
     issues = []
     if script != manifest.get("unpack_py_sha256"):
@@ -235,7 +236,7 @@ def restore_release(
         release, chosen = _chosen(release_dir, names, everything)
         check, member = _file_progress(progress, release, chosen)
         return unpack.unpack_release(
-            str(release_dir),
+            release,  # loaded once: the index is not held twice
             str(output),
             names,
             everything,

@@ -322,3 +322,13 @@ def test_the_official_loader_and_the_sdk_open_the_published_dataroot(
     ds = Dataset(final)
     assert len(nusc.sample_data) == len(ds.table("sample_data"))
     assert len(nusc.sample_data) == len(fixture.tables["sample_data"])
+
+
+def test_a_dataroot_published_for_the_group_is_group_readable(tmp_path: Path) -> None:
+    final = tmp_path / spec.VERSION
+    staging = new_staging_dir(final)
+    write_dataroot(staging)
+    publish_dataroot(staging, final, readable_by="group")
+    assert stat.S_IMODE(final.stat().st_mode) == 0o550
+    assert stat.S_IMODE((final / spec.VERSION / "scene.json").stat().st_mode) == 0o440
+    assert validate_dataroot(final).ok

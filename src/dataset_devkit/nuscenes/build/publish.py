@@ -24,6 +24,7 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity import SafeDir, canonical_json, publish_tree
+from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.integrity.tree_size import tree_size
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.validation.dataroot import (
@@ -95,6 +96,7 @@ def publish_dataroot(
     progress: Progress | None = None,
     on_phase: Callable[[str], None] | None = None,
     workers: int = 2,
+    readable_by: ReadableBy = "owner",
 ) -> PublishedDataroot:
     """Validate, finalize and publish the staging dataroot *staging* as *final*.
 
@@ -110,6 +112,9 @@ def publish_dataroot(
         Called with each publication phase name (see ``integrity.PUBLISH_PHASES``).
     workers
         Image decode threads.
+    readable_by
+        ``"owner"`` (the contract's 0400/0500, the default), ``"group"`` (0440/0550) or
+        ``"all"`` (0444/0555): who besides the owner may read the published dataroot.
 
     Raises
     ------
@@ -163,6 +168,7 @@ def publish_dataroot(
         # publish_tree hashes the tree twice (manifest, then the sealed recheck).
         progress=hash_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
         on_phase=on_phase,
+        readable_by=readable_by,
     )
     return PublishedDataroot(
         dataroot=result.final,

@@ -23,6 +23,7 @@ from dataset_devkit.integrity import (
     remove_staging,
     remove_stale_staging,
 )
+from dataset_devkit.integrity.modes import ReadableBy, check_readable_by
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
 from dataset_devkit.nuscenes.cluster import BuildExecutors, open_executors
@@ -127,6 +128,7 @@ def build_dataset(
     on_phase: Callable[[str], None] | None = None,
     workers: int = 2,
     executor: Executor | None = None,
+    readable_by: ReadableBy = "owner",
 ) -> BuildResult:
     """Build and publish ``config.output_dir/v1.0-trainval`` from ``config``'s recordings.
 
@@ -148,6 +150,9 @@ def build_dataset(
         ``Client.get_executor()`` whose workers share this filesystem). The caller keeps
         it open and shuts it down. Default: ``config.executor`` (``[executor]``). The
         published bytes and root hash do not depend on it.
+    readable_by
+        Who may read the published dataroot: ``"owner"`` (0400/0500, the default),
+        ``"group"`` (0440/0550) or ``"all"`` (0444/0555).
 
     Raises
     ------
@@ -159,6 +164,7 @@ def build_dataset(
         The ``nuscenes`` extra is not installed.
     """
     report: Progress = progress or (lambda _stage, _n, _total: None)
+    readable = check_readable_by(readable_by)  # a bad value fails before anything is built
     final = config.final_dataroot
     _ensure_output_dir(config.output_dir)
     check_final_destination(final)
@@ -173,7 +179,12 @@ def build_dataset(
             with open_executors(config.executor, count, executor, shared) as run_on:
                 _default_exporter(config, staging, report, run_on)
         published = publish_dataroot(
-            staging, final, progress=report, on_phase=on_phase, workers=workers
+            staging,
+            final,
+            progress=report,
+            on_phase=on_phase,
+            workers=workers,
+            readable_by=readable,
         )
     except BaseException:
         remove_staging(staging)
