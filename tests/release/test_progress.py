@@ -38,11 +38,15 @@ def test_verify_reports_each_package_and_restore_each_file_with_their_bytes(
     ):
         updates: list[ProgressUpdate] = []
         run(updates.append)
-        if stage == "restore":  # every package is hashed before anything is written
+        if stage == "restore":
+            # Where the package check is a pass of its own (no syncfs), every package is
+            # hashed before anything is written; otherwise each one is hashed in the read
+            # that restores it and there is no check stage at all.
             checked = [u for u in updates if u.stage == "check packages"]
             assert updates[: len(checked)] == checked
-            assert sum(u.nbytes for u in checked) == sum(p["size"] for p in packages)
-            assert {u.total_bytes for u in checked} == {sum(p["size"] for p in packages)}
+            if checked:
+                assert sum(u.nbytes for u in checked) == sum(p["size"] for p in packages)
+                assert {u.total_bytes for u in checked} == {sum(p["size"] for p in packages)}
             updates = updates[len(checked) :]
         assert {u.stage for u in updates} == {stage} and {u.unit for u in updates} == {unit}
         first = updates[0]

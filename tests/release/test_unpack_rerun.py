@@ -21,6 +21,9 @@ from tests.release.test_unpack_scale import roomy_tmp  # noqa: F401 - a fixture
 
 SEED = 20261130
 TRIALS = 5
+#: Under a loaded machine a random kill can land after a fast restore already finished:
+#: trials go on (up to this many) until at least one kill hit files mid-write.
+MAX_TRIALS = 15
 
 
 def _start(release: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
@@ -56,7 +59,9 @@ def test_a_restore_killed_at_random_moments_is_finished_by_running_it_again(
     full = time.monotonic() - started
     rng = random.Random(SEED)
     killed_with_temporaries = 0
-    for trial in range(TRIALS):
+    for trial in range(MAX_TRIALS):
+        if trial >= TRIALS and killed_with_temporaries:
+            break
         out = roomy_tmp / f"out{trial}"
         for kill in range(2):  # two kills in a row, then the re-run that must finish
             proc = _start(release, out, "--quiet")
