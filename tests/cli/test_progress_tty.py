@@ -75,8 +75,9 @@ def test_release_pack_verify_and_unpack_show_files_or_packages_done(
     )
     assert code == 0, shown
     frames = last_frames(shown)
-    assert list(frames) == ["check packages", "restore"]
-    assert re.search(r"(\d[\d.]* [kM]B)/\1 +\d[\d.]* (?:bytes|[kMGT]B)/s", frames["check packages"])
+    # On Linux each package is hashed in the read that restores it: one restore bar. The
+    # separate check bar is drawn only where the check is a pass of its own (no syncfs).
+    assert list(frames) == ["restore"]
     assert_full(frames["restore"], 41)
 
 

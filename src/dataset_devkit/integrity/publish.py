@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import PublicationError, UnsafePathError
+from dataset_devkit.errors import DestinationExistsError, PublicationError, UnsafePathError
 from dataset_devkit.integrity.durable import sync_filesystem
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
@@ -213,6 +213,14 @@ def publish_tree(
     done = _published_before(staging, final, location)
     if done is not None:
         return done
+    if not os.path.lexists(staging) and os.path.lexists(final):
+        # No note names this staging directory: either this command already finished (a
+        # kill after its last step looks the same) or the name is mistyped. Neither is
+        # provable from here, so say what to check instead of claiming either.
+        raise DestinationExistsError(
+            f"{final}: already exists and {staging} is gone; if an earlier run of this "
+            f"command published it, check it with `dataset-devkit verify {final}`"
+        )
     parent_fd = pin_parent(final)
     try:
         staging_parent = staging.parent.stat()
