@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from dataset_devkit.errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, ObjectStore
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
 __all__ = ["SCHEMES", "ObjectLocation", "is_url", "open_location"]
 
@@ -73,8 +73,15 @@ def _client_options() -> ClientConfig:
     return {}
 
 
-def open_location(url: str) -> ObjectLocation:
+def open_location(
+    url: str, *, retry: RetryConfig | None = None, create: bool = False
+) -> ObjectLocation:
     """Open the object store that ``url`` names, scoped to its prefix.
+
+    *retry* overrides obstore's request retries (5xx, dropped connections, timeouts:
+    10 retries with exponential backoff from 100 ms by default); ``file://`` and
+    ``memory://`` make no requests and ignore it. *create* makes a ``file://`` prefix's
+    directory when it does not exist yet (a publish's destination).
 
     Raises
     ------
@@ -96,8 +103,15 @@ def open_location(url: str) -> ObjectLocation:
     if scheme.lower() not in ("file", "memory") and not rest.split("/", 1)[0]:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
     s3 = scheme.lower() in ("s3", "s3a")
+    remote = scheme.lower() not in ("file", "memory")
+    options: dict[str, object] = {"retry_config": retry} if remote and retry else {}
+    if s3:
+        options["client_options"] = _client_options()
+    if scheme.lower() == "file" and create:
+        options["mkdir"] = True
     try:
-        store = from_url(cleaned, client_options=_client_options()) if s3 else from_url(cleaned)
+        store = from_url(cleaned, **options)  # type: ignore[call-overload]
     except Exception as exc:  # obstore raises its own config errors; name the URL once
-        raise ConfigError(f"{url}: cannot open object store: {exc}") from exc
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{url}: cannot open object store: {reason}") from exc
     return ObjectLocation(url=cleaned, store=store)
