@@ -32,17 +32,20 @@ class Fault:
 
     *kind* is ``"500"`` (answer 500) or ``"drop"`` (a GET gets half its body and a closed
     connection; any other method gets its connection closed unanswered, unforwarded).
-    *times* is how many matching requests to break (``-1``: all of them).
+    *times* is how many matching requests to break (``-1``: all of them). With *suffix*
+    the path must end with *path_part* (a plain key, not the parts of an upload to it).
     """
 
     method: str
     path_part: str
     kind: str = "500"
     times: int = 1
+    suffix: bool = False
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:
-        if method != self.method or self.path_part not in path:
+        found = path.endswith(self.path_part) if self.suffix else self.path_part in path
+        if method != self.method or not found:
             return False
         return self.times < 0 or self.fired < self.times
 
@@ -132,7 +135,7 @@ def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
     proxy = FaultProxy(endpoint=f"http://127.0.0.1:{server.server_address[1]}")
     server.RequestHandlerClass = _handler(proxy, upstream)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield proxy

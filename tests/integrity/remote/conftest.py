@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -25,10 +28,49 @@ LARGE = "large/blob.bin"
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A published-looking tree: small files, an empty one, a three-part large file."""
-    root = make_tree(tmp_path / "tree", {**SAMPLE, LARGE: os.urandom(2 * PART + 12345)})
+    """A tree with its manifest: small files in subdirectories, an empty one."""
+    root = make_tree(tmp_path / "tree")
     write_manifest(root)
     return root
+
+
+@pytest.fixture
+def large_tree(tmp_path: Path) -> Path:
+    """The same small files and one large file that goes up in three multipart parts."""
+    root = make_tree(tmp_path / "large-tree", {**SAMPLE, LARGE: os.urandom(2 * PART + 12345)})
+    write_manifest(root)
+    return root
+
+
+_BATCH = """
+import contextlib, io, json, sys
+from dataset_devkit.cli.app import main
+runs = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    runs.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(runs))
+"""
+
+
+def run_cli_batch(env: dict[str, str], *commands: Sequence[str]) -> list[tuple[int, str, str]]:
+    """Run several ``dataset-devkit`` command lines in one child process (a process per
+    command costs a second or two of imports): ``(exit code, stdout, stderr)`` each."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BATCH, json.dumps([list(c) for c in commands])],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+        timeout=300,
+        check=True,
+    )
+    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
 
 
 @pytest.fixture

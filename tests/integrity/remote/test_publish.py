@@ -31,11 +31,17 @@ def _keys(url: str) -> dict[str, str | None]:
     return {m["path"]: m["e_tag"] for batch in obstore.list(store) for m in batch}
 
 
-def test_published_objects_are_the_tree_with_its_manifest_last(tree: Path, s3_bucket: str) -> None:
+def test_published_objects_are_the_tree_with_its_manifest_last(
+    large_tree: Path, s3_bucket: str
+) -> None:
+    tree = large_tree
     url = f"s3://{s3_bucket}/datasets/one"
     result = publish_remote(tree, url, part_size=PART, retry=FAST)
     manifest = read_manifest(tree)
-    assert (result.root_sha256, result.uploaded_files) == (manifest.root_sha256, manifest.file_count)
+    assert (result.root_sha256, result.uploaded_files) == (
+        manifest.root_sha256,
+        manifest.file_count,
+    )
     assert result.already_published is False
     store = open_location(url).store
     assert set(_keys(url)) == {e.path for e in manifest.files} | {"content_manifest.json"}
@@ -47,7 +53,8 @@ def test_published_objects_are_the_tree_with_its_manifest_last(tree: Path, s3_bu
     assert report.ok and report.actual_root_sha256 == manifest.root_sha256
 
 
-def test_file_urls_publish_the_same_tree(tree: Path, tmp_path: Path) -> None:
+def test_file_urls_publish_the_same_tree(large_tree: Path, tmp_path: Path) -> None:
+    tree = large_tree
     url = (tmp_path / "bucket" / "ds").as_uri()
     result = publish_remote(tree, url, part_size=PART)
     assert not result.already_published
@@ -198,7 +205,10 @@ def test_different_concurrent_publishers_get_exactly_one_winner(
     assert report.ok, report.issues
 
 
-def test_a_file_that_changed_after_verification_never_lands(tree: Path, s3_bucket: str) -> None:
+def test_a_file_that_changed_after_verification_never_lands(
+    large_tree: Path, s3_bucket: str
+) -> None:
+    tree = large_tree
     url = f"s3://{s3_bucket}/p"
     location = open_location(url)
     for path, size in (("a.txt", 6), (LARGE, 2 * PART + 12345)):
