@@ -11,13 +11,26 @@ from pathlib import Path
 
 import typer
 
-from dataset_devkit.cli.output import emit_report
+from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import stdout_console
-from dataset_devkit.integrity.remote import publish_remote, verify_remote
-from dataset_devkit.objectstore import is_url
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ManifestNotFoundError
+from dataset_devkit.integrity.remote import (
+    RetryPolicy,
+    publish_remote,
+    read_remote_manifest,
+    verify_remote,
+)
+from dataset_devkit.objectstore import is_url, open_location
 
-__all__ = ["is_url", "location_parser", "publish_to_url", "verify_url"]
+__all__ = [
+    "inspect_url",
+    "is_url",
+    "location_parser",
+    "publish_to_url",
+    "validate_url",
+    "verify_url",
+]
 
 
 def location_parser(value: str) -> str:
@@ -92,3 +105,64 @@ def publish_to_url(tree: Path, url: str, *, manifest_location: str | None, as_js
             f"({result.uploaded_files} uploaded{skipped}), manifest {result.manifest_location}"
         )
     console.print(f"root_sha256 {result.root_sha256}")
+
+
+_KIND = "content-manifest-tree"
+_REMOTE_NOTE = (
+    "checked against its content manifest; the checks specific to a release, VIN store, "
+    "stereo or nuScenes tree run on a local copy"
+)
+
+
+def validate_url(url: str, *, as_json: bool) -> None:
+    """``validate URL``: a dataset on an object store is checked as a content-manifest tree
+    (every object hashed in place); the kind-specific checks need the tree on disk."""
+    target(_KIND, url)
+    with progress_bar("verify", unit="objects") as advance:
+        report = verify_remote(url, progress=advance)
+    report.raise_for_issues()
+    if as_json:
+        emit_report(
+            ok=True,
+            root=report.root,
+            root_sha256=report.root_sha256,
+            files=report.file_count,
+            bytes=report.total_bytes,
+            manifest=report.manifest_location,
+            note=_REMOTE_NOTE,
+        )
+        return
+    stdout_console().print(
+        f"OK {report.root}: valid {_KIND} ({_REMOTE_NOTE})",
+        f"root_sha256 {report.root_sha256}",
+        sep="\n",
+    )
+
+
+def inspect_url(url: str, *, as_json: bool) -> None:
+    """``inspect URL``: the dataset's content manifest, read from the object store."""
+    target(_KIND, url)
+    location = open_location(url)
+    policy = RetryPolicy()
+    manifest = read_remote_manifest(location, CONTENT_MANIFEST_NAME, policy)
+    if manifest is None:
+        raise ManifestNotFoundError(
+            "no content manifest; a prefix without its manifest is not a dataset "
+            "(inspect reads the manifest at the top of the prefix)",
+            path=location.describe(CONTENT_MANIFEST_NAME),
+        )
+    if as_json:
+        emit_report(
+            ok=True,
+            root=location.url,
+            root_sha256=manifest.root_sha256,
+            markers=[CONTENT_MANIFEST_NAME],
+            files=manifest.file_count,
+            bytes=manifest.total_bytes,
+        )
+        return
+    console = stdout_console()
+    console.print(
+        f"{_KIND} {location.url}: {manifest.file_count} files, {manifest.total_bytes} bytes"
+    )
+    console.print(f"root_sha256 {manifest.root_sha256}")

@@ -49,7 +49,9 @@ def _is_credentials(text: str) -> bool:
     """Whether the client failed to find credentials: with none in the environment it asks
     the instance metadata service (``/latest/api/token``), which is absent off a cloud VM."""
     lowered = text.lower()
-    return "credential" in lowered or "/latest/api/token" in lowered or "/latest/meta-data" in lowered
+    return (
+        "credential" in lowered or "/latest/api/token" in lowered or "/latest/meta-data" in lowered
+    )
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -24,47 +24,36 @@ The protocol, in order:
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.errors import DestinationExistsError, FormatError, PublicationError
-from dataset_devkit.integrity.canonical import canonical_json
+from dataset_devkit.errors import PublicationError
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.manifest import (
     ContentManifest,
-    ManifestEntry,
     build_manifest,
-    parse_manifest,
     read_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
-from dataset_devkit.integrity.remote.objects import (
-    RemoteObject,
-    keeps_metadata,
-    list_objects,
-    read_small,
-    recorded_sha256,
+from dataset_devkit.integrity.remote.commit import (
+    CLAIM_SUFFIX,
+    claim,
+    commit,
+    committed,
+    release_claim,
 )
-from dataset_devkit.integrity.remote.reads import hash_objects
-from dataset_devkit.integrity.remote.retry import RetryPolicy, with_retries
-from dataset_devkit.integrity.remote.upload import upload_file
+from dataset_devkit.integrity.remote.objects import RemoteObject, list_objects
+from dataset_devkit.integrity.remote.retry import RetryPolicy
+from dataset_devkit.integrity.remote.transfer import Outcome, already_uploaded, upload_all
 from dataset_devkit.integrity.safefs import path_argument
 from dataset_devkit.integrity.verify import verify_tree
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
 __all__ = ["CLAIM_SUFFIX", "DEFAULT_PART_SIZE", "RemotePublishResult", "publish_remote"]
 
-#: Appended to the manifest's key to name the claim of a publish in progress.
-CLAIM_SUFFIX: Final = ".publishing"
 #: Multipart part size; also the largest file sent in one request.
 DEFAULT_PART_SIZE: Final = 8 << 20
-_CLAIM_FORMAT: Final = "dataset-devkit/publish-claim"
-#: Large files uploaded at once; each holds ``part_concurrency`` parts in memory.
-_LARGE_AT_ONCE: Final = 2
 
 
 @dataclass(frozen=True)
@@ -93,25 +82,6 @@ def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
         return build_manifest(tree, location=location or CONTENT_MANIFEST_NAME)
     verify_tree(tree, manifest=manifest).raise_for_issues()
     return manifest
-
-
-def _published_root(
-    location: ObjectLocation, key: str, policy: RetryPolicy
-) -> ContentManifest | None:
-    raw = read_small(location, key, policy)
-    if raw is None:
-        return None
-    return parse_manifest(raw, location.describe(key), location=key)
-
-
-class _Outcome:
-    """Counters shared by the upload workers."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.files = 0
-        self.bytes = 0
-        self.skipped = 0
 
 
 def publish_remote(
@@ -161,7 +131,7 @@ def publish_remote(
     claim_key = key + CLAIM_SUFFIX
     location = open_location(url, retry=policy.obstore_config(), create=True)
 
-    def done(already: bool, outcome: _Outcome | None = None) -> RemotePublishResult:
+    def done(already: bool, outcome: Outcome | None = None) -> RemotePublishResult:
         return RemotePublishResult(
             url=location.url,
             root_sha256=manifest.root_sha256,
@@ -174,17 +144,17 @@ def publish_remote(
             already_published=already,
         )
 
-    if _committed(location, key, manifest, policy):
-        _release_claim(location, claim_key, manifest.root_sha256, policy)
+    if committed(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True)
     listed = list_objects(location, policy)
     _refuse_strangers(location, manifest, listed, claim_key)
-    _claim(location, claim_key, manifest.root_sha256, policy)
-    if _committed(location, key, manifest, policy):
-        _release_claim(location, claim_key, manifest.root_sha256, policy)
+    claim(location, claim_key, manifest.root_sha256, policy)
+    if committed(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True)
-    outcome = _Outcome()
-    present = _present(location, manifest, listed, workers, policy)
+    outcome = Outcome()
+    present = already_uploaded(location, manifest, listed, workers, policy)
     outcome.skipped = len(present)
     todo = [entry for entry in manifest.files if entry.path not in present]
     report(
@@ -195,37 +165,15 @@ def publish_remote(
             total_items=len(todo),
         ),
     )
-    _upload_all(
+    upload_all(
         location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
     )
     _check_complete(location, manifest, list_objects(location, policy), claim_key)
-    if not _commit(location, key, manifest, policy):
-        _release_claim(location, claim_key, manifest.root_sha256, policy)
+    if not commit(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True, outcome)
-    _release_claim(location, claim_key, manifest.root_sha256, policy)
+    release_claim(location, claim_key, manifest.root_sha256, policy)
     return done(False, outcome)
-
-
-def _committed(
-    location: ObjectLocation, key: str, manifest: ContentManifest, policy: RetryPolicy
-) -> bool:
-    """True when *location* already holds this dataset; raise when it holds another."""
-    try:
-        published = _published_root(location, key, policy)
-    except FormatError as exc:
-        raise DestinationExistsError(
-            f"{location.describe(key)}: already exists and is not a valid content manifest "
-            f"({exc.detail}); a published dataset is never replaced"
-        ) from None
-    if published is None:
-        return False
-    if published.root_sha256 != manifest.root_sha256:
-        raise DestinationExistsError(
-            f"{location.url}: already holds a dataset with root_sha256 "
-            f"{published.root_sha256}, not {manifest.root_sha256}; a published dataset is "
-            "never replaced"
-        )
-    return True
 
 
 def _refuse_strangers(
@@ -242,151 +190,6 @@ def _refuse_strangers(
             f"{location.url}: holds {len(strangers)} object(s) that are not in this tree "
             f"({shown}); a dataset's prefix holds only its own files, choose an empty prefix"
         )
-
-
-def _claim_bytes(root: str) -> bytes:
-    return canonical_json({"format": _CLAIM_FORMAT, "root_sha256": root}) + b"\n"
-
-
-def _claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> None:
-    import obstore
-
-    url = location.describe(claim_key)
-
-    def create() -> bool:
-        try:
-            obstore.put(location.store, claim_key, _claim_bytes(root), mode="create")
-        except FileExistsError:
-            return False
-        except Exception as exc:
-            if type(exc).__name__ == "AlreadyExistsError":
-                return False
-            raise
-        return True
-
-    if with_retries(policy, url, "claim the prefix", create):
-        return
-    held = read_small(location, claim_key, policy)
-    if held is not None and held != _claim_bytes(root):
-        raise PublicationError(
-            f"{location.url}: an unfinished publish of another tree holds this prefix "
-            f"({claim_key}: {held[:120].decode('utf-8', 'replace').strip()}); re-run that "
-            "publish to finish it, or delete the prefix to start over"
-        )
-
-
-def _release_claim(
-    location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy
-) -> None:
-    """Remove our claim (or a stale one for the same root); another root's is left alone."""
-    import obstore
-
-    if read_small(location, claim_key, policy) != _claim_bytes(root):
-        return
-
-    def delete() -> None:
-        obstore.delete(location.store, claim_key)
-
-    # Deleting a key that a twin publisher already removed succeeds on every store.
-    with_retries(policy, location.describe(claim_key), "remove the claim", delete)
-
-
-def _present(
-    location: ObjectLocation,
-    manifest: ContentManifest,
-    listed: dict[str, RemoteObject],
-    workers: int,
-    policy: RetryPolicy,
-) -> set[str]:
-    """Paths already uploaded with the right size and SHA-256 (by a run interrupted)."""
-    candidates = [
-        (entry, listed[entry.path])
-        for entry in manifest.files
-        if entry.path in listed and listed[entry.path].size == entry.size
-    ]
-    if not candidates:
-        return set()
-    if not keeps_metadata(location):
-        digests = hash_objects(
-            location, [(e.path, info) for e, info in candidates], workers=workers, policy=policy
-        )
-        return {e.path for e, _ in candidates if digests.get(e.path) == e.sha256}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="remote-head") as pool:
-        recorded = list(
-            pool.map(lambda pair: recorded_sha256(location, pair[0].path, policy), candidates)
-        )
-    return {
-        e.path for (e, _), digest in zip(candidates, recorded, strict=True) if digest == e.sha256
-    }
-
-
-def _upload_all(
-    location: ObjectLocation,
-    tree: Path,
-    todo: list[ManifestEntry],
-    outcome: _Outcome,
-    workers: int,
-    part_size: int,
-    part_concurrency: int,
-    policy: RetryPolicy,
-    progress: OnProgress | None,
-) -> None:
-    metadata = keeps_metadata(location)
-    window = threading.BoundedSemaphore(workers * 2)
-    large = threading.BoundedSemaphore(_LARGE_AT_ONCE)
-    failures: list[BaseException] = []
-    stop = threading.Event()
-    advance: Callable[[int], None] | None = None
-    if progress is not None:
-        sink = progress
-
-        def advance(nbytes: int) -> None:
-            sink(ProgressUpdate("upload", nbytes=nbytes))
-
-    def one(entry: ManifestEntry) -> None:
-        is_large = entry.size > part_size
-        try:
-            if stop.is_set():
-                return
-            if is_large:
-                large.acquire()
-            try:
-                with_retries(
-                    policy,
-                    location.describe(entry.path),
-                    "upload",
-                    lambda: upload_file(
-                        location,
-                        tree,
-                        entry,
-                        part_size=part_size,
-                        part_concurrency=part_concurrency,
-                        metadata=metadata,
-                        progress=advance,
-                    ),
-                )
-            finally:
-                if is_large:
-                    large.release()
-            with outcome.lock:
-                outcome.files += 1
-                outcome.bytes += entry.size
-            report(progress, ProgressUpdate("upload", items=1))
-        except BaseException as exc:
-            failures.append(exc)
-            stop.set()
-        finally:
-            window.release()
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="upload") as pool:
-        for entry in todo:
-            window.acquire()
-            if stop.is_set():
-                window.release()
-                break
-            pool.submit(one, entry)
-    if failures:
-        raise failures[0]
 
 
 def _check_complete(
@@ -409,28 +212,3 @@ def _check_complete(
             f"{location.url}: after the upload {len(problems)} object(s) are not as uploaded "
             f"(first: {problems[0]}); another writer is at work here, nothing was committed"
         )
-
-
-def _commit(
-    location: ObjectLocation, key: str, manifest: ContentManifest, policy: RetryPolicy
-) -> bool:
-    """Write the manifest if no one has; True when this call wrote it."""
-    import obstore
-
-    def create() -> bool:
-        try:
-            obstore.put(location.store, key, manifest.to_bytes(), mode="create")
-        except FileExistsError:
-            return False
-        except Exception as exc:
-            if type(exc).__name__ == "AlreadyExistsError":
-                return False
-            raise
-        return True
-
-    if with_retries(policy, location.describe(key), "write the manifest", create):
-        return True
-    # Someone committed first (or our own write landed and its answer was lost): the same
-    # root is this dataset, another root is a lost race.
-    _committed(location, key, manifest, policy)
-    return False

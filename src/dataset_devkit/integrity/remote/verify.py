@@ -21,8 +21,8 @@ from dataset_devkit.integrity.manifest import (
     parse_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
+from dataset_devkit.integrity.remote.commit import CLAIM_SUFFIX
 from dataset_devkit.integrity.remote.objects import RemoteObject, list_objects, read_small
-from dataset_devkit.integrity.remote.publish import CLAIM_SUFFIX
 from dataset_devkit.integrity.remote.reads import DEFAULT_RANGE_SIZE, hash_objects
 from dataset_devkit.integrity.remote.retry import RetryPolicy
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex
