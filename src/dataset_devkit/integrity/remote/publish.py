@@ -52,8 +52,8 @@ from dataset_devkit.objectstore import ObjectLocation, open_location
 
 __all__ = ["CLAIM_SUFFIX", "DEFAULT_PART_SIZE", "RemotePublishResult", "publish_remote"]
 
-#: Multipart part size; also the largest file sent in one request.
-DEFAULT_PART_SIZE: Final = 8 << 20
+#: Multipart part size (files up to 8 MiB go in one request).
+DEFAULT_PART_SIZE: Final = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def publish_remote(
     manifest_location: str | None = None,
     workers: int = 8,
     part_size: int = DEFAULT_PART_SIZE,
-    part_concurrency: int = 4,
+    part_concurrency: int = 2,
     retry: RetryPolicy | None = None,
     progress: OnProgress | None = None,
 ) -> RemotePublishResult:
@@ -108,7 +108,7 @@ def publish_remote(
         Where the manifest lives in the tree (default: found, else the top).
     workers, part_size, part_concurrency
         Files uploaded at once, the multipart part size, and parts in flight per large file:
-        memory stays near ``workers x part_size + 2 x part_concurrency x part_size``.
+        memory stays under ``workers x 8 MiB + 2 x part_concurrency x part_size``.
     retry
         Retries of each request and of each whole object upload.
 

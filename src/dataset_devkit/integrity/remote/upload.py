@@ -45,9 +45,14 @@ def upload_file(
     part_size: int,
     part_concurrency: int,
     metadata: bool,
+    single_put_limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> None:
     """Put ``root/entry.path`` at key ``entry.path``; raise if its bytes are not *entry*'s.
+
+    Files up to *single_put_limit* (default: *part_size*) go in one request, held whole in
+    memory; larger ones as a multipart upload of *part_size* parts, *part_concurrency* at
+    a time.
 
     Raises
     ------
@@ -58,7 +63,7 @@ def upload_file(
 
     attributes = {SHA256_METADATA: entry.sha256} if metadata else None
     with SafeDir.open(root) as pinned, pinned.open_read(entry.path) as handle:
-        if entry.size <= part_size:
+        if entry.size <= (part_size if single_put_limit is None else single_put_limit):
             data = handle.read(entry.size + 1)
             digest = hashlib.sha256(data).hexdigest()
             if len(data) != entry.size or digest != entry.sha256:
