@@ -30,8 +30,9 @@ _ERROR_500 = (
 class Fault:
     """Break requests whose method is *method* and whose path contains *path_part*.
 
-    *kind* is ``"500"`` (answer 500) or ``"drop"`` (a GET gets half its body and a closed
-    connection; any other method gets its connection closed unanswered, unforwarded).
+    *kind* is ``"500"`` (answer 500), ``"drop"`` (a GET gets half its body and a closed
+    connection; any other method gets its connection closed unanswered, unforwarded) or
+    ``"hold"`` (no answer until the proxy stops: a client killed meanwhile never learns).
     *times* is how many matching requests to break (``-1``: all of them). With *suffix*
     the path must end with *path_part* (a plain key, not the parts of an upload to it).
     """
@@ -58,6 +59,7 @@ class FaultProxy:
     faults: list[Fault] = field(default_factory=list)
     seen: list[tuple[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def pick(self, method: str, path: str) -> Fault | None:
         with self.lock:
@@ -85,6 +87,10 @@ def _handler(proxy: FaultProxy, upstream: str) -> type[BaseHTTPRequestHandler]:
             fault = proxy.pick(self.command, self.path)
             if fault is not None and fault.kind == "500":
                 self._answer(500, _ERROR_500, {"Content-Type": "application/xml"})
+                return
+            if fault is not None and fault.kind == "hold":
+                proxy.stopping.wait(60)
+                self.close_connection = True
                 return
             if fault is not None and fault.kind == "drop" and self.command != "GET":
                 self.close_connection = True
@@ -140,6 +146,7 @@ def fault_proxy(upstream: str) -> Iterator[FaultProxy]:
     try:
         yield proxy
     finally:
+        proxy.stopping.set()
         server.shutdown()
         server.server_close()
         thread.join()
