@@ -216,3 +216,20 @@ def test_a_file_that_changed_after_verification_never_lands(
         with pytest.raises(IntegrityError, match="changed while it was uploaded"):
             upload_file(location, tree, lie, part_size=PART, part_concurrency=2, metadata=True)
     assert _keys(url) == {}  # the small one was never sent, the large upload was aborted
+
+
+def test_a_claim_left_beside_a_committed_manifest_is_cleared_by_a_rerun(
+    tree: Path, s3_bucket: str
+) -> None:
+    # A publisher killed between writing the manifest and removing its claim.
+    url = f"s3://{s3_bucket}/p"
+    result = publish_remote(tree, url, retry=FAST)
+    claim = b'{"format":"dataset-devkit/publish-claim","root_sha256":"'
+    claim += result.root_sha256.encode() + b'"}\n'
+    obstore.put(open_location(url).store, "content_manifest.json.publishing", claim)
+    stale = verify_remote(url, retry=FAST)
+    assert [(i.path, i.kind) for i in stale.details] == [
+        ("content_manifest.json.publishing", "extra")
+    ]
+    assert publish_remote(tree, url, retry=FAST).already_published
+    assert verify_remote(url, retry=FAST).ok
