@@ -95,15 +95,16 @@ def _handler(proxy: FaultProxy, upstream: str) -> type[BaseHTTPRequestHandler]:
             if fault is not None and fault.kind == "drop" and self.command != "GET":
                 self.close_connection = True
                 return
-            connection = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+            host = target.hostname or "127.0.0.1"
+            connection = http.client.HTTPConnection(host, target.port, timeout=60)
             try:
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
                 connection.request(self.command, self.path, body=body, headers=headers)
                 response = connection.getresponse()
                 data = response.read()
-                dropped = ("connection", "transfer-encoding", "content-length")
+                dropped = {"connection", "transfer-encoding", "content-length"}
                 if self.command == "HEAD":  # the size of the object, not of this empty body
-                    dropped = dropped[:2]
+                    dropped.discard("content-length")
                 passed = {k: v for k, v in response.getheaders() if k.lower() not in dropped}
             finally:
                 connection.close()
