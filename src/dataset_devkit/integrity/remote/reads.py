@@ -82,8 +82,12 @@ def hash_objects(
     range_size: int = DEFAULT_RANGE_SIZE,
     window: int | None = None,
     progress: Callable[[int], None] | None = None,
+    finished: Callable[[], None] | None = None,
 ) -> dict[str, str | Issue]:
     """SHA-256 of every object, or an :class:`Issue` when it changed or vanished meanwhile.
+
+    *progress* is called with each range's byte count once hashed, *finished* once per
+    object whose digest is complete.
 
     Raises
     ------
@@ -110,6 +114,8 @@ def hash_objects(
                     progress(len(chunk))
             if state.next_index == state.count and state.key not in results:
                 results[state.key] = state.hasher.hexdigest()
+                if finished is not None:
+                    finished()
 
     def fetch(state: _Digest, info: RemoteObject, index: int) -> None:
         start = index * range_size
@@ -149,6 +155,8 @@ def hash_objects(
                 break
             if info.size == 0:
                 results[key] = hashlib.sha256().hexdigest()
+                if finished is not None:
+                    finished()
                 continue
             count = -(-info.size // range_size)
             state = _Digest(key=key, size=info.size, count=count)

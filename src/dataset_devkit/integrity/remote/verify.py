@@ -9,6 +9,7 @@ raced (replaced while read), manifest, in the same report.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from dataset_devkit.errors import FormatError
@@ -87,6 +88,13 @@ def _locate(
     return found[0]
 
 
+def _counter(progress: OnProgress) -> Callable[[], None]:
+    def one() -> None:
+        progress(ProgressUpdate("verify", items=1, unit="objects"))
+
+    return one
+
+
 def verify_remote(
     url: str,
     *,
@@ -145,6 +153,7 @@ def verify_remote(
             "verify",
             total_bytes=sum(info.size for info in present.values()),
             total_items=len(present),
+            unit="objects",
         ),
     )
     digests = hash_objects(
@@ -153,7 +162,8 @@ def verify_remote(
         workers=workers,
         policy=policy,
         range_size=range_size,
-        progress=byte_reporter(progress, "verify"),
+        progress=byte_reporter(progress, "verify", unit="objects"),
+        finished=None if progress is None else _counter(progress),
     )
     clean = True
     for path, info in sorted(present.items()):
