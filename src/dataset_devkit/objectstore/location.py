@@ -73,6 +73,15 @@ def _client_options() -> ClientConfig:
     return {}
 
 
+def _unsigned_payload() -> bool:
+    """Skip hashing each request body into its signature where nobody can alter it in
+    transit: over TLS (what AWS SDKs do for S3) or on the loopback interface. Plain HTTP to
+    another host keeps the signed payload. The content is SHA-256-checked end to end anyway
+    (``verify``), so the signature's hash would only read every byte once more."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
+    return not endpoint.startswith("http://") or _loopback(endpoint)
+
+
 def open_location(
     url: str, *, retry: RetryConfig | None = None, create: bool = False
 ) -> ObjectLocation:
@@ -107,6 +116,7 @@ def open_location(
     options: dict[str, object] = {"retry_config": retry} if remote and retry else {}
     if s3:
         options["client_options"] = _client_options()
+        options["unsigned_payload"] = _unsigned_payload()
     if scheme.lower() == "file" and create:
         options["mkdir"] = True
     try:
