@@ -42,13 +42,17 @@ class RetryPolicy:
         jitter, so many workers do not retry in lockstep).
     timeout
         Seconds obstore keeps retrying one request before it gives up.
+
+    The defaults give up on a dead object after about half a minute (obstore's own
+    default, 10 retries within 3 minutes per request, left a user waiting for minutes per
+    object on a server that is down, or for credentials that are not there).
     """
 
     attempts: int = 4
-    request_retries: int = 10
+    request_retries: int = 5
     initial_backoff: float = 0.2
-    max_backoff: float = 15.0
-    timeout: float = 180.0
+    max_backoff: float = 5.0
+    timeout: float = 60.0
 
     def obstore_config(self) -> RetryConfig:
         """The same policy as obstore's per-request retry configuration."""
