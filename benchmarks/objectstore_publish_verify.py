@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.s3_server: the same server the test suite uses
 
 from dataset_devkit.integrity import write_manifest  # noqa: E402
-from dataset_devkit.integrity.remote import publish_remote, verify_remote  # noqa: E402
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote  # noqa: E402
 
 _SERVER = """
 import sys, time

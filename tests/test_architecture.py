@@ -134,6 +134,7 @@ NUSCENES_STAGES: dict[str, int] = {
     "validation": 4,
     "sdk": 5,
     "config": 6,
+    "cluster": 6,
     "build": 6,
 }
 _TOP = 7  # the package facade ``dataset_devkit.nuscenes`` itself

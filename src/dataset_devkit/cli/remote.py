@@ -15,7 +15,7 @@ from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import stdout_console
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ManifestNotFoundError
-from dataset_devkit.integrity.remote import (
+from dataset_devkit.integrity.bucket import (
     RetryPolicy,
     publish_remote,
     read_remote_manifest,

@@ -33,6 +33,11 @@
     output_dir = "out"                    # the dataroot is published at out/v1.0-trainval
     evidence_dir = "out/evidence"         # optional; default <output_dir>/evidence
 
+    [executor]                            # optional; where the per-recording work runs
+    workers = 4                           # local processes; default one per core (max 32)
+    # scheduler = "tcp://10.0.0.5:8786"   # or a Dask scheduler (workers share the paths)
+    # connect_timeout_s = 10.0
+
 Any unknown key, wrong type or value outside the v1 contract is a ``ConfigError`` whose
 ``key`` is the dotted TOML key.
 """
@@ -43,7 +48,7 @@ import os
 import re
 import tomllib
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,6 +57,7 @@ import msgspec
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.cluster import ExecutorConfig, ExecutorTable, parse_executor
 from dataset_devkit.nuscenes.evidence.derive import check_config
 from dataset_devkit.nuscenes.ingest.fingerprint import source_type_of
 
@@ -67,6 +73,7 @@ _TOP_KEYS = (
     "export",
     "publication",
     "paths",
+    "executor",
 )
 _PATH_RE = re.compile(r"(?: - )?at `\$\.?(?P<path>[^`]*)`")
 _UNKNOWN_RE = re.compile(r"unknown field `([^`]*)`")
@@ -121,12 +128,15 @@ class BuildConfig:
         Where the final dataroot ``output_dir/v1.0-trainval`` is published.
     evidence_dir
         Where the immutable evidence directory is written.
+    executor
+        Where the per-recording work runs (it never changes what is published).
     """
 
     pipeline: spec.PipelineConfig
     sources: SourcesConfig
     output_dir: Path
     evidence_dir: Path
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
 
     @property
     def final_dataroot(self) -> Path:
@@ -236,6 +246,7 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
         ),
         output_dir=output_dir,
         evidence_dir=evidence_dir,
+        executor=parse_executor(_convert(data.get("executor", {}), ExecutorTable, "executor")),
     )
 
 

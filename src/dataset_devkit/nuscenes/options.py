@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
+import msgspec
+
 from dataset_devkit.nuscenes.constants import (
     JPEG_QUALITY,
     Record,
@@ -47,6 +49,11 @@ class SelectionRule(Record, frozen=True, kw_only=True, forbid_unknown_fields=Tru
 
     kind: SelectionRuleKind
     value: float | int | str | None = None
+    #: Added (additive): the rule applies only to the scenes of recordings whose id or file
+    #: name matches one of these shell patterns (``"van-*"``); other recordings' scenes pass
+    #: it untouched. Unset: every recording. Left out of the encoding when unset, so configs
+    #: without it keep their fingerprint.
+    recordings: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
 
 
 class ScenarioConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

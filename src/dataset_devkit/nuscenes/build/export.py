@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME
+from dataset_devkit.nuscenes.cluster import BuildExecutors
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
 from dataset_devkit.nuscenes.export.dataset import export_dataset
@@ -48,8 +49,17 @@ def _check_same_inputs(config: BuildConfig, evidence: Evidence) -> None:
         )
 
 
-def export_from_recordings(config: BuildConfig, staging: Path, progress: Progress) -> None:
-    """Build or reuse the evidence of *config*, then export it into *staging*."""
+def export_from_recordings(
+    config: BuildConfig,
+    staging: Path,
+    progress: Progress,
+    executors: BuildExecutors | None = None,
+) -> None:
+    """Build or reuse the evidence of *config*, then export it into *staging*.
+
+    *executors* run the per-recording work and the frame copies (in this process when None).
+    """
+    run_on = executors or BuildExecutors(recordings=None, copies=None)
     reused = os.path.lexists(config.evidence_dir)
     if reused:
         manifest = config.evidence_dir / CONTENT_MANIFEST_NAME
@@ -72,6 +82,7 @@ def export_from_recordings(config: BuildConfig, staging: Path, progress: Progres
             config.evidence_dir,
             labels=config.sources.labels,
             progress=progress,
+            executor=run_on.recordings,
         )
     found = evidence.document.source_type
     if found != config.sources.type:
@@ -80,7 +91,14 @@ def export_from_recordings(config: BuildConfig, staging: Path, progress: Progres
             key="sources.type",
         )
     try:
-        export_dataset(staging, evidence, config=config.pipeline, progress=progress)
+        export_dataset(
+            staging,
+            evidence,
+            config=config.pipeline,
+            progress=progress,
+            workers=run_on.copy_threads,
+            executor=run_on.copies,
+        )
     except ConfigError as exc:
         if not reused:
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from dataset_devkit.integrity import (
 )
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
+from dataset_devkit.nuscenes.cluster import BuildExecutors, open_executors
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.validation.dataroot import Progress
 from dataset_devkit.nuscenes.validation.fleet import fleet_notes
@@ -109,10 +111,12 @@ def _ensure_output_dir(path: Path) -> None:
         raise UnsafePathError("output directory is a symlink; refusing to follow it", path=path)
 
 
-def _default_exporter(config: BuildConfig, staging: Path, progress: Progress) -> None:
+def _default_exporter(
+    config: BuildConfig, staging: Path, progress: Progress, executors: BuildExecutors
+) -> None:
     from dataset_devkit.nuscenes.build.export import export_from_recordings
 
-    export_from_recordings(config, staging, progress)
+    export_from_recordings(config, staging, progress, executors)
 
 
 def build_dataset(
@@ -122,6 +126,7 @@ def build_dataset(
     exporter: Exporter | None = None,
     on_phase: Callable[[str], None] | None = None,
     workers: int = 2,
+    executor: Executor | None = None,
 ) -> BuildResult:
     """Build and publish ``config.output_dir/v1.0-trainval`` from ``config``'s recordings.
 
@@ -137,6 +142,12 @@ def build_dataset(
         Called with each publication phase (``integrity.PUBLISH_PHASES``).
     workers
         Image decode threads during validation.
+    executor
+        Runs the per-recording ingest and frame extraction and the export's frame copies
+        (any ``concurrent.futures.Executor``: a process pool, a Dask cluster's
+        ``Client.get_executor()`` whose workers share this filesystem). The caller keeps
+        it open and shuts it down. Default: ``config.executor`` (``[executor]``). The
+        published bytes and root hash do not depend on it.
 
     Raises
     ------
@@ -154,7 +165,13 @@ def build_dataset(
     remove_stale_staging(final)  # left by killed builds; a live build's staging is locked
     staging = new_staging_dir(final)
     try:
-        (exporter or _default_exporter)(config, staging, report)
+        if exporter is not None:
+            exporter(config, staging, report)
+        else:
+            shared = [config.output_dir, *config.sources.paths]
+            count = len(config.sources.paths)
+            with open_executors(config.executor, count, executor, shared) as run_on:
+                _default_exporter(config, staging, report, run_on)
         published = publish_dataroot(
             staging, final, progress=report, on_phase=on_phase, workers=workers
         )

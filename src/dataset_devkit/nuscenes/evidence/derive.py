@@ -87,7 +87,8 @@ def derive(recordings: Sequence[EvRecording], config: PipelineConfig) -> Derived
         scenes.extend(
             derive_scenes(rec, config.scenario, include_sweeps=config.export.include_sweeps)
         )
-    steps, selected, rejected_by = select_scenes(scenes, config.scenario.rules)
+    names = {r.source_digest: (r.recording_id, r.source_name) for r in recordings}
+    steps, selected, rejected_by = select_scenes(scenes, config.scenario.rules, names)
     by_id = {s.scene_id: s for s in scenes}
     splits = assign_splits(config.namespace, [by_id[i] for i in selected], config.split)
     return Derived(

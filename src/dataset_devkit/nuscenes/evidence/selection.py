@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+
+import msgspec
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import EvScene
@@ -103,36 +106,100 @@ def _detail(rule: SelectionRule, scene: EvScene) -> str:
     return ""
 
 
+def _scope(rule: SelectionRule, key: str) -> tuple[str, ...] | None:
+    """The rule's recording patterns, or None when it applies to every recording."""
+    patterns = rule.recordings
+    if isinstance(patterns, msgspec.UnsetType):
+        return None
+    if not patterns or not all(isinstance(p, str) and p.strip() for p in patterns):
+        raise ConfigError(
+            f"{key}.recordings: expected a non-empty list of recording ids or shell patterns "
+            f'("van-*"), found {list(patterns)!r}',
+            key=f"{key}.recordings",
+        )
+    return patterns
+
+
+def _in_scope(
+    rule: SelectionRule, key: str, names: Mapping[str, tuple[str, ...]]
+) -> Callable[[EvScene], bool]:
+    """Whether a scene's recording is one the rule applies to (by id or file name).
+
+    A pattern that matches no recording of the build is refused: a typo would otherwise
+    silently turn the rule off.
+    """
+    patterns = _scope(rule, key)
+    if patterns is None:
+        return lambda _: True
+    matched = {
+        digest
+        for digest, ids in names.items()
+        if any(fnmatch.fnmatchcase(n, p) for n in ids for p in patterns)
+    }
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(n, pattern) for ids in names.values() for n in ids):
+            known = sorted({ids[0] for ids in names.values()})
+            raise ConfigError(
+                f"{key}.recordings: {pattern!r} matches no recording of this build "
+                f"(recording ids: {', '.join(known)})",
+                key=f"{key}.recordings",
+            )
+    return lambda s: s.source_digest in matched
+
+
+def _label(rule: SelectionRule) -> str:
+    """``rule i <kind>`` names the rule; a scoped rule also says which recordings."""
+    if isinstance(rule.recordings, msgspec.UnsetType):
+        return rule.kind
+    return f"{rule.kind} (recordings {', '.join(rule.recordings)})"
+
+
 def check_rules(rules: Sequence[SelectionRule]) -> None:
     """Refuse a rule whose value does not fit its kind, before any recording is read."""
     for i, rule in enumerate(rules):
         _predicate(rule, f"scenario.rules[{i}]")
+        _scope(rule, f"scenario.rules[{i}]")
 
 
 def select_scenes(
-    scenes: Sequence[EvScene], rules: Sequence[SelectionRule]
+    scenes: Sequence[EvScene],
+    rules: Sequence[SelectionRule],
+    recordings: Mapping[str, tuple[str, ...]] | None = None,
 ) -> tuple[tuple[SelectionStep, ...], tuple[str, ...], dict[str, str]]:
     """Apply *rules* in order to *scenes* (already in chronological order).
+
+    *recordings* maps each source digest to the recording's names (id, file name) that a
+    rule's ``recordings`` patterns match. A scoped rule judges only the scenes of matching
+    recordings (a scoped ``max_scenes`` keeps that many of theirs); the rest pass it.
 
     Returns the steps (with the scenes each rejected), the selected scene ids in order, and
     for every unselected scene the rule that rejected it. Unselected-by-validity scenes carry
     their validity reasons so the chronology says why.
     """
+    names = recordings if recordings is not None else {}
     candidates = list(scenes)
     steps: list[SelectionStep] = []
     rejected_by: dict[str, str] = {}
     for i, rule in enumerate(rules):
         key = f"scenario.rules[{i}]"
         keep = _predicate(rule, key)
+        judged = _in_scope(rule, key, names)
         if keep is None:
-            kept = candidates[: int(_number(rule, key))]
+            quota = int(_number(rule, key))
+            kept = []
+            for s in candidates:
+                if not judged(s):
+                    kept.append(s)
+                elif quota > 0:
+                    kept.append(s)
+                    quota -= 1
         else:
-            kept = [s for s in candidates if keep(s)]
+            kept = [s for s in candidates if not judged(s) or keep(s)]
         kept_ids = {s.scene_id for s in kept}
         dropped = tuple(s.scene_id for s in candidates if s.scene_id not in kept_ids)
         for s in candidates:
             if s.scene_id not in kept_ids:
-                rejected_by[s.scene_id] = f"rule {i} {rule.kind}" + _detail(rule, s)
+                rejected_by[s.scene_id] = f"rule {i} {_label(rule)}" + _detail(rule, s)
         steps.append(
             SelectionStep(
                 rule=rule,

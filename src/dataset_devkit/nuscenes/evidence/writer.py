@@ -6,31 +6,30 @@ import hashlib
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 
 import msgspec
 
-from dataset_devkit.errors import ConfigError, FormatError
+from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
 from dataset_devkit.nuscenes.common.arguments import check_instance, check_output_location
-from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, jpeg_dimensions
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.inputs import (
     MAX_RECORDING_SPAN_NS,
     channel_mapping,
-    check_span,
     distinct_recordings,
     open_recording,
 )
 from dataset_devkit.nuscenes.evidence.labels import read_labels
+from dataset_devkit.nuscenes.evidence.parallel import ingest_recordings, store_frames
 from dataset_devkit.nuscenes.evidence.reader import Evidence, read_evidence
 from dataset_devkit.nuscenes.evidence.records import (
     EVIDENCE_FILE,
     FRAMES_DIR,
     EvCamera,
     EvidenceDocument,
-    EvImage,
     EvRecording,
     EvScene,
 )
@@ -101,11 +100,15 @@ def build_evidence(
     *,
     labels: Path | str | None = None,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> Evidence:
     """Ingest *recordings*, derive scenes/selection/splits, store frames; write *out* once.
 
-    *out* must not exist. Its ``content_manifest.json`` is written last, so a directory
-    without one is an interrupted build, never evidence; a failed build removes *out*.
+    *executor* runs the per-recording work (ingest, then frame extraction) as one task per
+    recording (see :mod:`.parallel`); None runs it in this process. Whatever runs it, the
+    evidence is byte-identical. *out* must not exist. Its ``content_manifest.json`` is
+    written last, so a directory without one is an interrupted build, never evidence; a
+    failed build removes *out*.
     """
     check_instance(config, PipelineConfig, "config")
     check_config(config)
@@ -125,13 +128,9 @@ def build_evidence(
     # before the ingest: a missing folder or an existing output would fail only at the end
     check_output_location(Path(out), "out", apart_from=[Path(p) for p in paths])
     report = progress or (lambda stage, done, total: None)
-    sources = []
-    for i, path in enumerate(paths):
-        report("ingest", i, len(recordings))
-        source = open_recording(Path(path), vehicle_frame=config.ingest.vehicle_frame)
-        check_span(source, Path(path))
-        sources.append(source)
-    report("ingest", len(recordings), len(recordings))
+    sources = ingest_recordings(
+        [Path(p) for p in paths], config.ingest.vehicle_frame, executor, report
+    )
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:
         raise ConfigError(
@@ -152,14 +151,15 @@ def build_evidence(
     root = SafeDir.create(out)  # refuses an existing path: evidence is written once
     try:
         with root:
-            images = _store_frames(
-                root,
+            root.mkdir(FRAMES_DIR).close()
+            images = store_frames(
+                Path(out),
                 sources,
-                derived.scenes,
-                set(derived.selected_scene_ids),
+                _wanted_frames(derived.scenes, set(derived.selected_scene_ids)),
                 mapping,
-                report,
                 origin,
+                executor,
+                report,
             )
             doc = EvidenceDocument(
                 schema_version=EVIDENCE_SCHEMA_VERSION,
@@ -192,65 +192,11 @@ def build_evidence(
     return read_evidence(out)
 
 
-def _store_frames(
-    root: SafeDir,
-    sources: Sequence[RecordingSource],
-    scenes: Sequence[EvScene],
-    selected: set[str],
-    mapping: dict[str, str],
-    report: Progress,
-    origin: dict[str, Path],
-) -> tuple[EvImage, ...]:
-    """Extract the frames of the selected scenes and store them as verified JPEG files."""
+def _wanted_frames(scenes: Sequence[EvScene], selected: set[str]) -> dict[str, dict[str, set[int]]]:
+    """Source digest -> channel -> capture times of the selected scenes' frames."""
     wanted: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     for scene in scenes:
         if scene.scene_id in selected:
             for frame in scene.frames:
                 wanted[scene.source_digest][frame.channel].add(frame.timestamp_ns)
-    total = sum(len(ts) for per in wanted.values() for ts in per.values())
-    done = 0
-    images: list[EvImage] = []
-    frames_dir = root.mkdir(FRAMES_DIR)
-    with frames_dir:
-        for src in sources:
-            per_channel = wanted.get(src.source_digest)
-            if not per_channel:
-                continue
-            short = src.source_digest.rsplit(":", 1)[-1][:16]
-            by_name = {c.source_name: c for c in src.cameras}
-            request = {
-                name: frozenset(per_channel.get(mapping[name], ())) for name in sorted(by_name)
-            }
-            with frames_dir.mkdir(short) as rec_dir:
-                for channel in sorted(per_channel):
-                    rec_dir.mkdir(channel).close()
-                for name, ts, data in src.extract_frames(request):
-                    cam = by_name[name]
-                    what = (
-                        f"{origin[src.source_digest]}: camera {name!r} (topic {cam.topic!r}) "
-                        f"frame {ts}"
-                    )
-                    dims = jpeg_dimensions(data, what)
-                    if dims != (cam.width, cam.height) or decode_jpeg(data, what) != dims:
-                        raise FormatError(
-                            f"{what} is {dims[0]}x{dims[1]}, "
-                            f"calibration says {cam.width}x{cam.height}"
-                        )
-                    rel = f"{mapping[name]}/{ts}.jpg"
-                    rec_dir.write_bytes(rel, data)
-                    images.append(
-                        EvImage(
-                            source_digest=src.source_digest,
-                            channel=mapping[name],
-                            timestamp_ns=ts,
-                            path=f"{FRAMES_DIR}/{short}/{rel}",
-                            size=len(data),
-                            sha256=hashlib.sha256(data).hexdigest(),
-                            width=dims[0],
-                            height=dims[1],
-                        )
-                    )
-                    done += 1
-                    report("frames", done, total)
-    images.sort(key=lambda im: (im.source_digest, im.channel, im.timestamp_ns))
-    return tuple(images)
+    return wanted

@@ -15,6 +15,7 @@ import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from dataset_devkit.nuscenes.evidence import Evidence, derive, read_evidence, re
 from dataset_devkit.nuscenes.evidence.records import Derived, EvidenceDocument
 from dataset_devkit.nuscenes.export.extensions import build_extensions
 from dataset_devkit.nuscenes.export.images import FrameSource, copy_all
+from dataset_devkit.nuscenes.export.parallel import copy_through
 from dataset_devkit.nuscenes.export.tables import Tables, build_tables
 from dataset_devkit.nuscenes.spec import (
     EMPTY_TABLES,
@@ -195,6 +197,7 @@ def export_dataset(
     config: PipelineConfig | None = None,
     progress: Progress | None = None,
     workers: int | None = None,
+    executor: Executor | None = None,
 ) -> ExportResult:
     """Write the official ``v1.0-trainval`` layout plus ``mz_extensions/`` from *evidence*.
 
@@ -213,6 +216,9 @@ def export_dataset(
     workers
         Threads verifying and copying JPEGs (hashing and decoding release the GIL);
         defaults to one per core (at most 32).
+    executor
+        Runs the verified JPEG copies in batches instead of the thread pool (a process pool,
+        a Dask cluster's workers sharing this filesystem); see :mod:`.parallel`.
     """
     staging_dataroot = path_argument(staging_dataroot, "staging_dataroot")
     if config is not None:
@@ -251,15 +257,25 @@ def export_dataset(
                     for pair in pairs:
                         if pair[0] == folder:
                             dirs[pair] = parent.mkdir(pair[1])
-            jobs = [
-                (
-                    f.image,
-                    dirs[tuple(f.record.filename.split("/")[:2])],
-                    f.record.filename.split("/")[2],
+            if executor is not None:
+                image_bytes = copy_through(
+                    executor,
+                    Path(ev.root).absolute(),
+                    ev.manifest,
+                    staging.absolute(),
+                    [(f.image, *_folder_and_name(f.record.filename)) for f in tables.frames],
+                    report,
                 )
-                for f in tables.frames
-            ]
-            image_bytes = copy_all(source, jobs, workers=workers, report=report)
+            else:
+                jobs = [
+                    (
+                        f.image,
+                        dirs[tuple(f.record.filename.split("/")[:2])],
+                        f.record.filename.split("/")[2],
+                    )
+                    for f in tables.frames
+                ]
+                image_bytes = copy_all(source, jobs, workers=workers, report=report)
         finally:
             for d in dirs.values():
                 d.close()
@@ -280,6 +296,11 @@ def export_dataset(
         scenes=len(tables.scene),
         evidence_sha256=ev.root_sha256,
     )
+
+
+def _folder_and_name(filename: str) -> tuple[str, str]:
+    folder, name = filename.rsplit("/", 1)
+    return folder, name
 
 
 def _write_tables(root: SafeDir, tables: Tables) -> None:

@@ -7,6 +7,7 @@ them, and written as JPEG at quality 95.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -25,7 +26,12 @@ from dataset_devkit.nuscenes.ingest.model import (
     TimedVec3,
     interpolate_translation,
 )
-from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
+from dataset_devkit.nuscenes.ingest.source import (
+    SourceDigest,
+    SourceIdentity,
+    open_regular,
+    source_identity,
+)
 from dataset_devkit.nuscenes.ingest.video_scan import (
     VideoScan,
     decode_with_errors,
@@ -68,7 +74,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
         raise UnsafePathError("a decoded recording must be a real directory", path=folder)
     doc, _ = load_recording(folder)
     digest = SourceDigest(BACKEND_DECODED)
-    identities: dict[str, tuple[int, int, int, int]] = {}
+    identities: dict[str, SourceIdentity] = {}
     size = 0
     for name in sorted({RECORDING_FILE, *(c.video for c in doc.cameras)}):
         with open_regular(folder / name, name if name == RECORDING_FILE else "video") as f:
@@ -186,7 +192,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
         track=translations,
         observations=observations,
         filtering=filtering,
-        extract_frames=lambda wanted: _extract(folder, identities, videos, wanted),
+        extract_frames=functools.partial(_extract, folder, identities, videos),
         longitude_deg=doc.enu_origin.longitude_deg,
         gnss_pose_offsets_m=tuple(offsets),
     )
@@ -219,7 +225,7 @@ def _run_line(run: list[int], scan: VideoScan, stamps: list[int]) -> str:
 
 def _extract(
     folder: Path,
-    identities: Mapping[str, tuple[int, int, int, int]],
+    identities: Mapping[str, SourceIdentity],
     videos: Mapping[str, tuple[str, list[int], list[int]]],
     wanted: Mapping[str, frozenset[int]],
 ) -> Iterator[tuple[str, int, bytes]]:

@@ -8,6 +8,7 @@ verbatim in a second pass, only for the frames the scene grid needs.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -39,7 +40,12 @@ from dataset_devkit.nuscenes.ingest.model import (
     TimedVec3,
 )
 from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, bag_files
-from dataset_devkit.nuscenes.ingest.source import SourceDigest, open_regular, source_identity
+from dataset_devkit.nuscenes.ingest.source import (
+    SourceDigest,
+    SourceIdentity,
+    open_regular,
+    source_identity,
+)
 from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
 
 __all__ = ["BACKEND_MCAP", "read_mcap", "read_rosbag"]
@@ -121,7 +127,7 @@ def _read_parts(
             if f.read() != bag_metadata[1]:
                 raise UnsafePathError("changed while it was read", path=bag_metadata[0])
     scan = Scan()
-    identities: list[tuple[Path, tuple[int, int, int, int]]] = []
+    identities: list[tuple[Path, SourceIdentity]] = []
     details: list[str] = []
     for part in parts:
         with open_regular(part) as f:
@@ -248,7 +254,7 @@ def _read_parts(
         track=tuple(track),
         observations=observations,
         filtering=tuple(scan.filtering),
-        extract_frames=lambda wanted: _extract(tuple(identities), wanted_topics, wanted),
+        extract_frames=functools.partial(_extract, tuple(identities), wanted_topics),
         longitude_deg=fixes[0].longitude if fixes else 0.0,
         recording_id_from_name="recording_id" not in scan.metadata,
     )
@@ -262,7 +268,7 @@ def _dedup_q(items: list[Orientation]) -> tuple[TimedQuat, ...]:
 
 
 def _extract(
-    parts: tuple[tuple[Path, tuple[int, int, int, int]], ...],
+    parts: tuple[tuple[Path, SourceIdentity], ...],
     topics: set[str],
     wanted: Mapping[str, frozenset[int]],
 ) -> Iterator[tuple[str, int, bytes]]:

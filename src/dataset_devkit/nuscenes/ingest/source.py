@@ -11,7 +11,11 @@ from typing import BinaryIO
 
 from dataset_devkit.errors import MissingPathError, UnsafePathError
 
-__all__ = ["SourceDigest", "open_regular", "source_identity"]
+__all__ = ["SourceDigest", "SourceIdentity", "open_regular", "source_identity"]
+
+#: ``(st_ino, st_size, st_mtime_ns)``: no device number, which differs between the machines
+#: of a cluster that mount the same shared filesystem (the inode number does not).
+SourceIdentity = tuple[int, int, int]
 
 _BLOCK = 1 << 20
 
@@ -38,10 +42,14 @@ def open_regular(path: Path, what: str = "recording") -> BinaryIO:
     return os.fdopen(fd, "rb", buffering=_BLOCK)
 
 
-def source_identity(f: BinaryIO) -> tuple[int, int, int, int]:
-    """``(st_dev, st_ino, st_size, st_mtime_ns)`` of an open file, to detect a changed source."""
+def source_identity(f: BinaryIO) -> SourceIdentity:
+    """``(st_ino, st_size, st_mtime_ns)`` of an open file, to detect a changed source.
+
+    Frames may be extracted on another machine of a cluster than the one that ingested the
+    recording, so the identity leaves out the device number (local to each mount).
+    """
     st = os.fstat(f.fileno())
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 class SourceDigest:

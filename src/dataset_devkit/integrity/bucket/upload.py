@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from dataset_devkit.errors import IntegrityError
+from dataset_devkit.integrity.bucket.objects import SHA256_METADATA
 from dataset_devkit.integrity.manifest import ManifestEntry
-from dataset_devkit.integrity.remote.objects import SHA256_METADATA
 from dataset_devkit.integrity.safefs import SafeDir
 from dataset_devkit.objectstore import ObjectLocation
 

@@ -10,10 +10,10 @@ import contextlib
 from typing import Final
 
 from dataset_devkit.errors import DestinationExistsError, FormatError, PublicationError
+from dataset_devkit.integrity.bucket.objects import read_small
+from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
 from dataset_devkit.integrity.canonical import canonical_json
 from dataset_devkit.integrity.manifest import ContentManifest, parse_manifest
-from dataset_devkit.integrity.remote.objects import read_small
-from dataset_devkit.integrity.remote.retry import RetryPolicy, with_retries
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = ["CLAIM_SUFFIX", "claim", "commit", "committed", "release_claim"]

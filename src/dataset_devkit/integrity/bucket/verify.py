@@ -2,7 +2,7 @@
 
 The prefix is listed once (sizes and entity tags), the manifest read and checked, and
 every object streamed through SHA-256 with parallel ranged reads
-(:func:`~dataset_devkit.integrity.remote.reads.hash_objects`). Differences are the same
+(:func:`~dataset_devkit.integrity.bucket.reads.hash_objects`). Differences are the same
 :class:`~dataset_devkit.integrity.issues.Issue` kinds as on disk: missing, extra, changed,
 raced (replaced while read), manifest, in the same report.
 """
@@ -13,6 +13,10 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity.bucket.commit import CLAIM_SUFFIX
+from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects, read_small
+from dataset_devkit.integrity.bucket.reads import DEFAULT_RANGE_SIZE, hash_objects
+from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.issues import Issue, IssueKind
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import (
@@ -22,10 +26,6 @@ from dataset_devkit.integrity.manifest import (
     parse_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
-from dataset_devkit.integrity.remote.commit import CLAIM_SUFFIX
-from dataset_devkit.integrity.remote.objects import RemoteObject, list_objects, read_small
-from dataset_devkit.integrity.remote.reads import DEFAULT_RANGE_SIZE, hash_objects
-from dataset_devkit.integrity.remote.retry import RetryPolicy
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex
 from dataset_devkit.objectstore import ObjectLocation, open_location
 

@@ -8,10 +8,10 @@ Clients come from :mod:`dataset_devkit.objectstore` (obstore), so ``s3://``, ``g
 
 from __future__ import annotations
 
-from dataset_devkit.integrity.remote.failures import ObjectStoreError
-from dataset_devkit.integrity.remote.publish import RemotePublishResult, publish_remote
-from dataset_devkit.integrity.remote.retry import RetryPolicy
-from dataset_devkit.integrity.remote.verify import read_remote_manifest, verify_remote
+from dataset_devkit.integrity.bucket.failures import ObjectStoreError
+from dataset_devkit.integrity.bucket.publish import RemotePublishResult, publish_remote
+from dataset_devkit.integrity.bucket.retry import RetryPolicy
+from dataset_devkit.integrity.bucket.verify import read_remote_manifest, verify_remote
 
 __all__ = [
     "ObjectStoreError",

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from dataset_devkit.integrity import read_manifest, write_manifest
+from tests.integrity.bucket.conftest import run_cli_batch
 from tests.integrity.helpers import make_tree
-from tests.integrity.remote.conftest import run_cli_batch
 
 
 def test_publish_then_read_back_through_every_command(

@@ -29,6 +29,16 @@ from pathlib import Path
 from typing import Final
 
 from dataset_devkit.errors import PublicationError
+from dataset_devkit.integrity.bucket.commit import (
+    CLAIM_SUFFIX,
+    claim,
+    commit,
+    committed,
+    release_claim,
+)
+from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects
+from dataset_devkit.integrity.bucket.retry import RetryPolicy
+from dataset_devkit.integrity.bucket.transfer import Outcome, already_uploaded, upload_all
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.manifest import (
     ContentManifest,
@@ -36,16 +46,6 @@ from dataset_devkit.integrity.manifest import (
     read_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
-from dataset_devkit.integrity.remote.commit import (
-    CLAIM_SUFFIX,
-    claim,
-    commit,
-    committed,
-    release_claim,
-)
-from dataset_devkit.integrity.remote.objects import RemoteObject, list_objects
-from dataset_devkit.integrity.remote.retry import RetryPolicy
-from dataset_devkit.integrity.remote.transfer import Outcome, already_uploaded, upload_all
 from dataset_devkit.integrity.safefs import path_argument
 from dataset_devkit.integrity.verify import verify_tree
 from dataset_devkit.objectstore import ObjectLocation, open_location

@@ -17,13 +17,13 @@ from dataset_devkit.errors import (
     VerificationFailed,
 )
 from dataset_devkit.integrity import build_manifest, read_manifest, write_manifest
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote
+from dataset_devkit.integrity.bucket.objects import SHA256_METADATA
+from dataset_devkit.integrity.bucket.upload import upload_file
 from dataset_devkit.integrity.manifest import ManifestEntry
-from dataset_devkit.integrity.remote import publish_remote, verify_remote
-from dataset_devkit.integrity.remote.objects import SHA256_METADATA
-from dataset_devkit.integrity.remote.upload import upload_file
 from dataset_devkit.objectstore import open_location
+from tests.integrity.bucket.conftest import FAST, LARGE, PART
 from tests.integrity.helpers import make_tree
-from tests.integrity.remote.conftest import FAST, LARGE, PART
 
 
 def _keys(url: str) -> dict[str, str | None]:

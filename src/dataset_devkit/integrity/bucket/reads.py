@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from dataset_devkit.errors import DevkitError
+from dataset_devkit.integrity.bucket.objects import RemoteObject
+from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
 from dataset_devkit.integrity.issues import Issue, IssueKind
-from dataset_devkit.integrity.remote.objects import RemoteObject
-from dataset_devkit.integrity.remote.retry import RetryPolicy, with_retries
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = ["DEFAULT_RANGE_SIZE", "hash_objects"]

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import IssueKind, read_manifest, write_manifest
-from dataset_devkit.integrity.remote import publish_remote, verify_remote
-from dataset_devkit.integrity.remote.objects import RemoteObject
-from dataset_devkit.integrity.remote.reads import hash_objects
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote
+from dataset_devkit.integrity.bucket.objects import RemoteObject
+from dataset_devkit.integrity.bucket.reads import hash_objects
 from dataset_devkit.objectstore import open_location
+from tests.integrity.bucket.conftest import FAST, PART, run_cli_batch
 from tests.integrity.helpers import make_tree
-from tests.integrity.remote.conftest import FAST, PART, run_cli_batch
 
 
 @pytest.fixture

@@ -14,16 +14,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry
-from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
-from dataset_devkit.integrity.remote.objects import (
+from dataset_devkit.integrity.bucket.objects import (
     RemoteObject,
     keeps_metadata,
     recorded_sha256,
 )
-from dataset_devkit.integrity.remote.reads import hash_objects
-from dataset_devkit.integrity.remote.retry import RetryPolicy, with_retries
-from dataset_devkit.integrity.remote.upload import upload_file
+from dataset_devkit.integrity.bucket.reads import hash_objects
+from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
+from dataset_devkit.integrity.bucket.upload import upload_file
+from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = ["SINGLE_PUT_LIMIT", "Outcome", "already_uploaded", "upload_all"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import obstore
 
 from dataset_devkit.integrity import read_manifest, write_manifest
-from dataset_devkit.integrity.remote import verify_remote
+from dataset_devkit.integrity.bucket import verify_remote
 from dataset_devkit.objectstore import open_location
-from tests.integrity.remote.conftest import FAST, run_cli_batch
+from tests.integrity.bucket.conftest import FAST, run_cli_batch
 from tests.s3_faults import Fault, FaultProxy
 
 

@@ -14,14 +14,14 @@ import pytest
 
 from dataset_devkit.errors import MissingPathError
 from dataset_devkit.integrity import read_manifest
-from dataset_devkit.integrity.remote import (
+from dataset_devkit.integrity.bucket import (
     ObjectStoreError,
     RetryPolicy,
     publish_remote,
     verify_remote,
 )
 from dataset_devkit.objectstore import open_location
-from tests.integrity.remote.conftest import FAST, LARGE, PART, run_cli_batch
+from tests.integrity.bucket.conftest import FAST, LARGE, PART, run_cli_batch
 from tests.s3_faults import Fault, FaultProxy
 
 

@@ -1,6 +1,6 @@
 """The few object operations publish and verify share: list, read a small object, head.
 
-Every call goes through :func:`~dataset_devkit.integrity.remote.retry.with_retries`, so a
+Every call goes through :func:`~dataset_devkit.integrity.bucket.retry.with_retries`, so a
 flaky server is retried the same way everywhere and a failure names the object.
 """
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from dataset_devkit.errors import FormatError
-from dataset_devkit.integrity.remote.retry import RetryPolicy, with_retries
+from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = [

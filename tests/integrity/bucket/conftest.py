@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.integrity import write_manifest
-from dataset_devkit.integrity.remote import RetryPolicy
+from dataset_devkit.integrity.bucket import RetryPolicy
 from tests.integrity.helpers import SAMPLE, make_tree
 from tests.s3_faults import FaultProxy, fault_proxy
 from tests.s3_server import S3Server

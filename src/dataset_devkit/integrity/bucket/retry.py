@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 from dataset_devkit.errors import DevkitError
-from dataset_devkit.integrity.remote.failures import is_transient, store_error
+from dataset_devkit.integrity.bucket.failures import is_transient, store_error
 
 if TYPE_CHECKING:
     from obstore.store import RetryConfig
