@@ -12,6 +12,7 @@ from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.release import verify_partial_restore
+from dataset_devkit.cli.remote import is_url, location_parser, publish_to_url, verify_url
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
@@ -89,9 +90,12 @@ def manifest(
 
 def verify(
     directory: Annotated[
-        Path,
+        str,
         typer.Argument(
-            metavar="DIR", help="A tree holding content_manifest.json.", parser=path_parser
+            metavar="DIR|URL",
+            help="A tree holding content_manifest.json, or its URL (s3://bucket/prefix, "
+            "gs://, az://, file://).",
+            parser=location_parser,
         ),
     ],
     manifest_location: Annotated[
@@ -116,8 +120,9 @@ def verify(
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed.
 
-    A tree restored in part by unpack.py (base without depth) is checked family by family
-    against its release index instead, naming the absent families."""
+    A URL is verified in place: every object is read and hashed, none is downloaded to
+    disk. A tree restored in part by unpack.py (base without depth) is checked family by
+    family against its release index instead, naming the absent families."""
     target(_KIND, directory)
     if expect_root is not None:
         try:
@@ -125,6 +130,15 @@ def verify(
         except ConfigError as exc:
             raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
+    if is_url(directory):
+        verify_url(directory, manifest_location=location, as_json=as_json, expect_root=expect_root)
+        return
+    return _verify_local(Path(directory), location, as_json, expect_root)
+
+
+def _verify_local(
+    directory: Path, location: str | None, as_json: bool, expect_root: str | None
+) -> None:
     if location is None and verify_partial_restore(directory, as_json, expect_root):
         return
     with progress_bar() as advance:
@@ -162,8 +176,14 @@ def verify(
 def publish(
     staging: Annotated[Path, typer.Argument(help="The complete staged tree.", parser=path_parser)],
     out: Annotated[
-        Path | None,
-        typer.Option("--out", help="The final name (must not exist).", parser=path_parser),
+        str | None,
+        typer.Option(
+            "--out",
+            help="The final name (must not exist), or an object store URL "
+            "(s3://bucket/prefix, gs://, az://, file://) to upload the tree to.",
+            parser=location_parser,
+            metavar="FINAL|URL",
+        ),
     ] = None,
     manifest_location: Annotated[
         str | None, typer.Option("--manifest-location", help=_LOCATION_HELP)
@@ -174,12 +194,20 @@ def publish(
     as_json: _JSON = False,
     old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
 ) -> None:
-    """Publish STAGING under --out: manifest, read-only modes, fsync, atomic rename."""
+    """Publish STAGING under --out: manifest, read-only modes, fsync, atomic rename.
+
+    With a URL, the verified tree is uploaded and its content manifest written last, only
+    if the prefix holds no dataset yet; re-running the same command resumes an
+    interrupted upload."""
     target(_KIND, staging)
-    final = renamed(out, old_out, "--out", "--to")
-    if final is None:
+    named = renamed(out, None if old_out is None else str(old_out), "--out", "--to")
+    if named is None:
         raise typer.BadParameter("missing --out, the final name", param_hint="--out")
-    target(_KIND, final)
+    target(_KIND, named)
+    if is_url(named):
+        publish_to_url(staging, named, manifest_location=manifest_location, as_json=as_json)
+        return
+    final = Path(named)
     location = manifest_location or CONTENT_MANIFEST_NAME
     with progress_bar() as advance:
         result = publish_tree(

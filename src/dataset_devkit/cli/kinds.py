@@ -20,7 +20,8 @@ from rich.text import Text
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.remote import inspect_url, is_url, location_parser, validate_url
+from dataset_devkit.cli.render import stdout_console
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
 from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, detect_tree
@@ -28,11 +29,12 @@ from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, de
 __all__ = ["register"]
 
 _PATH = Annotated[
-    Path | None,
+    str | None,
     typer.Argument(
         help="The tree: a release, a restored release, a nuScenes dataroot, a stereo "
-        "dataset, a VIN store or any tree with a content manifest.",
-        parser=path_parser,
+        "dataset, a VIN store or any tree with a content manifest; or the URL of a "
+        "published dataset (s3://bucket/prefix), checked as a content-manifest tree.",
+        parser=location_parser,
         show_default=False,
     ),
 ]
@@ -140,8 +142,11 @@ def validate(
         return
     if path is None:
         raise typer.BadParameter("give the tree to validate", param_hint="PATH")
+    if is_url(path):
+        validate_url(path, as_json=as_json)
+        return
     target(None, path)
-    tree = detect_tree(path)
+    tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         validate_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval")
@@ -214,8 +219,11 @@ def inspect(
         return
     if path is None:
         raise typer.BadParameter("give the tree to inspect", param_hint="PATH")
+    if is_url(path):
+        inspect_url(path, as_json=as_json)
+        return
     target(None, path)
-    tree = detect_tree(path)
+    tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         inspect_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval", as_json)

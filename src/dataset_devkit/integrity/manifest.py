@@ -236,7 +236,7 @@ def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest
 
 
 def parse_manifest(
-    raw: bytes, path: Path, *, location: str = CONTENT_MANIFEST_NAME
+    raw: bytes, path: Path | str, *, location: str = CONTENT_MANIFEST_NAME
 ) -> ContentManifest:
     """Decode manifest bytes and check every invariant, naming the offending field.
 

@@ -52,7 +52,7 @@ class VerificationReport:
     relative to ``root`` (``None`` when none was found).
     """
 
-    root: Path
+    root: Path | str
     details: list[Issue] = field(default_factory=list)
     root_sha256: str | None = None
     actual_root_sha256: str | None = None

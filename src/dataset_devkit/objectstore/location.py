@@ -132,11 +132,24 @@ def _client_options() -> ClientConfig:
     return {}
 
 
-def open_location(url: str, *, retry: RetryConfig | None = None) -> ObjectLocation:
+def _unsigned_payload() -> bool:
+    """Skip hashing each request body into its signature where nobody can alter it in
+    transit: over TLS (what AWS SDKs do for S3) or on the loopback interface. Plain HTTP to
+    another host keeps the signed payload. The content is SHA-256-checked end to end anyway
+    (``verify``), so the signature's hash would only read every byte once more."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
+    return not endpoint.startswith("http://") or _loopback(endpoint)
+
+
+def open_location(
+    url: str, *, retry: RetryConfig | None = None, create: bool = False
+) -> ObjectLocation:
     """Open the object store that ``url`` names, scoped to its prefix.
 
-    ``retry`` replaces obstore's default policy (10 retries with backoff, for up to three
-    minutes) where a caller wants to give up sooner or later.
+    *retry* overrides obstore's request retries (5xx, dropped connections, timeouts:
+    10 retries with exponential backoff from 100 ms by default); ``file://`` and
+    ``memory://`` make no requests and ignore it. *create* makes a ``file://`` prefix's
+    directory when it does not exist yet (a publish's destination).
 
     Raises
     ------
@@ -159,11 +172,16 @@ def open_location(url: str, *, retry: RetryConfig | None = None) -> ObjectLocati
     if scheme.lower() not in ("file", "memory") and not rest.split("/", 1)[0]:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
     s3 = scheme.lower() in ("s3", "s3a")
+    remote = scheme.lower() not in ("file", "memory")
+    options: dict[str, object] = {"retry_config": retry} if remote and retry else {}
+    if s3:
+        options["client_options"] = _client_options()
+        options["unsigned_payload"] = _unsigned_payload()
+    if scheme.lower() == "file" and create:
+        options["mkdir"] = True
     try:
-        if s3:
-            store = from_url(cleaned, client_options=_client_options(), retry_config=retry)
-        else:
-            store = from_url(cleaned, retry_config=retry)
+        store = from_url(cleaned, **options)  # type: ignore[call-overload]
     except Exception as exc:  # obstore raises its own config errors; name the URL once
-        raise ConfigError(f"{url}: cannot open object store: {exc}") from exc
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ConfigError(f"{url}: cannot open object store: {reason}") from exc
     return ObjectLocation(url=cleaned, store=store)

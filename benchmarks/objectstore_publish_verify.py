@@ -1,0 +1,160 @@
+"""Publish to and verify on an S3 server, next to s3fs ``put``/``get`` of the same bytes.
+
+Starts the test S3 server (moto's server mode, on 127.0.0.1, in a child process so the
+server's Python does not share a GIL with the clients), builds a tree of a few large files
+and one of many small files, and times, in one run and per tree:
+
+* ``publish_remote`` (ours: verify the local tree, upload every file with its digest,
+  commit the manifest) against ``s3fs.S3FileSystem.put(recursive=True)`` of the tree;
+* ``verify_remote`` (ours: read and hash every object in place) against
+  ``S3FileSystem.get(recursive=True)`` of the same objects to a local folder.
+
+Goal: ours >= 0.8x s3fs for both. Each figure is the median of ``--repeat`` runs, each
+into a fresh prefix. Usage::
+
+    python benchmarks/objectstore_publish_verify.py [--large-mib 256] [--large-files 4]
+        [--small-files 2000] [--repeat 3] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.s3_server: the same server the test suite uses
+
+from dataset_devkit.integrity import write_manifest  # noqa: E402
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote  # noqa: E402
+
+_SERVER = """
+import sys, time
+from tests.s3_server import running_s3_server
+with running_s3_server() as server:
+    print(server.endpoint, flush=True)
+    sys.stdin.read()
+"""
+
+
+def make_trees(workdir: Path, large_mib: int, large_files: int, small_files: int) -> list[Path]:
+    """``large/``: a few big files; ``small/``: many 1-8 KiB files in 50 folders."""
+    large, small = workdir / "large", workdir / "small"
+    for tree in (large, small):
+        shutil.rmtree(tree, ignore_errors=True)
+        tree.mkdir(parents=True)
+    seed = os.urandom(16 << 20)
+    per_file = (large_mib << 20) // large_files
+    for index in range(large_files):
+        with (large / f"part-{index:02d}.bin").open("wb") as out:
+            left = per_file
+            while left:
+                chunk = seed[: min(left, len(seed))]
+                out.write(bytes([index]) + chunk[1:])
+                left -= len(chunk)
+    blob = os.urandom(8192)
+    for index in range(small_files):
+        folder = small / f"{index % 50:02d}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{index:06d}.bin").write_bytes(blob[: 1024 + (index * 7919) % 7168])
+    for tree in (large, small):
+        write_manifest(tree)
+    return [large, small]
+
+
+def tree_bytes(tree: Path) -> int:
+    return sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
+
+
+def timed(action: Callable[..., object], *args: Any, **kwargs: Any) -> float:
+    """Seconds *action* takes; it must return a truthy result (a verify must pass)."""
+    start = time.perf_counter()
+    result = action(*args, **kwargs)
+    elapsed = time.perf_counter() - start
+    ok = getattr(result, "ok", True)
+    assert ok, f"{action.__name__} did not succeed"
+    return elapsed
+
+
+def bench_tree(fs: Any, tree: Path, repeat: int, workdir: Path) -> None:
+    """Time ours and s3fs on *tree*, each run into fresh prefixes; print the medians."""
+    mb = tree_bytes(tree) / 1e6
+    ours_up, theirs_up, ours_check, theirs_get = [], [], [], []
+    for run in range(repeat):
+        url = f"s3://bench/{tree.name}-ours-{run}"
+        theirs = f"bench/{tree.name}-s3fs-{run}"
+        target = workdir / f"get-{tree.name}-{run}"
+        ours_up.append(timed(publish_remote, tree, url))
+        theirs_up.append(timed(fs.put, str(tree), theirs, recursive=True))
+        ours_check.append(timed(verify_remote, url))  # the published copy must verify
+        theirs_get.append(timed(fs.get, theirs, str(target), recursive=True))
+        shutil.rmtree(target, ignore_errors=True)
+    for name, ours, others in (
+        ("publish vs put", ours_up, theirs_up),
+        ("verify vs get", ours_check, theirs_get),
+    ):
+        a, b = mb / statistics.median(ours), mb / statistics.median(others)
+        print(f"{tree.name:<6} {mb:>7.1f} {name:<16} {a:>10.1f} {b:>10.1f} {a / b:>6.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--large-mib", type=int, default=256, help="bytes of the large tree")
+    parser.add_argument("--large-files", type=int, default=4, help="files of the large tree")
+    parser.add_argument("--small-files", type=int, default=2000, help="files of the small tree")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
+    parser.add_argument("--workdir", type=Path, default=None, help="where the trees are made")
+    args = parser.parse_args()
+
+    import s3fs
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ddk-bench-s3-"))
+    trees = make_trees(workdir, args.large_mib, args.large_files, args.small_files)
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVER],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        endpoint = server.stdout.readline().strip()
+        os.environ.update(
+            {
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+            }
+        )
+        fs = s3fs.S3FileSystem(
+            key="testing", secret="testing", client_kwargs={"endpoint_url": endpoint}
+        )
+        fs.mkdir("bench")
+        print(f"S3 server (moto) at {endpoint}; {os.cpu_count()} cores visible")
+        print(
+            f"{'tree':<6} {'MB':>7} {'operation':<16} {'ours MB/s':>10} {'s3fs MB/s':>10} "
+            f"{'ratio':>6}"
+        )
+        for tree in trees:
+            bench_tree(fs, tree, args.repeat, workdir)
+    finally:
+        if server.stdin is not None:
+            server.stdin.close()
+        server.wait(timeout=30)
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""``publish --out URL`` and ``verify URL``: the integrity commands on an object store.
+
+The commands keep their names and output: a URL (``s3://``, ``gs://``, ``az://``,
+``file://``) where a path was is all a user changes. Endpoint and credentials come from
+the standard environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ManifestNotFoundError
+from dataset_devkit.integrity.bucket import (
+    RetryPolicy,
+    publish_remote,
+    read_remote_manifest,
+    verify_remote,
+)
+from dataset_devkit.objectstore import is_url, open_location
+
+__all__ = [
+    "inspect_url",
+    "is_url",
+    "location_parser",
+    "publish_to_url",
+    "validate_url",
+    "verify_url",
+]
+
+
+def location_parser(value: str) -> str:
+    """A local path or an object store URL, refusing ``""`` (an unset shell variable)."""
+    if not value:
+        raise typer.BadParameter("must not be empty (an unset shell variable?)")
+    return value
+
+
+def verify_url(
+    url: str, *, manifest_location: str | None, as_json: bool, expect_root: str | None
+) -> None:
+    """Verify the dataset at *url* in place; the same output as a local ``verify``."""
+    with progress_bar() as advance:
+        report = verify_remote(
+            url, location=manifest_location, expect_root=expect_root, progress=advance
+        )
+    if as_json:
+        emit_report(
+            ok=report.ok,
+            root=report.root,
+            root_sha256=report.root_sha256,
+            issues=report.details,
+            manifest_location=report.manifest_location,
+            actual_root_sha256=report.actual_root_sha256,
+            files=report.file_count,
+            bytes=report.total_bytes,
+            exit_code=None if report.ok else 1,
+        )
+        if not report.ok:
+            raise typer.Exit(1)
+        return
+    if report.ok:
+        stdout_console().print(
+            f"OK {report.root}: {report.file_count} files, {report.total_bytes} bytes match "
+            f"{report.manifest_location}",
+            f"root_sha256 {report.root_sha256}",
+            sep="\n",
+        )
+        return
+    report.raise_for_issues()
+
+
+def publish_to_url(tree: Path, url: str, *, manifest_location: str | None, as_json: bool) -> None:
+    """Upload *tree* to *url* and commit it; exit 0 also when it is already published."""
+    with progress_bar() as advance:
+        result = publish_remote(tree, url, manifest_location=manifest_location, progress=advance)
+    if as_json:
+        emit_report(
+            ok=True,
+            root=result.url,
+            root_sha256=result.root_sha256,
+            manifest_location=result.manifest_location,
+            files=result.file_count,
+            bytes=result.total_bytes,
+            uploaded_files=result.uploaded_files,
+            uploaded_bytes=result.uploaded_bytes,
+            skipped_files=result.skipped_files,
+            already_published=result.already_published,
+        )
+        return
+    console = stdout_console()
+    if result.already_published and not result.uploaded_files:
+        console.print(
+            f"already published {result.url}: {result.file_count} files, "
+            f"manifest {result.manifest_location}"
+        )
+    else:
+        skipped = f", {result.skipped_files} already there" if result.skipped_files else ""
+        console.print(
+            f"published {result.url}: {result.file_count} files "
+            f"({result.uploaded_files} uploaded{skipped}), manifest {result.manifest_location}"
+        )
+    console.print(f"root_sha256 {result.root_sha256}")
+
+
+_KIND = "content-manifest-tree"
+_REMOTE_NOTE = (
+    "checked against its content manifest; the checks specific to a release, VIN store, "
+    "stereo or nuScenes tree run on a local copy"
+)
+
+
+def validate_url(url: str, *, as_json: bool) -> None:
+    """``validate URL``: a dataset on an object store is checked as a content-manifest tree
+    (every object hashed in place); the kind-specific checks need the tree on disk."""
+    target(_KIND, url)
+    with progress_bar() as advance:
+        report = verify_remote(url, progress=advance)
+    report.raise_for_issues()
+    if as_json:
+        emit_report(
+            ok=True,
+            root=report.root,
+            root_sha256=report.root_sha256,
+            files=report.file_count,
+            bytes=report.total_bytes,
+            manifest=report.manifest_location,
+            note=_REMOTE_NOTE,
+        )
+        return
+    stdout_console().print(
+        f"OK {report.root}: valid {_KIND} ({_REMOTE_NOTE})",
+        f"root_sha256 {report.root_sha256}",
+        sep="\n",
+    )
+
+
+def inspect_url(url: str, *, as_json: bool) -> None:
+    """``inspect URL``: the dataset's content manifest, read from the object store."""
+    target(_KIND, url)
+    location = open_location(url)
+    policy = RetryPolicy()
+    manifest = read_remote_manifest(location, CONTENT_MANIFEST_NAME, policy)
+    if manifest is None:
+        raise ManifestNotFoundError(
+            "no content manifest; a prefix without its manifest is not a dataset "
+            "(inspect reads the manifest at the top of the prefix)",
+            path=location.describe(CONTENT_MANIFEST_NAME),
+        )
+    if as_json:
+        emit_report(
+            ok=True,
+            root=location.url,
+            root_sha256=manifest.root_sha256,
+            markers=[CONTENT_MANIFEST_NAME],
+            files=manifest.file_count,
+            bytes=manifest.total_bytes,
+        )
+        return
+    console = stdout_console()
+    console.print(
+        f"{_KIND} {location.url}: {manifest.file_count} files, {manifest.total_bytes} bytes"
+    )
+    console.print(f"root_sha256 {manifest.root_sha256}")

@@ -1,0 +1,214 @@
+"""Publish a verified tree to an object store, with the manifest as the commit marker.
+
+The protocol, in order:
+
+1. The local tree is verified against its content manifest (or one is built in memory
+   when the tree has none yet); nothing unverified leaves the machine.
+2. A prefix that already holds a manifest is a published dataset: the same root is
+   "already published" (success), another root is refused. A prefix that holds objects
+   outside the tree is refused too: a dataset's prefix holds only its files.
+3. A claim ``<manifest>.publishing`` naming the root is created with a conditional put
+   (``If-None-Match: *``). A claim for the same root means a re-run or a twin publisher of
+   the identical tree: both may go on, they write the same bytes. A claim for another root
+   refuses, so two different trees can never interleave their objects under one prefix.
+   The manifest is checked once more after claiming: a winner that committed and released
+   its claim meanwhile is seen here.
+4. Every file is uploaded in parallel (multipart when large, memory bounded, retried);
+   objects already present with the right size and SHA-256 are skipped, so a re-run after
+   an interruption resumes.
+5. A final listing proves every file is present with its size and nothing else is there.
+6. ``content_manifest.json`` is written last with a conditional put: exactly one publisher
+   commits; a loser whose tree has the same root is told "already published".
+7. The claim is removed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from dataset_devkit.errors import PublicationError
+from dataset_devkit.integrity.bucket.commit import (
+    CLAIM_SUFFIX,
+    claim,
+    commit,
+    committed,
+    release_claim,
+)
+from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects
+from dataset_devkit.integrity.bucket.retry import RetryPolicy
+from dataset_devkit.integrity.bucket.transfer import Outcome, already_uploaded, upload_all
+from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, ManifestNotFoundError
+from dataset_devkit.integrity.manifest import (
+    ContentManifest,
+    build_manifest,
+    read_manifest,
+)
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
+from dataset_devkit.integrity.safefs import path_argument
+from dataset_devkit.integrity.verify import verify_tree
+from dataset_devkit.objectstore import ObjectLocation, open_location
+
+__all__ = ["CLAIM_SUFFIX", "DEFAULT_PART_SIZE", "RemotePublishResult", "publish_remote"]
+
+#: Multipart part size (files up to 8 MiB go in one request).
+DEFAULT_PART_SIZE: Final = 32 << 20
+
+
+@dataclass(frozen=True)
+class RemotePublishResult:
+    """What :func:`publish_remote` did.
+
+    ``already_published`` is true when the prefix already held this very dataset (a re-run
+    after success, or a concurrent publisher of the identical tree that committed first).
+    """
+
+    url: str
+    root_sha256: str
+    manifest_location: str
+    file_count: int
+    total_bytes: int
+    uploaded_files: int
+    uploaded_bytes: int
+    skipped_files: int
+    already_published: bool
+
+
+def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
+    try:
+        manifest = read_manifest(tree, location=location)
+    except ManifestNotFoundError:
+        return build_manifest(tree, location=location or CONTENT_MANIFEST_NAME)
+    verify_tree(tree, manifest=manifest).raise_for_issues()
+    return manifest
+
+
+def publish_remote(
+    tree: Path,
+    url: str,
+    *,
+    manifest_location: str | None = None,
+    workers: int = 8,
+    part_size: int = DEFAULT_PART_SIZE,
+    part_concurrency: int = 2,
+    retry: RetryPolicy | None = None,
+    progress: OnProgress | None = None,
+) -> RemotePublishResult:
+    """Upload the tree *tree* to *url* and commit it with its content manifest.
+
+    Parameters
+    ----------
+    tree
+        A local tree; its content manifest is verified first (or built when it has none).
+    url
+        ``s3://bucket/prefix`` (or ``gs://``, ``az://``, ``file://``); endpoint and
+        credentials come from the environment.
+    manifest_location
+        Where the manifest lives in the tree (default: found, else the top).
+    workers, part_size, part_concurrency
+        Files uploaded at once, the multipart part size, and parts in flight per large file:
+        memory stays under ``workers x 8 MiB + 2 x part_concurrency x part_size``.
+    retry
+        Retries of each request and of each whole object upload.
+
+    Raises
+    ------
+    VerificationFailed
+        The local tree does not match its manifest.
+    DestinationExistsError
+        *url* holds another dataset (also when a concurrent publisher of another tree
+        committed first).
+    PublicationError
+        *url* holds objects outside the tree, or another tree's unfinished publish.
+    ObjectStoreError, MissingPathError
+        The store failed for good (the message names the object), or the bucket is missing.
+    """
+    policy = retry or RetryPolicy()
+    tree = path_argument(tree)
+    manifest = _local_manifest(tree, manifest_location)
+    key = manifest.location
+    claim_key = key + CLAIM_SUFFIX
+    location = open_location(url, retry=policy.obstore_config(), create=True)
+
+    def done(already: bool, outcome: Outcome | None = None) -> RemotePublishResult:
+        return RemotePublishResult(
+            url=location.url,
+            root_sha256=manifest.root_sha256,
+            manifest_location=key,
+            file_count=manifest.file_count,
+            total_bytes=manifest.total_bytes,
+            uploaded_files=outcome.files if outcome else 0,
+            uploaded_bytes=outcome.bytes if outcome else 0,
+            skipped_files=outcome.skipped if outcome else manifest.file_count,
+            already_published=already,
+        )
+
+    if committed(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
+        return done(True)
+    listed = list_objects(location, policy)
+    _refuse_strangers(location, manifest, listed, claim_key)
+    claim(location, claim_key, manifest.root_sha256, policy)
+    if committed(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
+        return done(True)
+    outcome = Outcome()
+    present = already_uploaded(location, manifest, listed, workers, policy)
+    outcome.skipped = len(present)
+    todo = [entry for entry in manifest.files if entry.path not in present]
+    report(
+        progress,
+        ProgressUpdate(
+            "upload",
+            total_bytes=sum(entry.size for entry in todo),
+            total_items=len(todo),
+        ),
+    )
+    upload_all(
+        location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
+    )
+    _check_complete(location, manifest, list_objects(location, policy), claim_key)
+    if not commit(location, key, manifest, policy):
+        release_claim(location, claim_key, manifest.root_sha256, policy)
+        return done(True, outcome)
+    release_claim(location, claim_key, manifest.root_sha256, policy)
+    return done(False, outcome)
+
+
+def _refuse_strangers(
+    location: ObjectLocation,
+    manifest: ContentManifest,
+    listed: dict[str, RemoteObject],
+    claim_key: str,
+) -> None:
+    paths = {entry.path for entry in manifest.files}
+    strangers = sorted(set(listed) - paths - {manifest.location, claim_key})
+    if strangers:
+        shown = ", ".join(strangers[:3]) + (", ..." if len(strangers) > 3 else "")
+        raise PublicationError(
+            f"{location.url}: holds {len(strangers)} object(s) that are not in this tree "
+            f"({shown}); a dataset's prefix holds only its own files, choose an empty prefix"
+        )
+
+
+def _check_complete(
+    location: ObjectLocation,
+    manifest: ContentManifest,
+    listed: dict[str, RemoteObject],
+    claim_key: str,
+) -> None:
+    """Every file present with its size, nothing else: the last look before committing."""
+    problems = [
+        f"{entry.path}: missing"
+        if entry.path not in listed
+        else f"{entry.path}: size {listed[entry.path].size}, expected {entry.size}"
+        for entry in manifest.files
+        if entry.path not in listed or listed[entry.path].size != entry.size
+    ]
+    _refuse_strangers(location, manifest, listed, claim_key)
+    if problems:
+        raise PublicationError(
+            f"{location.url}: after the upload {len(problems)} object(s) are not as uploaded "
+            f"(first: {problems[0]}); another writer is at work here, nothing was committed"
+        )

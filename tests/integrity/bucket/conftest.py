@@ -1,0 +1,89 @@
+"""Fixtures of the object storage tests: a tree to publish, a bucket behind a fault proxy."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.integrity import write_manifest
+from dataset_devkit.integrity.bucket import RetryPolicy
+from tests.integrity.helpers import SAMPLE, make_tree
+from tests.s3_faults import FaultProxy, fault_proxy
+from tests.s3_server import S3Server
+
+#: Retries that give up in well under a second, so a dead object fails a test fast.
+FAST = RetryPolicy(
+    attempts=3, request_retries=2, initial_backoff=0.01, max_backoff=0.05, timeout=10
+)
+#: S3's smallest multipart part; the large file below takes three parts.
+PART = 5 << 20
+LARGE = "large/blob.bin"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A tree with its manifest: small files in subdirectories, an empty one."""
+    root = make_tree(tmp_path / "tree")
+    write_manifest(root)
+    return root
+
+
+@pytest.fixture
+def large_tree(tmp_path: Path) -> Path:
+    """The same small files and one large file that goes up in three multipart parts."""
+    root = make_tree(tmp_path / "large-tree", {**SAMPLE, LARGE: os.urandom(2 * PART + 12345)})
+    write_manifest(root)
+    return root
+
+
+_BATCH = """
+import contextlib, io, json, sys
+from dataset_devkit.cli.app import main
+runs = []
+for args in json.loads(sys.argv[1]):
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(args)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    runs.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(runs))
+"""
+
+
+def run_cli_batch(env: dict[str, str], *commands: Sequence[str]) -> list[tuple[int, str, str]]:
+    """Run several ``dataset-devkit`` command lines in one child process (a process per
+    command costs a second or two of imports): ``(exit code, stdout, stderr)`` each."""
+    done = subprocess.run(
+        [sys.executable, "-c", _BATCH, json.dumps([list(c) for c in commands])],
+        capture_output=True,
+        text=True,
+        env={**env, "COLUMNS": "200"},
+        timeout=300,
+        check=True,
+    )
+    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+
+
+@pytest.fixture
+def proxied(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
+    """The AWS environment pointed at a fault proxy in front of the test server."""
+    with fault_proxy(s3_server.endpoint) as proxy:
+        for name, value in s3_server.environment.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+        yield proxy
+
+
+@pytest.fixture
+def proxied_bucket(s3_server: S3Server, proxied: FaultProxy) -> str:
+    """A fresh bucket reached through the proxy."""
+    return s3_server.create_bucket()
