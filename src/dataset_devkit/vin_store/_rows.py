@@ -77,6 +77,34 @@ def check_fields(sample: object, number: int, last: int | None = None) -> VinOff
         raise VinOfflineSchemaError(
             f"sample #{number}: expected a VinOfflineSample, found {type(sample).__name__}"
         )
+    # The common case in a few attribute reads (this runs once per sample, millions of
+    # times); anything unusual goes through the checks below, which name the problem.
+    key, scene, snippet = sample.sample_key, sample.scene_id, sample.snippet_id
+    index = sample.sample_index
+    if not (
+        type(key) is str
+        and type(scene) is str
+        and type(snippet) is str
+        and key
+        and scene
+        and snippet
+        and type(sample.arrays) is dict
+        and type(sample.records) is dict
+        and (
+            index is None or (type(index) is int and index >= 0 and (last is None or index > last))
+        )
+    ):
+        _check_slowly(sample, number, last)
+    if sample.split is not None and sample.split not in SPLIT_NAMES:
+        raise VinOfflineSchemaError(
+            f"sample {sample.sample_key!r}: split must be one of {', '.join(SPLIT_NAMES)}, "
+            f"found {sample.split!r}",
+            key="split",
+        )
+    return sample
+
+
+def _check_slowly(sample: VinOfflineSample, number: int, last: int | None) -> None:
     for name in ("sample_key", "scene_id", "snippet_id"):
         value = getattr(sample, name)
         if not isinstance(value, str) or not value:
@@ -102,13 +130,6 @@ def check_fields(sample: object, number: int, last: int | None = None) -> VinOff
                 f"sample {sample.sample_key!r}: {name} must be a mapping of block name -> value",
                 key=name,
             )
-    if sample.split is not None and sample.split not in SPLIT_NAMES:
-        raise VinOfflineSchemaError(
-            f"sample {sample.sample_key!r}: split must be one of {', '.join(SPLIT_NAMES)}, "
-            f"found {sample.split!r}",
-            key="split",
-        )
-    return sample
 
 
 class Schema(msgspec.Struct, frozen=True):
