@@ -46,7 +46,7 @@ case "$command" in
     # nuscenes-devkit 1.2.0 declares numpy<2 but runs on numpy 2; install it without its
     # pins so this leg proves our code (and the official loader path) on numpy 2.x.
     venv="${VENV_NUMPY2:-.venv-numpy2}"
-    ensure_venv "video,mcap,torch,dask,dev"
+    ensure_venv "video,mcap,torch,dask,s3,dev"
     "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt "numpy>=2"
     "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt --no-deps nuscenes-devkit
     "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt opencv-python-headless \
