@@ -8,11 +8,18 @@ reported too:
 - ``memmap``: one ``np.lib.format.open_memmap`` per field filled sample by sample, records
   blob + offsets (``memmap+fsync``: the same, then fsync, the durability a published store
   has);
+- ``write+sha256``: the physical bound of a writer that hashes what it writes: the same
+  bytes written in 4 MiB blocks, each hashed with SHA-256, on one core, no per-sample work
+  (a published store hashes its bytes twice: as written, and when publication re-verifies);
 - ``mds``: MosaicML Streaming ``MDSWriter`` (uncompressed, 64 MiB shards), per sample;
 - ``lance``: ``lance.write_dataset`` from 1,024-row record batches (its natural API);
 - ``vin``: :func:`build_vin_offline_store` from an iterable of samples, default executor;
   ``vin-sources``: from partitioned sources produced in a process pool — both including
   validation, manifest, fsync and atomic publication.
+
+Writers run in interleaved rounds (``--repeats``, default 5), each in a fresh process;
+the table gives the median wall time with the range over the rounds, and each ratio as the
+median (and range) of the per-round ratios, which a shared machine's load swings less.
 
 ``--shape large`` uses 2 MiB float16 voxel features per sample instead of points.
 ``--scale N`` instead builds N small samples from sources (1 and 2 local workers, and a

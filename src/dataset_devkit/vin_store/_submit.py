@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from dataset_devkit.integrity.progress import ProgressUpdate, report
+from dataset_devkit.vin_store._pool import worker_started
 from dataset_devkit.vin_store._rows import RowBlock, Schema, VinOfflineSample, check_fields
 from dataset_devkit.vin_store._shard_task import (
     Rows,
@@ -212,8 +213,16 @@ def submit_sources(
     val_fraction: float,
     state: dict[str, Any],
 ) -> int:
-    """Plan shards over the sources (a worker probes the first sample for the schema)."""
-    schema = executor.submit(probe_schema, sources[0]).result()
+    """Plan shards over the sources (a worker probes the first sample for the schema).
+
+    While one worker probes, the others are started with an empty task: a process pool
+    starts a worker only when a task finds none idle, so otherwise the second worker's
+    start-up (interpreter and imports, ~0.5 s) would begin only after the probe.
+    """
+    probe = executor.submit(probe_schema, sources[0])
+    for _ in range(max(0, min(run.max_pending, len(sources)) - 1)):
+        executor.submit(worker_started)
+    schema = probe.result()
     rows = _rows_for(schema, shard_bytes, cap)
     options_key = _options_key(schema, rows, val_fraction)
     plan = plan_pieces(sources, rows)
