@@ -13,6 +13,7 @@
     │                                   an optional extra is not installed
     ├── UnsafePathError (PermissionError)
     │                                   a symlink, hard link, special file or unsafe name
+    ├── ObjectStoreError (OSError)      an object store request failed after its retries
     ├── IntegrityError                  content does not match its manifest; carries
     │   │                               every issue found, sorted
     │   └── VerificationFailed          ``verify`` found differences
@@ -38,6 +39,7 @@ __all__ = [
     "MissingDependencyError",
     "MissingPathError",
     "NotFoundError",
+    "ObjectStoreError",
     "PublicationError",
     "UnsafePathError",
     "VerificationFailed",
@@ -170,3 +172,15 @@ class PublicationError(DevkitError):
 
 class DestinationExistsError(PublicationError, FileExistsError):
     """The destination of a publication or export already exists and is never replaced."""
+
+
+class ObjectStoreError(DevkitError, OSError):
+    """An object store request failed after its retries (server errors, dropped
+    connections, a missing bucket or credentials); the message names the object's URL."""
+
+    def __init__(self, message: str, *, url: str | None = None) -> None:
+        super().__init__(f"{url}: {message}" if url is not None else message)
+        self.url = url
+
+    def __str__(self) -> str:  # OSError's own formatting would drop our message
+        return str(self.args[0])

@@ -414,11 +414,155 @@ def write_extensions(root: Path, docs: dict[str, Any]) -> None:
         (root / spec.EXTENSIONS_DIR / name).write_bytes(canonical_json(msgspec.to_builtins(doc)))
 
 
-def write_dataroot(root: Path, **kwargs: Any) -> Fixture:
-    """Write a complete, valid staging dataroot at *root* and return its tables."""
+def audit_windows(tables: dict[str, list[dict[str, Any]]], docs: dict[str, Any]) -> None:
+    """Give *docs* the per-window camera audits the exporter writes, with losses in them.
+
+    Each scene becomes a selected window whose cameras matched every grid point; after every
+    other scene comes a window rejected because one camera missed two grid points; and a
+    second recording contributed nothing (both its windows rejected). Only the extension
+    documents change: the tables stay as :func:`build_tables` wrote them.
+    """
+    interval = spec.SAMPLE_INTERVAL_NS
+    channels = tuple(sorted(row["channel"] for row in tables["sensor"]))
+    first = {row["token"]: row for row in tables["sample"]}
+    recordings: spec.RecordingsDocument = docs[spec.RECORDINGS_FILE]
+    validity: spec.ValidityDocument = docs[spec.VALIDITY_FILE]
+    audit: spec.PipelineAuditDocument = docs[spec.PIPELINE_AUDIT_FILE]
+    kept = recordings.recordings[0]
+    dropped_digest = "pyav:sha256:" + hashlib.sha256(b"rec-dropped").hexdigest()
+
+    def window(index: int, start: int, n: int, missing: dict[str, tuple[int, ...]]) -> Any:
+        cams = tuple(
+            spec.CameraGridAudit(
+                channel=ch,
+                grid_points=n,
+                matched=n - len(missing.get(ch, ())),
+                missing_grid_indices=missing.get(ch, ()),
+                max_abs_offset_ns=1000 * c,
+                frames_in_window=5 * n,
+                frames_without_pose=0,
+                offsets_ns=tuple(None if g in missing.get(ch, ()) else 1000 * c for g in range(n)),
+            )
+            for c, ch in enumerate(channels)
+        )
+        reasons = tuple(f"{ch} misses {len(m)} of {n} grid points" for ch, m in missing.items())
+        return spec.SceneWindowAudit(
+            scene_index=index,
+            start_timestamp_ns=start,
+            end_timestamp_ns=start + n * interval,
+            valid=not reasons,
+            reasons=reasons,
+            cameras=cams,
+        )
+
+    windows, entries, scene_index = [], [], {}
+    for s, scene in enumerate(tables["scene"]):
+        n = scene["nbr_samples"]
+        start = first[scene["first_sample_token"]]["timestamp"] * 1000
+        windows.append(window(2 * s, start, n, {}))
+        scene_index[scene["token"]] = 2 * s
+        if s % 2 == 0:
+            lost = channels[s // 2 % len(channels)]
+            missed = tuple(g for g in (1, 2) if g < n) or (0,)
+            windows.append(window(2 * s + 1, start + 10**10, n, {lost: missed}))
+    for w in windows:
+        token = next((t for t, i in scene_index.items() if i == w.scene_index), "")
+        entries.append(
+            spec.ChronologyEntry(
+                scene_index=w.scene_index,
+                start_timestamp_ns=w.start_timestamp_ns,
+                end_timestamp_ns=w.end_timestamp_ns,
+                selected=bool(token),
+                scene_token=token,
+                reason="" if token else "rule 0 require_valid: " + "; ".join(w.reasons),
+            )
+        )
+    lost_windows = tuple(
+        window(i, 10**9 + i * 3 * 10**9, 4, {channels[0]: (0, 1, 2, 3)}) for i in range(2)
+    )
+    docs[spec.RECORDINGS_FILE] = msgspec.structs.replace(
+        recordings,
+        recordings=(
+            msgspec.structs.replace(
+                kept,
+                start_timestamp_ns=windows[0].start_timestamp_ns,
+                end_timestamp_ns=windows[-1].end_timestamp_ns,
+            ),
+            msgspec.structs.replace(
+                kept,
+                recording_id="rec-dropped",
+                log_token="",
+                source_name="rec-dropped",
+                source_digest=dropped_digest,
+                start_timestamp_ns=lost_windows[0].start_timestamp_ns,
+                end_timestamp_ns=lost_windows[-1].end_timestamp_ns,
+                cameras=tuple(
+                    msgspec.structs.replace(
+                        c, sensor_token="", calibrated_sensor_token="", frames_exported=0
+                    )
+                    for c in kept.cameras
+                ),
+                scene_tokens=(),
+                selected=False,
+                reason="none of its 2 scene windows was selected",
+            ),
+        ),
+    )
+    rv = validity.recordings[0]
+    docs[spec.VALIDITY_FILE] = msgspec.structs.replace(
+        validity,
+        recordings=(
+            msgspec.structs.replace(rv, scene_windows=tuple(windows)),
+            msgspec.structs.replace(
+                rv,
+                source_digest=dropped_digest,
+                recording_id="rec-dropped",
+                valid=False,
+                reasons=("no valid scene window",),
+                scene_windows=lost_windows,
+            ),
+        ),
+        scenes=tuple(
+            msgspec.structs.replace(v, scene_index=scene_index[v.scene_token])
+            for v in validity.scenes
+        ),
+    )
+    docs[spec.PIPELINE_AUDIT_FILE] = msgspec.structs.replace(
+        audit,
+        selected_scene_ids=tuple(
+            f"{kept.source_digest}#{2 * s}" for s in range(len(tables["scene"]))
+        ),
+        chronology=(
+            spec.RecordingChronology(source_digest=kept.source_digest, entries=tuple(entries)),
+            spec.RecordingChronology(
+                source_digest=dropped_digest,
+                entries=tuple(
+                    spec.ChronologyEntry(
+                        scene_index=w.scene_index,
+                        start_timestamp_ns=w.start_timestamp_ns,
+                        end_timestamp_ns=w.end_timestamp_ns,
+                        selected=False,
+                        scene_token="",
+                        reason="rule 0 require_valid: " + "; ".join(w.reasons),
+                    )
+                    for w in lost_windows
+                ),
+            ),
+        ),
+    )
+
+
+def write_dataroot(root: Path, *, audit: bool = False, **kwargs: Any) -> Fixture:
+    """Write a complete, valid staging dataroot at *root* and return its tables.
+
+    ``audit=True`` adds the exporter's per-window camera audits, with losses
+    (:func:`audit_windows`).
+    """
     tables = build_tables(**kwargs)
     write_tables(root, tables)
     extensions = build_extensions(tables)
+    if audit:
+        audit_windows(tables, extensions)
     write_extensions(root, extensions)
     for sd in tables["sample_data"]:
         path = root / sd["filename"]

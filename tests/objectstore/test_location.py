@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import obstore
 import pytest
@@ -45,3 +46,15 @@ def test_bad_urls_are_one_line_config_errors(url: str) -> None:
         open_location(url)
     assert url in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("given", ["s3://bucket/data", Path("s3://bucket/data"), "gs://b/x"])
+def test_local_only_readers_refuse_urls_in_one_line(given: Any, tmp_path: Path) -> None:
+    from dataset_devkit.nuscenes.sdk import Dataset
+    from dataset_devkit.stereo import StereoDataset
+
+    for make, what in ((StereoDataset, "the stereo reader"), (Dataset, "the nuScenes SDK")):
+        with pytest.raises(ConfigError) as info:
+            make(given)
+        assert "\n" not in str(info.value)
+        assert f"{what} reads a local directory, not an object store URL" in str(info.value)

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,14 +76,22 @@ class _Pipe:
                 return answer
             self.events.append(message)
 
-    def wait_for(self, method: str) -> None:
+    def wait_for(self, method: str, session: str) -> None:
         deadline = time.monotonic() + 60
-        while not any(e.get("method") == method for e in self.events):
+        while not any(
+            e.get("method") == method and e.get("sessionId") == session for e in self.events
+        ):
             self.events.append(self._read(deadline))
 
 
 def open_page(page: Path, width: int = 1280, height: int = 2000) -> PageReport:
     """Load ``file://page`` in headless Chromium and report what happened."""
+    return open_pages([page], width, height)[0]
+
+
+def open_pages(pages: Sequence[Path], width: int = 1280, height: int = 2000) -> list[PageReport]:
+    """Load each page in its own tab of one headless Chromium (one launch: launches are
+    the slow part) and report what happened on each."""
     # The protocol wants descriptors 3 and 4 exactly. The child ends are moved above 10 so
     # they cannot be 3 or 4 themselves, then a tiny Python trampoline places them and execs
     # chromium (subprocess would close them again after a preexec_fn).
@@ -126,7 +135,7 @@ def open_page(page: Path, width: int = 1280, height: int = 2000) -> PageReport:
             os.close(fd)
         pipe = _Pipe(to_w, from_r)
         try:
-            return _drive(pipe, page, width, height)
+            return [_drive(pipe, page, width, height) for page in pages]
         finally:
             with contextlib.suppress(EOFError, OSError, RuntimeError, TimeoutError):
                 pipe.call("Browser.close")
@@ -154,9 +163,11 @@ def _drive(pipe: _Pipe, page: Path, width: int, height: int) -> PageReport:
     )
     pipe.events.clear()
     pipe.call("Page.navigate", session, url=page.resolve().as_uri())
-    pipe.wait_for("Page.loadEventFired")
+    pipe.wait_for("Page.loadEventFired", session)
     report = PageReport()
     for event in pipe.events:
+        if event.get("sessionId") != session:  # a late event of an earlier tab
+            continue
         method, params = event.get("method"), event.get("params", {})
         if method == "Network.loadingFailed":
             report.failed_requests.append(f"{params.get('errorText')} {params.get('requestId')}")
@@ -170,4 +181,5 @@ def _drive(pipe: _Pipe, page: Path, width: int, height: int) -> PageReport:
     report.images = [tuple(i) for i in json.loads(value["result"]["value"])]
     shot = pipe.call("Page.captureScreenshot", session, format="png")
     report.screenshot = base64.b64decode(shot["data"])
+    pipe.call("Target.closeTarget", targetId=target)
     return report

@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text as MplText
 
 from dataset_devkit.demo import run_demo
+from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.preview import Kind, preview
+from dataset_devkit.preview.figures import save
+from dataset_devkit.preview.page import Image
 
 #: Demo steps whose trees the tests draw (the publish step repeats the nuScenes kind).
 STEPS = ("integrity", "nuscenes", "release", "vin_store", "stereo")
@@ -22,6 +27,9 @@ TREES: dict[Kind, str] = {
     Kind.STEREO: "stereo/GenVR-duo-20261023",
 }
 
+#: Scenes of the large published dataroot (the fleet fixture).
+FLEET_SCENES = 50
+
 
 @pytest.fixture(scope="session")
 def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -32,7 +40,64 @@ def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pages(demo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[Kind, Path]:
+def progress_seen() -> dict[Kind, list[ProgressUpdate]]:
+    """The progress updates each kind's preview in :func:`pages` reported."""
+    return {}
+
+
+#: Renderer modules that write matplotlib figures through ``figures.save``.
+RENDERERS = ("manifest", "nuscenes", "nuscenes_validity", "release", "stereo", "vin")
+
+
+@pytest.fixture(scope="session")
+def figure_texts() -> dict[tuple[Kind, str], list[str]]:
+    """Every text drawn in each matplotlib PNG of :func:`pages` (titles, axis and tick
+    labels, legends), by kind and PNG name."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def pages(
+    demo_root: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    progress_seen: dict[Kind, list[ProgressUpdate]],
+    figure_texts: dict[tuple[Kind, str], list[str]],
+) -> dict[Kind, Path]:
     """``index.html`` of a preview of every kind, drawn once."""
     out = tmp_path_factory.mktemp("pages")
-    return {kind: preview(demo_root / rel, out / kind.value) for kind, rel in TREES.items()}
+    drawn = {}
+    current: list[Kind] = []
+
+    def recording(fig: Figure, where: Path, name: str, caption: str) -> Image:
+        item = save(fig, where, name, caption)  # drawn first: tick labels exist after that
+        figure_texts[(current[-1], name)] = [t.get_text() for t in fig.findobj(MplText)]
+        return item
+
+    with pytest.MonkeyPatch.context() as patch:
+        for module in RENDERERS:
+            patch.setattr(f"dataset_devkit.preview.{module}.save", recording)
+        for kind, rel in TREES.items():
+            current.append(kind)
+            progress_seen[kind] = []
+            drawn[kind] = preview(
+                demo_root / rel, out / kind.value, progress=progress_seen[kind].append
+            )
+    return drawn
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A published 50-scene dataroot whose extensions hold camera losses: missing grid
+    points, rejected windows, and a recording that exported nothing."""
+    from tests.nuscenes.dataroot_fixture import publish_fixture
+
+    final, _ = publish_fixture(
+        tmp_path_factory.mktemp("fleet"), audit=True, scenes=FLEET_SCENES, samples=3
+    )
+    return final
+
+
+@pytest.fixture(scope="session")
+def fleet_page(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fleet drawn with the sampling flags (2 scenes, 2 key frames per grid)."""
+    return preview(fleet, tmp_path_factory.mktemp("fleet-page") / "page", scenes=2, rows=2)

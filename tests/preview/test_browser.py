@@ -1,5 +1,8 @@
 """Each preview page opened in headless Chromium: no failed request, no console error, every
-image loaded at its natural size, a screenshot that is not blank."""
+image loaded at its natural size, a screenshot that is not blank.
+
+One browser opens every page in its own tab (a launch costs seconds; a tab does not).
+"""
 
 from __future__ import annotations
 
@@ -13,13 +16,32 @@ import pytest
 from PIL import Image
 
 from dataset_devkit.preview import Kind
-from tests.preview.browser import CHROMIUM, PageReport, open_page
+from tests.preview.browser import CHROMIUM, PageReport, open_pages
 from tests.preview.conftest import TREES
 
 pytestmark = pytest.mark.skipif(
     not os.access(CHROMIUM, os.X_OK),
     reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)",
 )
+
+#: Pages beside the demo's kinds: the 50-scene dataroot and a copy missing one PNG.
+FLEET, BROKEN = "fleet", "broken"
+
+
+@pytest.fixture(scope="module")
+def seen(
+    pages: dict[Kind, Path], fleet_page: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Path, PageReport]]:
+    copy = tmp_path_factory.mktemp("broken") / "page"
+    shutil.copytree(pages[Kind.RELEASE].parent, copy)
+    (copy / "release_packages.png").unlink()
+    named = {kind.value: page for kind, page in pages.items()}
+    named[FLEET] = fleet_page
+    named[BROKEN] = copy / "index.html"
+    reports = open_pages(list(named.values()))
+    return {
+        name: (page, report) for (name, page), report in zip(named.items(), reports, strict=True)
+    }
 
 
 def _colours(png: bytes) -> int:
@@ -37,10 +59,11 @@ def _problems(report: PageReport) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("kind", list(TREES))
-def test_page_loads_cleanly_in_chromium(pages: dict[Kind, Path], kind: Kind) -> None:
-    page = pages[kind]
-    report = open_page(page)
+@pytest.mark.parametrize("name", [kind.value for kind in TREES] + [FLEET])
+def test_page_loads_cleanly_in_chromium(
+    seen: dict[str, tuple[Path, PageReport]], name: str
+) -> None:
+    page, report = seen[name]
     assert _problems(report) == []
     on_disk = sorted(p.name for p in page.parent.glob("*.png"))
     assert sorted(src for src, *_ in report.images) == on_disk
@@ -49,10 +72,7 @@ def test_page_loads_cleanly_in_chromium(pages: dict[Kind, Path], kind: Kind) -> 
             assert (width, height) == image.size
 
 
-def test_the_check_sees_a_missing_image(pages: dict[Kind, Path], tmp_path: Path) -> None:
-    copy = tmp_path / "page"
-    shutil.copytree(pages[Kind.RELEASE].parent, copy)
-    (copy / "release_packages.png").unlink()
-    problems = _problems(open_page(copy / "index.html"))
+def test_the_check_sees_a_missing_image(seen: dict[str, tuple[Path, PageReport]]) -> None:
+    problems = _problems(seen[BROKEN][1])
     assert any("failed request" in p for p in problems)
     assert "release_packages.png not loaded" in problems

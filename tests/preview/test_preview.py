@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -10,14 +11,20 @@ import pytest
 from PIL import Image
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError, MissingPathError
+from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.preview import Kind, detect_kind, preview
 from tests.cli_run import run_devkit
 from tests.preview.conftest import TREES
+from tests.tty_run import BAR, run_on_tty
 
 #: PNGs each kind must draw (a name pattern and how many at least).
 EXPECTED: dict[Kind, list[str]] = {
     Kind.MANIFEST: ["manifest_sizes.png"],
-    Kind.NUSCENES: ["nuscenes_log000_ego.png", "nuscenes_scene000.png"],
+    Kind.NUSCENES: [
+        "nuscenes_log000_ego.png",
+        "nuscenes_log000_validity.png",
+        "nuscenes_scene000.png",
+    ],
     Kind.RELEASE: ["release_packages.png"],
     Kind.RESTORED: ["manifest_sizes.png"],
     Kind.VIN_STORE: ["vin_histograms.png", "manifest_sizes.png"],
@@ -27,7 +34,14 @@ EXPECTED: dict[Kind, list[str]] = {
 #: Text each page must show (labels drawn from the data, not boilerplate).
 LABELS: dict[Kind, list[str]] = {
     Kind.MANIFEST: ["largest files", "data/train/000000.bin"],
-    Kind.NUSCENES: ["sample_data", "CAM_FRONT", "train", "time of day", "mz-0ee142b79d57-0000"],
+    Kind.NUSCENES: [
+        "sample_data",
+        "CAM_FRONT",
+        "train",
+        "time of day",
+        "mz-0ee142b79d57-0000",
+        "recording drive-0001: grid points per camera over 3 scene windows",
+    ],
     Kind.RELEASE: ["delivered: base, depth", "pending: none"],
     Kind.RESTORED: ["snapshot_root_sha256", "families"],
     Kind.VIN_STORE: ["vin.points_world", "float32", "absent families", "train"],
@@ -142,11 +156,19 @@ def test_cli_prints_the_page_path(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"{out / 'index.html'}\n"
+    assert result.stderr == ""  # no terminal: no progress, nothing else
     result = run_devkit(
         package_env, "preview", str(tmp_path / "nope"), "--out", str(tmp_path / "x")
     )
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    result = run_devkit(
+        package_env, "preview", str(tmp_path / "nope"), "--out", str(tmp_path / "x"), "--json"
+    )
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["ok"] is False and report["exit_code"] == 1
+    assert report["root"] == str(tmp_path / "nope") and "no such directory" in report["error"]
+    assert not (tmp_path / "x").exists()
 
 
 def test_demo_step_writes_a_page_per_tree_and_says_where(demo_root: Path) -> None:
@@ -159,3 +181,123 @@ def test_demo_step_writes_a_page_per_tree_and_says_where(demo_root: Path) -> Non
     for _, page in report.lines:
         assert Path(page).is_file()
         assert _images(Path(page))
+
+
+#: Stages each kind reports progress in, and the total items of each for the demo trees.
+STAGES: dict[Kind, dict[str, int]] = {
+    Kind.NUSCENES: {"logs": 1, "scenes": 3},
+    Kind.STEREO: {"read pairs": 2, "pairs": 2},
+    Kind.VIN_STORE: {"rows": 96},
+    Kind.MANIFEST: {},
+    Kind.RELEASE: {},
+    Kind.RESTORED: {},
+}
+
+
+def test_progress_counts_every_item_against_its_total(
+    pages: dict[Kind, Path], progress_seen: dict[Kind, list[ProgressUpdate]]
+) -> None:
+    for kind, stages in STAGES.items():
+        updates = progress_seen[kind]
+        done: dict[str, int] = {}
+        for update in updates:
+            assert update.total_items == stages[update.stage], (kind, update)
+            done[update.stage] = done.get(update.stage, 0) + update.items
+        assert done == stages, kind
+    # one update per item, not one at the end (VIN rows come a read chunk at a time)
+    assert len(progress_seen[Kind.NUSCENES]) == 4
+    assert len(progress_seen[Kind.STEREO]) == 4
+
+
+def test_cli_shows_item_bars_on_a_terminal_and_nothing_with_json(
+    fleet: Path, tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    flags = ("--scenes", "2", "--rows", "2")
+    code, shown = run_on_tty(
+        package_env, "preview", str(fleet), "--out", str(tmp_path / "a"), *flags
+    )
+    assert code == 0, shown
+    assert BAR in shown and "2/2 scenes" in shown and "1/1 logs" in shown
+    assert shown.rstrip().endswith(str(tmp_path / "a" / "index.html"))
+    code, shown = run_on_tty(
+        package_env, "preview", str(fleet), "--out", str(tmp_path / "b"), *flags, "--json"
+    )
+    assert code == 0 and BAR not in shown, shown
+    report = json.loads(shown.replace("\r\n", "\n"))
+    assert report["ok"] is True and report["kind"] == "nuscenes-dataroot"
+    assert report["page"] == str(tmp_path / "b" / "index.html")
+
+
+#: Text each matplotlib figure must draw: titles, axis labels, legends, tick labels.
+FIGURE_LABELS: dict[tuple[Kind, str], list[str]] = {
+    (Kind.NUSCENES, "nuscenes_log000_ego.png"): [
+        "x (m) from",
+        "y (m) from",
+        "(o start, X end)",
+        "mz-0ee142b79d57-0000",
+    ],
+    (Kind.NUSCENES, "nuscenes_log000_validity.png"): [
+        "CAM_FRONT",
+        "CAM_LEFT",
+        "present (key frame on the grid)",
+        "missing (no frame within tolerance)",
+        "rejected (window not exported)",
+        "time from recording start (s); each 2 Hz grid point spans 0.5 s",
+        " #0",
+    ],
+    (Kind.STEREO, "stereo_pair000_views.png"): [
+        "left · frame 0",
+        "right · frame 0",
+        "depth (left) · frame 0",
+        "depth (m)",
+    ],
+    (Kind.STEREO, "stereo_pair000_stats.png"): [
+        "camera_to_world from above (o start, x end)",
+        "left eye",
+        "right eye",
+        "depth (m)",
+        "pixels",
+    ],
+    (Kind.VIN_STORE, "vin_histograms.png"): ["vin.points_world", "value", "count"],
+    (Kind.RELEASE, "release_packages.png"): [
+        "package bytes",
+        "base/base-0001.tar",
+        "base",
+        "depth",
+    ],
+    (Kind.MANIFEST, "manifest_sizes.png"): [
+        "bytes by top-level folder",
+        "bytes by file type",
+        "data/",
+        ".bin",
+    ],
+}
+
+
+def test_each_figure_draws_its_labels(
+    pages: dict[Kind, Path], figure_texts: dict[tuple[Kind, str], list[str]]
+) -> None:
+    for key, labels in FIGURE_LABELS.items():
+        drawn = figure_texts[key]
+        for label in labels:
+            assert any(label in text for text in drawn), (key, label, drawn)
+    release = figure_texts[(Kind.RELEASE, "release_packages.png")]
+    assert any(text.startswith("limit ") for text in release)  # the 4 GiB-style limit line
+
+
+def test_every_scene_grid_cell_is_labelled(pages: dict[Kind, Path]) -> None:
+    # The grid is a Pillow mosaic (no matplotlib text to inspect): each cell's label band
+    # must hold dark glyph pixels, and the title band too.
+    from dataset_devkit.preview.nuscenes import CELL_H, CELL_W, LABEL_H, TITLE_H
+
+    with Image.open(pages[Kind.NUSCENES].parent / "nuscenes_scene000.png") as image:
+        grey = np.asarray(image.convert("L"))
+    rows = (grey.shape[0] - TITLE_H) // (CELL_H + LABEL_H)
+    cols = grey.shape[1] // CELL_W
+    assert (rows, cols) == (8, 3)  # 8 key frames x 3 cameras in the demo scene
+    assert (grey[:TITLE_H] < 100).sum() > 100
+    for r in range(rows):
+        for c in range(cols):
+            top = TITLE_H + r * (CELL_H + LABEL_H)
+            band = grey[top : top + LABEL_H, c * CELL_W : (c + 1) * CELL_W]
+            assert (band < 100).sum() > 50, (r, c)

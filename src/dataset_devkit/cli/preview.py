@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser
 
 __all__ = ["register"]
@@ -29,12 +30,25 @@ def preview_command(
         int, typer.Option("--rows", help="VIN rows sampled; nuScenes samples per scene grid.")
     ] = 256,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled subset.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
-    """Draw PATH (nuScenes, stereo, VIN store, release, restored or any manifest tree)."""
+    """Draw PATH (nuScenes, stereo, VIN store, release, restored or any manifest tree).
+
+    On a terminal a bar per stage counts the items drawn (logs, scenes, pairs, rows).
+    """
+    from dataset_devkit.kinds import detect_tree
     from dataset_devkit.preview import preview
 
-    err = Console(stderr=True, highlight=False)
-    page = preview(path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=err.print)
+    target(None, path)
+    tree = detect_tree(path)
+    target(tree.kind.value, tree.root)
+    with progress_bar("preview", unit="items", label=f"preview {tree.kind.value}") as advance:
+        page = preview(
+            path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=advance
+        )
+    if as_json:
+        emit_report(ok=True, page=str(page))
+        return
     typer.echo(str(page))
 
 

@@ -8,6 +8,12 @@ ranged and parallel reads, and retries with backoff built in.
 
 from __future__ import annotations
 
-from dataset_devkit.objectstore.location import ObjectLocation, is_url, open_location
+from dataset_devkit.objectstore.location import (
+    ObjectLocation,
+    forked_after_use,
+    is_url,
+    open_location,
+    refuse_url,
+)
 
-__all__ = ["ObjectLocation", "is_url", "open_location"]
+__all__ = ["ObjectLocation", "forked_after_use", "is_url", "open_location", "refuse_url"]

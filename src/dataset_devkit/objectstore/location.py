@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -18,9 +19,46 @@ from urllib.parse import urlsplit
 from dataset_devkit.errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, ObjectStore
+    from obstore.store import ClientConfig, ObjectStore, RetryConfig
 
-__all__ = ["SCHEMES", "ObjectLocation", "is_url", "open_location"]
+__all__ = [
+    "SCHEMES",
+    "ObjectLocation",
+    "forked_after_use",
+    "is_url",
+    "looks_like_mangled_url",
+    "open_location",
+    "refuse_url",
+]
+
+_forked = False
+_watching = False
+
+
+def _mark_forked() -> None:
+    global _forked
+    _forked = True
+
+
+def _watch_forks() -> None:
+    """From now on, a forked child knows obstore was in use in its parent."""
+    global _watching
+    if not _watching and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_mark_forked)
+        _watching = True
+
+
+def forked_after_use() -> bool:
+    """Whether this process was forked from one that had obstore loaded.
+
+    obstore's runtime threads do not survive ``fork``: a forked child that touches any
+    client hangs, so such a process must leave object store requests to a fresh one.
+    """
+    return _forked
+
+
+if "obstore" in sys.modules:  # loaded by the user before us: its runtime may be running
+    _watch_forks()
 
 #: URL schemes that name an object store rather than a local path.
 SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "file", "memory")
@@ -47,12 +85,33 @@ class ObjectLocation:
         return f"{self.url}/{key}"
 
 
-def is_url(text: str | os.PathLike[str]) -> bool:
+def is_url(text: object) -> bool:
     """Whether ``text`` names an object store (``s3://...``) rather than a local path."""
     if not isinstance(text, str):
         return False
     scheme, sep, _ = text.partition("://")
     return bool(sep) and scheme.lower() in SCHEMES
+
+
+def looks_like_mangled_url(value: object) -> bool:
+    """Whether *value* is a URL that went through ``Path`` (``s3:/bucket``: one slash eaten)."""
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else ""
+    scheme, sep, rest = str(text).partition(":/")
+    return bool(sep) and scheme.lower() in SCHEMES and bool(rest) and not rest.startswith("/")
+
+
+def refuse_url(value: object, what: str) -> None:
+    """One clear line for a reader that takes local directories only, given a URL.
+
+    Without it, ``s3://bucket/x`` reaches ``Path`` as ``s3:/bucket/x`` and the user reads
+    "no such directory" about a path they never wrote.
+    """
+    if is_url(value) or looks_like_mangled_url(value):
+        raise ConfigError(
+            f"{value}: {what} reads a local directory, not an object store URL; download the "
+            "dataset first (it verifies there with its content_manifest.json)",
+            key="root",
+        )
 
 
 def _loopback(endpoint: str) -> bool:
@@ -73,8 +132,11 @@ def _client_options() -> ClientConfig:
     return {}
 
 
-def open_location(url: str) -> ObjectLocation:
+def open_location(url: str, *, retry: RetryConfig | None = None) -> ObjectLocation:
     """Open the object store that ``url`` names, scoped to its prefix.
+
+    ``retry`` replaces obstore's default policy (10 retries with backoff, for up to three
+    minutes) where a caller wants to give up sooner or later.
 
     Raises
     ------
@@ -87,6 +149,7 @@ def open_location(url: str) -> ObjectLocation:
         raise ConfigError(
             f"{url}: expected an object store URL ({', '.join(s + '://' for s in SCHEMES)})"
         )
+    _watch_forks()
     try:
         from obstore.store import from_url
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
@@ -97,7 +160,10 @@ def open_location(url: str) -> ObjectLocation:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
     s3 = scheme.lower() in ("s3", "s3a")
     try:
-        store = from_url(cleaned, client_options=_client_options()) if s3 else from_url(cleaned)
+        if s3:
+            store = from_url(cleaned, client_options=_client_options(), retry_config=retry)
+        else:
+            store = from_url(cleaned, retry_config=retry)
     except Exception as exc:  # obstore raises its own config errors; name the URL once
         raise ConfigError(f"{url}: cannot open object store: {exc}") from exc
     return ObjectLocation(url=cleaned, store=store)

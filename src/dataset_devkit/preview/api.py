@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.preview.html import write_index
 from dataset_devkit.preview.kinds import Kind, detect
 from dataset_devkit.preview.page import Section
 
 __all__ = ["preview"]
-
-Progress = Callable[[str], None]
 
 
 def _count(name: str, value: int) -> int:
@@ -28,21 +26,28 @@ def _count(name: str, value: int) -> int:
 
 
 def _render(
-    kind: Kind, path: Path, out: Path, scenes: int, pairs: int, rows: int, seed: int
+    kind: Kind,
+    path: Path,
+    out: Path,
+    scenes: int,
+    pairs: int,
+    rows: int,
+    seed: int,
+    progress: OnProgress | None,
 ) -> list[Section]:
     # Imported per kind: a VIN preview must not need the nuScenes or stereo extras.
     if kind is Kind.NUSCENES:
         from dataset_devkit.preview.nuscenes import render_nuscenes
 
-        return render_nuscenes(path, out, scenes=scenes, samples=rows, seed=seed)
+        return render_nuscenes(path, out, scenes=scenes, samples=rows, seed=seed, progress=progress)
     if kind is Kind.STEREO:
         from dataset_devkit.preview.stereo import render_stereo
 
-        sections = render_stereo(path, out, pairs=pairs, seed=seed)
+        sections = render_stereo(path, out, pairs=pairs, seed=seed, progress=progress)
     elif kind is Kind.VIN_STORE:
         from dataset_devkit.preview.vin import render_vin_store
 
-        sections = render_vin_store(path, out, rows=rows, seed=seed)
+        sections = render_vin_store(path, out, rows=rows, seed=seed, progress=progress)
     elif kind is Kind.RELEASE:
         from dataset_devkit.preview.release import render_release
 
@@ -68,13 +73,15 @@ def preview(
     pairs: int = 4,
     rows: int = 256,
     seed: int = 0,
-    progress: Progress | None = None,
+    progress: OnProgress | None = None,
 ) -> Path:
     """Draw the tree at *path* into the absent or empty directory *out*; return ``index.html``.
 
     ``scenes`` (nuScenes), ``pairs`` (stereo) and ``rows`` (VIN rows sampled for histograms,
     and nuScenes key-frame rows per scene grid) bound the work on large trees; the subset is
     drawn with the fixed ``seed``, so the same tree gives the same page, byte for byte.
+    *progress* hears one update per item drawn (nuScenes logs and scenes, stereo pairs,
+    VIN rows read), with the stage's total.
     """
     source, target = Path(path), Path(out)
     for name, value in (("scenes", scenes), ("pairs", pairs), ("rows", rows)):
@@ -86,14 +93,10 @@ def preview(
             f"{target}: preview output must be absent or an empty directory"
         )
     kind, source = detect(source)
-    if progress:
-        progress(f"{source}: {kind.value}")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
-        sections = _render(kind, source, staging, scenes, pairs, rows, seed)
-        if progress:
-            progress(f"drew {sum(len(s.items) for s in sections)} items")
+        sections = _render(kind, source, staging, scenes, pairs, rows, seed, progress)
         write_index(staging, f"{kind.value} preview: {source.name}", sections)
         staging.chmod(0o755)  # mkdtemp makes it private; a page is for sharing
         if target.is_dir():

@@ -13,14 +13,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 from cycler import cycler
 from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image as PILImage
+from PIL import ImageFont
 
 from dataset_devkit.preview.page import Image
 
-__all__ = ["DPI", "RC", "figure", "save"]
+__all__ = ["DPI", "RC", "figure", "font", "save", "save_image"]
 
 #: Dots per inch of every PNG; sizes in inches times this give the pixel sizes tests expect.
 DPI = 100
@@ -59,3 +62,18 @@ def save(fig: Figure, out: Path, name: str, caption: str) -> Image:
         fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
     width, height = (round(v) for v in fig.get_size_inches() * DPI)
     return Image(src=name, caption=caption, width=width, height=height)
+
+
+def font(size: int) -> ImageFont.FreeTypeFont:
+    """DejaVu Sans at *size* pixels for Pillow drawings: the file inside matplotlib, so
+    every host draws the same glyphs (as the figures do)."""
+    path = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+    return ImageFont.truetype(str(path), size)
+
+
+def save_image(image: PILImage.Image, out: Path, name: str, caption: str) -> Image:
+    """Write a Pillow drawing as ``out/name`` (Pillow writes no metadata unless asked)."""
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, format="PNG", compress_level=6)
+    return Image(src=name, caption=caption, width=image.width, height=image.height)

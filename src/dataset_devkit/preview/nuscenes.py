@@ -8,25 +8,30 @@ from typing import Any
 
 import numpy as np
 from PIL import Image as PILImage
+from PIL import ImageDraw, ImageOps
 
 from dataset_devkit.errors import NotFoundError
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.nuscenes import Dataset
 from dataset_devkit.nuscenes.spec import TABLE_NAMES
-from dataset_devkit.preview.figures import figure, save
-from dataset_devkit.preview.page import Image, Section, Table, Text
+from dataset_devkit.preview.figures import figure, font, save, save_image
+from dataset_devkit.preview.nuscenes_validity import render_validity
+from dataset_devkit.preview.page import Section, Table, Text
 
 __all__ = ["render_nuscenes"]
 
-#: Pixel width of one camera thumbnail (height follows the image's aspect).
-THUMB_WIDTH = 192
+#: One cell of a scene grid in pixels: the thumbnail area and the label band above it;
+#: and the title band of the grid.
+CELL_W, CELL_H, LABEL_H, TITLE_H = 200, 120, 16, 30
 
 
-def _thumbnail(path: Path) -> np.ndarray[Any, np.dtype[np.uint8]]:
+def _thumbnail(path: Path) -> PILImage.Image:
+    """The image at *path* scaled to fill a grid cell; a large JPEG decodes at 1/2..1/8
+    scale (draft), so a 1600 x 900 frame never sits in memory whole."""
+    box = (CELL_W - 8, CELL_H - 4)
     with PILImage.open(path) as image:
-        image.draft("RGB", (THUMB_WIDTH, THUMB_WIDTH))  # JPEG decodes at 1/2..1/8 scale
-        small = image.convert("RGB")
-        small.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4), PILImage.Resampling.BILINEAR)
-        return np.asarray(small)
+        image.draft("RGB", box)
+        return ImageOps.contain(image.convert("RGB"), box, PILImage.Resampling.BILINEAR)
 
 
 def _evenly(items: list[Any], limit: int) -> list[Any]:
@@ -37,9 +42,20 @@ def _evenly(items: list[Any], limit: int) -> list[Any]:
 
 
 def render_nuscenes(
-    root: Path, out: Path, *, scenes: int, samples: int, seed: int
+    root: Path,
+    out: Path,
+    *,
+    scenes: int,
+    samples: int,
+    seed: int,
+    progress: OnProgress | None = None,
 ) -> list[Section]:
-    """Overview tables, an ego path per log, and a camera grid for *scenes* sampled scenes."""
+    """Overview tables, then per log of *scenes* sampled scenes its ego path and camera
+    validity timeline, then a camera grid per sampled scene.
+
+    Only the sampled scenes' logs are drawn, so a fleet of thousands of logs costs as much
+    as the few the user asked to see; the overview tables still count everything.
+    """
     ds = Dataset(root)
     all_scenes = ds.table("scene")
     overview = Section("Tables and splits")
@@ -51,14 +67,24 @@ def render_nuscenes(
         Table(("split", "scenes"), tuple((k, str(len(v))) for k, v in sorted(splits.items())))
     )
     overview.items.append(_scene_table(ds, all_scenes))
-    sections = [overview, _trajectories(ds, all_scenes, out)]
     count = min(scenes, len(all_scenes))
-    picked = sorted(np.random.default_rng(seed).choice(len(all_scenes), count, replace=False))
-    sections[0].items.append(
-        Text(f"camera grids for {count} of {len(all_scenes)} scenes (fixed seed {seed})")
+    picked = [
+        all_scenes[int(i)]
+        for i in sorted(np.random.default_rng(seed).choice(len(all_scenes), count, replace=False))
+    ]
+    logs = sorted({s["log_token"] for s in picked})
+    overview.items.append(
+        Text(
+            f"camera grids for {count} of {len(all_scenes)} scenes (fixed seed {seed}); "
+            f"ego paths and validity timelines for their {len(logs)} of "
+            f"{len(ds.table('log'))} logs"
+        )
     )
-    for n, index in enumerate(picked):
-        sections.append(_scene_grid(ds, all_scenes[int(index)], out, n, samples))
+    sections = [overview, _trajectories(ds, all_scenes, logs, out, progress)]
+    sections.append(render_validity(ds, logs, out, limit=scenes))
+    for n, scene in enumerate(picked):
+        sections.append(_scene_grid(ds, scene, out, n, samples))
+        report(progress, ProgressUpdate("scenes", items=1, total_items=count, unit="scenes"))
     return sections
 
 
@@ -101,11 +127,20 @@ def _scene_table(ds: Dataset, scenes: list[dict[str, Any]]) -> Table:
     )
 
 
-def _trajectories(ds: Dataset, scenes: list[dict[str, Any]], out: Path) -> Section:
+def _trajectories(
+    ds: Dataset,
+    scenes: list[dict[str, Any]],
+    logs: list[str],
+    out: Path,
+    progress: OnProgress | None,
+) -> Section:
     section = Section("Ego trajectories per log")
     channel = ds.channels[0] if ds.channels else None
     by_log: dict[str, list[tuple[str, np.ndarray[Any, np.dtype[np.float64]]]]] = defaultdict(list)
+    wanted = set(logs)
     for scene in scenes:
+        if scene["log_token"] not in wanted:
+            continue
         points = []
         for sample in ds.scene_samples(scene["token"]):
             try:
@@ -117,6 +152,7 @@ def _trajectories(ds: Dataset, scenes: list[dict[str, Any]], out: Path) -> Secti
         if points:
             by_log[scene["log_token"]].append((scene["name"], np.asarray(points, np.float64)))
     for n, log_token in enumerate(sorted(by_log)):
+        report(progress, ProgressUpdate("logs", items=1, total_items=len(by_log), unit="logs"))
         log = ds.get("log", log_token)
         # Metres from the log's first pose: raw UTM-like coordinates would hide in an offset.
         origin = by_log[log_token][0][1][0]
@@ -142,6 +178,12 @@ def _trajectories(ds: Dataset, scenes: list[dict[str, Any]], out: Path) -> Secti
 
 
 def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: int) -> Section:
+    """Rows = key-frame samples, columns = cameras, pasted into one mosaic with Pillow.
+
+    No matplotlib here: a 20 x 6 grid of axes took seconds to lay out, and one axes showing
+    the whole mosaic made float RGBA copies of it (400 MB for 20 x 6 cells); Pillow pastes
+    and labels the cells in the mosaic's own 3 bytes per pixel.
+    """
     section = Section(f"Scene {scene['name']}")
     chain = ds.scene_samples(scene["token"])
     rows = _evenly(chain, limit)
@@ -152,23 +194,28 @@ def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: in
             f"cameras {', '.join(channels)}"
         )
     )
-    cell = 2.0
-    with figure(cell * max(len(channels), 1) + 0.4, cell * 0.62 * max(len(rows), 1) + 0.6) as fig:
-        for r, sample in enumerate(rows):
-            for c, channel in enumerate(channels):
-                ax = fig.add_subplot(len(rows), len(channels), r * len(channels) + c + 1)
-                ax.set_xticks([])
-                ax.set_yticks([])
-                try:
-                    sd = ds.camera(sample["token"], channel)
-                except NotFoundError:
-                    ax.set_facecolor("#dddddd")
-                    ax.set_title(f"{channel} missing", fontsize=6)
-                    continue
-                ax.imshow(_thumbnail(ds.image_path(sd["token"])))
-                ax.set_title(f"{channel} · {sd['timestamp']}", fontsize=6)
-        fig.suptitle(f"{scene['name']}: rows = key-frame samples, columns = cameras", fontsize=8)
-        fig.tight_layout()
-        item: Image = save(fig, out, f"nuscenes_scene{n:03d}.png", f"scene {scene['name']}")
+    pitch = CELL_H + LABEL_H
+    size = (CELL_W * max(len(channels), 1), TITLE_H + pitch * max(len(rows), 1))
+    mosaic = PILImage.new("RGB", size, "white")
+    draw = ImageDraw.Draw(mosaic)
+    small, large = font(11), font(13)
+    title = f"{scene['name']}: rows = key-frame samples, columns = cameras"
+    draw.text((size[0] // 2, TITLE_H // 2), title, fill="black", font=large, anchor="mm")
+    for r, sample in enumerate(rows):
+        for c, channel in enumerate(channels):
+            x, y = c * CELL_W, TITLE_H + r * pitch
+            try:
+                sd = ds.camera(sample["token"], channel)
+            except NotFoundError:
+                mosaic.paste((221, 221, 221), (x + 4, y + LABEL_H, x + CELL_W - 4, y + pitch - 4))
+                label = f"{channel} missing"
+            else:
+                thumb = _thumbnail(ds.image_path(sd["token"]))
+                mosaic.paste(thumb, (x + (CELL_W - thumb.width) // 2, y + LABEL_H))
+                label = f"{channel} · {sd['timestamp']}"
+            draw.text(
+                (x + CELL_W // 2, y + LABEL_H - 3), label, fill="black", font=small, anchor="ms"
+            )
+    item = save_image(mosaic, out, f"nuscenes_scene{n:03d}.png", f"scene {scene['name']}")
     section.items.append(item)
     return section

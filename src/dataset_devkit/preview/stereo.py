@@ -16,6 +16,7 @@ import numpy.typing as npt
 from matplotlib import colormaps
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.preview.figures import figure, save
 from dataset_devkit.preview.page import Section, Text
 from dataset_devkit.stereo import StereoDataset, StereoSample
@@ -54,8 +55,13 @@ def _open(root: Path) -> StereoDataset:
     return StereoDataset(root)
 
 
-def render_stereo(root: Path, out: Path, *, pairs: int, seed: int) -> list[Section]:
-    """One section per sampled pair (*pairs* of them, fixed seed)."""
+def render_stereo(
+    root: Path, out: Path, *, pairs: int, seed: int, progress: OnProgress | None = None
+) -> list[Section]:
+    """One section per sampled pair (*pairs* of them, fixed seed).
+
+    The sampled pairs are all read before any is drawn: the depth scale is one for all.
+    """
     ds = _open(root)
     try:
         total = len(ds)
@@ -63,7 +69,11 @@ def render_stereo(root: Path, out: Path, *, pairs: int, seed: int) -> list[Secti
             int(i)
             for i in np.random.default_rng(seed).choice(total, min(pairs, total), replace=False)
         )
-        samples = [ds.read(i, _frames(ds.rows[i].num_frames)) for i in picked]
+        samples = []
+        for i in picked:
+            samples.append(ds.read(i, _frames(ds.rows[i].num_frames)))
+            update = ProgressUpdate("read pairs", items=1, total_items=len(picked), unit="pairs")
+            report(progress, update)
         vmax = _depth_scale(samples)
         intro = Section("Stereo pairs")
         intro.items.append(
@@ -79,6 +89,8 @@ def render_stereo(root: Path, out: Path, *, pairs: int, seed: int) -> list[Secti
             section.items.append(_views(sample, out, n, vmax))
             section.items.append(_stats(root, ds.rows[i], sample, out, n, vmax))
             sections.append(section)
+            update = ProgressUpdate("pairs", items=1, total_items=len(picked), unit="pairs")
+            report(progress, update)
         return sections
     finally:
         ds.close()

@@ -6,9 +6,12 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.preview.figures import figure, save
 from dataset_devkit.preview.page import Section, Table, Text
 from dataset_devkit.preview.units import human_bytes
@@ -31,7 +34,32 @@ def _bytes_per_block(root: Path, blocks: dict[str, list[str]]) -> Counter[str]:
     return out
 
 
-def render_vin_store(root: Path, out: Path, *, rows: int, seed: int) -> list[Section]:
+#: Sampled rows read per call (one progress update each).
+READ_CHUNK = 64
+
+
+def _read_sample(
+    reader: VinOfflineStoreReader,
+    picked: npt.NDArray[np.int64],
+    names: list[str],
+    progress: OnProgress | None,
+) -> dict[str, npt.NDArray[Any]]:
+    """The *names* blocks of the *picked* rows, read a chunk at a time to report progress."""
+    parts: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in names}
+    for start in range(0, len(picked), READ_CHUNK):
+        chunk = picked[start : start + READ_CHUNK]
+        batch = reader.read_positions(chunk, names)
+        for name in names:
+            parts[name].append(np.asarray(batch[name]))
+        report(
+            progress, ProgressUpdate("rows", items=len(chunk), total_items=len(picked), unit="rows")
+        )
+    return {name: np.concatenate(arrays) for name, arrays in parts.items()}
+
+
+def render_vin_store(
+    root: Path, out: Path, *, rows: int, seed: int, progress: OnProgress | None = None
+) -> list[Section]:
     """Inventory table, split sizes and a histogram per numeric block over *rows* sampled rows."""
     summary = inspect_store(root)
     reader = VinOfflineStoreReader(root)
@@ -76,7 +104,7 @@ def render_vin_store(root: Path, out: Path, *, rows: int, seed: int) -> list[Sec
         picked = np.sort(
             np.random.default_rng(seed).choice(total, size=min(rows, total), replace=False)
         )
-        batch = reader.read_positions(picked, numeric)
+        batch = _read_sample(reader, picked, numeric, progress)
         cols = min(3, len(numeric))
         nrows = math.ceil(len(numeric) / cols)
         with figure(4 * cols, 2.8 * nrows) as fig:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, NotFoundError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.objectstore import refuse_url
 from dataset_devkit.stereo.cameras import per_frame
 from dataset_devkit.stereo.clip import DEFAULT_MAX_ITEM_BYTES, Clip, check_item_bytes
 from dataset_devkit.stereo.depth import DepthReader
@@ -111,6 +112,7 @@ class StereoDataset:
         max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
         decoder_threads: int = 1,
     ) -> None:
+        refuse_url(root, "the stereo reader")
         path_argument(root, "root")
         if not isinstance(use_depth, bool):
             raise ConfigError(

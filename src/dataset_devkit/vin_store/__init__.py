@@ -25,6 +25,7 @@ from dataset_devkit.vin_store.errors import (
 )
 from dataset_devkit.vin_store.inspect import VinOfflineStoreSummary, inspect_store
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+from dataset_devkit.vin_store.sampler import VinOfflineDistributedSampler
 from dataset_devkit.vin_store.sources import VinOfflineShardSource
 from dataset_devkit.vin_store.spec import (
     OFFLINE_DATASET_VERSION,
@@ -47,6 +48,7 @@ __all__ = [
     "VinOfflineBatchedTorchDataset",
     "VinOfflineBlockSpec",
     "VinOfflineBuildResult",
+    "VinOfflineDistributedSampler",
     "VinOfflineFormatError",
     "VinOfflineIndexRecord",
     "VinOfflineManifest",

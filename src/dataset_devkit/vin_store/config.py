@@ -1,4 +1,9 @@
-"""Filesystem configuration of one VIN offline store: where each file lives, which split."""
+"""Configuration of one VIN offline store: where each file lives, which split.
+
+A store may live in an object store (``s3://bucket/store``): then ``cache_dir`` is where
+verified copies of its files are kept, and every path below points into that local mirror
+(the reader fetches a file before it first opens it).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,9 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.remote import RemoteTree
+from dataset_devkit.objectstore import is_url
+from dataset_devkit.objectstore.location import looks_like_mangled_url
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,
     SAMPLE_INDEX_NAME,
@@ -31,20 +39,59 @@ class VinOfflineStoreConfig:
     Parameters
     ----------
     store_dir
-        The store's root directory.
+        The store's root directory, or its URL (``s3://bucket/store``, ``gs://``,
+        ``az://``, ``file://``) in an object store.
     split
         The split a reader serves: ``"all"``, ``"train"`` or ``"val"``.
+    cache_dir
+        For a URL: the local directory that keeps verified copies of the store's files
+        (shared safely by DataLoader workers and jobs). Required with a URL.
+    url
+        Set from a URL ``store_dir`` (``store_dir`` then names the local mirror).
     """
 
     store_dir: Path
     split: Split = "all"
+    cache_dir: Path | None = None
+    url: str | None = None
 
     def __post_init__(self) -> None:
+        given: object = self.store_dir
+        if isinstance(given, str) and is_url(given):
+            object.__setattr__(self, "url", given.rstrip("/"))
+        if self.url is not None:
+            if self.cache_dir is None:
+                raise ConfigError(
+                    f"{self.url}: reading a store from object storage needs a local "
+                    "cache_dir for verified copies of its files",
+                    key="cache_dir",
+                )
+            cache = path_argument(self.cache_dir, "cache_dir")
+            object.__setattr__(self, "cache_dir", cache)
+            object.__setattr__(self, "store_dir", RemoteTree(self.url, cache).root)
+        elif looks_like_mangled_url(given):
+            raise ConfigError(
+                f"{given}: an object store URL read as a local path; pass the URL as a str "
+                "(s3://BUCKET/PREFIX)",
+                key="store_dir",
+            )
         object.__setattr__(self, "store_dir", path_argument(self.store_dir, "store_dir"))
         if self.split not in SPLIT_NAMES:
             raise ConfigError(
                 f"split must be one of {', '.join(SPLIT_NAMES)}, found {self.split!r}", key="split"
             )
+
+    @classmethod
+    def from_url(
+        cls, url: str, *, cache_dir: Path | str, split: Split = "all"
+    ) -> VinOfflineStoreConfig:
+        """A store in object storage (``s3://bucket/store``), cached in *cache_dir*.
+
+        The same as ``VinOfflineStoreConfig(url, cache_dir=...)``, spelled with types.
+        """
+        if not is_url(url):
+            raise ConfigError(f"{url}: expected an object store URL (s3://...)", key="url")
+        return cls(Path(), split, Path(cache_dir), url)
 
     @property
     def manifest_path(self) -> Path:
@@ -96,11 +143,15 @@ class VinOfflineStoreConfig:
     def write_split_indices(self, splits: Mapping[str, npt.ArrayLike]) -> dict[str, Path]:
         """Write each split's sorted int64 sample indices exclusively (never overwriting).
 
+        Local stores only: a store in object storage is immutable once published.
+
         Parameters
         ----------
         splits
             Split name -> sample indices; every name in ``SPLIT_NAMES`` is required.
         """
+        if self.url is not None:
+            raise ConfigError(f"{self.url}: a published store is read-only", key="store_dir")
         missing = sorted(set(SPLIT_NAMES) - set(splits))
         extra = sorted(set(splits) - set(SPLIT_NAMES))
         if missing or extra:

@@ -7,10 +7,14 @@ pickling sends only the config (spawn workers reopen lazily). A forked child kee
 parent's read-only mappings: they are safe to share (no threads, no locks, every descriptor
 closed right after ``mmap``) and spare each DataLoader worker re-opening and re-checking
 every chunk file.
+
+A store in object storage (a URL config) is read through a local cache of whole, verified
+files (``_fetch``): each file is fetched before its first open, then read like a local one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +25,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import load_npy
+from dataset_devkit.vin_store._fetch import fetch_block, fetch_index, fetch_opening, remote_tree
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -138,6 +143,7 @@ class VinOfflineStoreReader:
         self.config = config
         self._state: _OpenState | None = None
         self._records: list[VinOfflineIndexRecord] | None = None
+        self._remote = remote_tree(config)
 
     # ---- process-local state -------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -151,6 +157,8 @@ class VinOfflineStoreReader:
         if state is not None:
             return state
         cfg = self.config
+        if self._remote is not None:
+            fetch_opening(self._remote, cfg)
         manifest = VinOfflineManifest.read(cfg.manifest_path)
         sample_indices = _sample_indices(cfg)
         total = manifest.num_rows
@@ -215,6 +223,8 @@ class VinOfflineStoreReader:
     def index_records(self) -> list[VinOfflineIndexRecord]:
         """Every record of ``sample_index.jsonl`` (parsed on first use only)."""
         if self._records is None:
+            if self._remote is not None:
+                fetch_index(self._remote)
             path = self.config.sample_index_path
             records = VinOfflineIndexRecord.read_many(path)
             held = self._open().sample_indices
@@ -261,7 +271,7 @@ class VinOfflineStoreReader:
         if not 0 <= position < total or int(state.sample_indices[position]) != sample_index:
             held = f"indexes {state.sample_indices[0]}..{state.sample_indices[-1]}" if total else ""
             raise SampleIndexNotFoundError(
-                f"sample index {sample_index} is not in {self.config.store_dir} "
+                f"sample index {sample_index} is not in {self.config.url or self.config.store_dir} "
                 f"({total} samples{', ' + held if held else ''})"
             )
         return position
@@ -272,7 +282,7 @@ class VinOfflineStoreReader:
 
     def split_view(self, split: Split) -> VinOfflineStoreReader:
         """A reader of another split of the same store."""
-        return VinOfflineStoreReader(VinOfflineStoreConfig(self.config.store_dir, split))
+        return VinOfflineStoreReader(dataclasses.replace(self.config, split=split))
 
     # ---- reads ---------------------------------------------------------------------------
     def _handle(
@@ -283,7 +293,10 @@ class VinOfflineStoreReader:
             spec = state.manifest.shards[shard].blocks.get(name)
             if spec is None:
                 raise self._missing_block(state, name)
-            shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
+            relative_dir = state.manifest.shards[shard].relative_dir
+            if self._remote is not None:
+                fetch_block(self._remote, relative_dir, spec)
+            shard_dir = self.config.store_dir / relative_dir
             handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
             span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
             if span is not None and isinstance(handle, NumericBlockHandle):
@@ -353,7 +366,8 @@ class VinOfflineStoreReader:
                 f"block {name!r} is absent: this store does not materialize {family!r}"
             )
         return SampleIndexNotFoundError(
-            f"no block {name!r} in {self.config.store_dir}; it has {sorted(state.blocks)}"
+            f"no block {name!r} in {self.config.url or self.config.store_dir}; "
+            f"it has {sorted(state.blocks)}"
         )
 
     def _locate(self, state: _OpenState, position: int) -> tuple[int, int]:

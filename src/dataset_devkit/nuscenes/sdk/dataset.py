@@ -17,6 +17,7 @@ from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.sdk.load import DatasetIndex, load_index
 from dataset_devkit.nuscenes.validation.schema import TABLE_FIELDS
+from dataset_devkit.objectstore import refuse_url
 
 __all__ = ["Dataset"]
 
@@ -65,6 +66,7 @@ class Dataset:
     """
 
     def __init__(self, dataroot: str | Path, version: str = spec.VERSION) -> None:
+        refuse_url(dataroot, "the nuScenes SDK")
         self._ix: DatasetIndex = load_index(dataroot, version)
 
     def __repr__(self) -> str:

@@ -1,0 +1,319 @@
+"""A published tree in an object store, read through a local cache of verified whole files.
+
+Readers (the VIN offline store, and any system whose files are read by path) ask for a
+file by its relative path and get a local path they can ``mmap``. The first touch downloads
+the whole object, hashing it on the way; only a file whose size and SHA-256 match the
+remote ``content_manifest.json`` is renamed into the cache, so no partial or unverified file
+is ever visible under its final name. Whole files, not byte ranges: on an S3 server one
+ranged GET of a 24 KB row costs about as much as streaming several megabytes (see
+``benchmarks/objectstore_remote_read.py``), and a whole file is checked against the
+manifest the tree was published with, without any extra checksum in the format.
+
+Concurrency: DataLoader workers (forked or spawned) and separate jobs share one cache
+directory. One ``flock`` per object makes a file download once; the download goes to a
+temporary file in the cache and is renamed over the final name; a *stamp* recorded after
+verification (inode, size, mtimes, SHA-256) lets later processes trust the file without
+rehashing it, while any change to the file (truncation, rewrite, replacement) changes the
+inode or ctime and sends it back through a full hash, and a refetch when that fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dataset_devkit.errors import (
+    FormatError,
+    IntegrityError,
+    MissingPathError,
+    ObjectStoreError,
+)
+from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
+from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
+from dataset_devkit.integrity.remote_helper import ForkHelper
+from dataset_devkit.objectstore import ObjectLocation, forked_after_use, open_location
+
+if TYPE_CHECKING:
+    from obstore.store import RetryConfig
+
+__all__ = ["RETRY", "RemoteTree"]
+
+#: How often one object is downloaded again after a dropped stream or a bad hash.
+ATTEMPTS = 4
+#: Overrides of obstore's retry policy for each request (5xx, connection errors): keys of
+#: ``obstore.store.RetryConfig``. Empty means the policy in :func:`_retry_config`.
+RETRY: dict[str, Any] = {}
+_CHUNK = 8 << 20  # bytes per streamed piece: bounds memory per download
+_MANIFEST_LIMIT = 256 << 20
+
+
+def _retry_config() -> RetryConfig:
+    from datetime import timedelta
+
+    config: RetryConfig = {
+        "max_retries": 4,
+        "retry_timeout": timedelta(seconds=30),
+        "backoff": {
+            "init_backoff": timedelta(milliseconds=50),
+            "max_backoff": timedelta(seconds=2),
+            "base": 2,
+        },
+    }
+    config.update(RETRY)  # type: ignore[typeddict-item]
+    return config
+
+
+def _stamp_of(st: os.stat_result, sha256: str) -> dict[str, Any]:
+    return {
+        "dev": st.st_dev,
+        "ino": st.st_ino,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "sha256": sha256,
+    }
+
+
+def _hash_path(path: Path) -> tuple[str, int]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as stream:
+        while piece := stream.read(_CHUNK):
+            digest.update(piece)
+            size += len(piece)
+    return digest.hexdigest(), size
+
+
+class RemoteTree:
+    """A tree published under an object store URL, cached file by file in *cache_dir*.
+
+    Parameters
+    ----------
+    url
+        ``s3://bucket/prefix`` (or any URL :func:`~dataset_devkit.objectstore.open_location`
+        accepts): the tree's root, holding ``content_manifest.json``.
+    cache_dir
+        A local directory for verified copies; several trees and processes may share it.
+
+    Pickling keeps only the URL and cache directory: a spawned worker opens its own client,
+    and a forked child notices the new process id and does the same (obstore clients hold
+    a runtime that must not cross a fork).
+    """
+
+    def __init__(self, url: str, cache_dir: Path) -> None:
+        self.url = url.rstrip("/")
+        self.cache_dir = Path(cache_dir)
+        key = hashlib.sha256(self.url.encode("utf-8")).hexdigest()[:24]
+        #: The local mirror: every verified file at its relative path.
+        self.root = self.cache_dir / key / "tree"
+        self._meta = self.cache_dir / key
+        self._pid = -1
+        self._location: ObjectLocation | None = None
+        self._manifest: ContentManifest | None = None
+        self._entries: dict[str, ManifestEntry] = {}
+        self._trusted: set[str] = set()
+        self._helper: ForkHelper | None = None
+        self._helper_pid = -1
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url, "cache_dir": self.cache_dir}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"], state["cache_dir"])  # type: ignore[misc]
+
+    # ---- remote side -----------------------------------------------------------------------
+    @property
+    def location(self) -> ObjectLocation:
+        if self._location is None or self._pid != os.getpid():
+            self._location = open_location(self.url, retry=_retry_config())
+            self._pid = os.getpid()
+        return self._location
+
+    def _forked_helper(self) -> ForkHelper | None:
+        """The download helper, in a process forked after obstore started (else None)."""
+        if not forked_after_use():
+            return None
+        if self._helper is None or self._helper_pid != os.getpid():
+            self._helper = ForkHelper(self.url, self.cache_dir, RETRY)
+            self._helper_pid = os.getpid()
+        return self._helper
+
+    def _fail(self, key: str, exc: BaseException) -> ObjectStoreError:
+        import obstore.exceptions as obe
+
+        where = self.location.describe(key)
+        if isinstance(exc, obe.NotFoundError | FileNotFoundError):
+            return ObjectStoreError("no such object (or no such bucket)", url=where)
+        if isinstance(exc, obe.PermissionDeniedError | obe.UnauthenticatedError):
+            return ObjectStoreError("access denied: check the AWS credentials", url=where)
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return ObjectStoreError(f"read failed after retries: {first[:300]}", url=where)
+
+    @property
+    def manifest(self) -> ContentManifest:
+        """The remote ``content_manifest.json``, fetched once per process and checked."""
+        if self._manifest is None:
+            helper = self._forked_helper()
+            raw = self.manifest_bytes() if helper is None else helper.manifest().encode("utf-8")
+            where = Path(f"{self.url}/{CONTENT_MANIFEST_NAME}")
+            self._manifest = parse_manifest(raw, where)
+            self._entries = self._manifest.by_path()
+        return self._manifest
+
+    def manifest_bytes(self) -> bytes:
+        """Download ``content_manifest.json`` (retried; its absence means no dataset)."""
+        import obstore
+
+        key = CONTENT_MANIFEST_NAME
+        for attempt in range(ATTEMPTS):
+            try:
+                result = obstore.get(self.location.store, key)
+                if result.meta["size"] > _MANIFEST_LIMIT:
+                    raise FormatError(
+                        f"{result.meta['size']} bytes is too large for a content manifest",
+                        path=self.location.describe(key),
+                    )
+                return bytes(result.bytes())
+            except FormatError:
+                raise
+            except FileNotFoundError:
+                raise MissingPathError(
+                    "no content_manifest.json here: not a published dataset "
+                    "(or its upload never finished)",
+                    path=self.url,
+                ) from None
+            except Exception as exc:
+                if attempt == ATTEMPTS - 1:
+                    raise self._fail(key, exc) from None
+                time.sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def has(self, rel: str) -> bool:
+        """Whether the published tree lists *rel*."""
+        _ = self.manifest
+        return rel in self._entries
+
+    # ---- local side ------------------------------------------------------------------------
+    def local_path(self, rel: str) -> Path:
+        """A local, verified copy of *rel*, downloaded on first touch."""
+        path = self.root / rel
+        if rel in self._trusted:
+            return path
+        _ = self.manifest
+        entry = self._entries.get(rel)
+        if entry is None:
+            raise MissingPathError("not listed in the content manifest", path=f"{self.url}/{rel}")
+        if not self._stamped(path, rel, entry) and (helper := self._forked_helper()) is not None:
+            helper.fetch(rel)
+        elif not self._stamped(path, rel, entry):
+            with self._locked(rel):
+                if not self._stamped(path, rel, entry) and not self._rehashed(path, rel, entry):
+                    self._download(path, rel, entry)
+        self._trusted.add(rel)
+        return path
+
+    def _stamp_path(self, rel: str) -> Path:
+        return self._meta / "stamps" / f"{hashlib.sha256(rel.encode()).hexdigest()}.json"
+
+    def _stamped(self, path: Path, rel: str, entry: ManifestEntry) -> bool:
+        """Whether *path* is the very file that was verified (nothing changed it since)."""
+        try:
+            st = path.lstat()
+            recorded = json.loads(self._stamp_path(rel).read_bytes())
+        except (OSError, ValueError):
+            return False
+        return bool(recorded == _stamp_of(st, entry.sha256))
+
+    def _write_stamp(self, path: Path, rel: str, entry: ManifestEntry) -> None:
+        st = path.lstat()
+        target = self._stamp_path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.part")
+        temporary.write_bytes(json.dumps(_stamp_of(st, entry.sha256)).encode())
+        temporary.replace(target)
+
+    def _rehashed(self, path: Path, rel: str, entry: ManifestEntry) -> bool:
+        """Hash an unstamped file of the right size (e.g. after a crash before its stamp)."""
+        try:
+            st = path.lstat()
+        except OSError:
+            return False
+        if st.st_size != entry.size or not path.is_file() or path.is_symlink():
+            return False
+        if _hash_path(path) != (entry.sha256, entry.size):
+            return False
+        self._write_stamp(path, rel, entry)
+        return True
+
+    @contextlib.contextmanager
+    def _locked(self, rel: str) -> Iterator[None]:
+        locks = self._meta / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        name = hashlib.sha256(rel.encode()).hexdigest()
+        fd = os.open(locks / name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # released by close, also if this process dies
+            yield
+        finally:
+            os.close(fd)
+
+    def _download(self, path: Path, rel: str, entry: ManifestEntry) -> None:
+        """Stream the object into a temporary file, check it, and rename it into place."""
+
+        temporary = self._meta / "tmp" / f"{hashlib.sha256(rel.encode()).hexdigest()}.part"
+        temporary.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._fetch_into(temporary, path, rel, entry)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+
+    def _fetch_into(self, temporary: Path, path: Path, rel: str, entry: ManifestEntry) -> None:
+        import obstore
+
+        where = self.location.describe(rel)
+        problem = ""
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                time.sleep(0.05 * 2**attempt)
+            digest = hashlib.sha256()
+            size = 0
+            # Only the lock holder writes this name, so truncating a crashed run's leftover
+            # is safe; it is never the final name.
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                try:
+                    result = obstore.get(self.location.store, rel)
+                    for piece in result.stream(min_chunk_size=_CHUNK):
+                        view = memoryview(piece)
+                        digest.update(view)
+                        size += len(view)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                except Exception as exc:
+                    if isinstance(exc, FileNotFoundError) or attempt == ATTEMPTS - 1:
+                        raise self._fail(rel, exc) from None
+                    problem = str(exc)
+                    continue
+                if (digest.hexdigest(), size) != (entry.sha256, entry.size):
+                    problem = (
+                        f"expected {entry.size} bytes with SHA-256 {entry.sha256}, "
+                        f"received {size} bytes with SHA-256 {digest.hexdigest()}"
+                    )
+                    continue
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            temporary.chmod(0o444)
+            temporary.replace(path)
+            self._write_stamp(path, rel, entry)
+            return
+        raise IntegrityError(f"{where}: does not match the content manifest: {problem}")
