@@ -8,11 +8,18 @@ reported too:
 - ``memmap``: one ``np.lib.format.open_memmap`` per field filled sample by sample, records
   blob + offsets (``memmap+fsync``: the same, then fsync, the durability a published store
   has);
+- ``write+sha256``: the physical bound of a writer that hashes what it writes: the same
+  bytes written in 4 MiB blocks, each hashed with SHA-256, on one core, no per-sample work
+  (a published store hashes its bytes twice: as written, and when publication re-verifies);
 - ``mds``: MosaicML Streaming ``MDSWriter`` (uncompressed, 64 MiB shards), per sample;
 - ``lance``: ``lance.write_dataset`` from 1,024-row record batches (its natural API);
 - ``vin``: :func:`build_vin_offline_store` from an iterable of samples, default executor;
   ``vin-sources``: from partitioned sources produced in a process pool — both including
   validation, manifest, fsync and atomic publication.
+
+Writers run in interleaved rounds (``--repeats``, default 5), each in a fresh process;
+the table gives the median wall time with the range over the rounds, and each ratio as the
+median (and range) of the per-round ratios, which a shared machine's load swings less.
 
 ``--shape large`` uses 2 MiB float16 voxel features per sample instead of points.
 ``--scale N`` instead builds N small samples from sources (1 and 2 local workers, and a
@@ -21,7 +28,7 @@ Dask ``LocalCluster`` of 2 workers) and reports wall time, peak RSS and the spee
 Usage (MDS and Lance: ``pip install -e '.[bench]'``; MDS imports torchvision, which this
 script replaces by a placeholder when it is absent, as the peer harness does)::
 
-    python benchmarks/vin_store_build.py --n 20000            # best of --repeats 3
+    python benchmarks/vin_store_build.py --n 20000            # medians of --repeats 5
     python benchmarks/vin_store_build.py --writers vin --shard-mb 256   # shard size sweep
     python benchmarks/vin_store_build.py --shape large --n 300
     python benchmarks/vin_store_build.py --scale 10000000
@@ -30,10 +37,12 @@ script replaces by a placeholder when it is absent, as the peer harness does)::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -131,6 +140,25 @@ def write_memmap(src: Source, out: Path, fsync: bool) -> None:
         m.flush()
     if fsync:
         _fsync_tree(out)
+
+
+def write_hashed(src: Source, out: Path) -> None:
+    """The physical bound of a hashing writer: the memmap layout's bytes written in large
+    blocks, each hashed (SHA-256) as written, on one core, with no per-sample work."""
+    out.mkdir()
+    files = {f"{f}.npy": a for f, a in src.fields.items()}
+    files["records.bin"] = src.records
+    for name, array in files.items():
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        sha = hashlib.sha256()
+        fd = os.open(out / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            for start in range(0, len(data), 4 << 20):
+                block = data[start : start + (4 << 20)]
+                sha.update(block)
+                os.write(fd, block)
+        finally:
+            os.close(fd)
 
 
 def _torchvision_placeholder() -> None:
@@ -232,6 +260,8 @@ def task(name: str, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
     t = time.perf_counter()
     if name in ("memmap", "memmap+fsync"):
         write_memmap(src, out, fsync=name.endswith("fsync"))
+    elif name == "write+sha256":
+        write_hashed(src, out)
     elif name == "mds":
         write_mds(src, out)
     elif name == "lance":
@@ -276,6 +306,11 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path)
 
 
+def _spread(values: list[float]) -> str:
+    """Median and the range of the rounds: ``median [min-max]``."""
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
+
+
 def peers(args: argparse.Namespace) -> None:
     data = args.dir / f"source-{args.shape}-{args.n}"
     if not data.exists():
@@ -287,25 +322,32 @@ def peers(args: argparse.Namespace) -> None:
         for name in names:
             out = args.dir / f"out-{name}"
             runs[name].append(_run_task(name, data, out, args.shard_mb))
-    best = {n: {k: min(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
+    load = os.getloadavg()[0]
     print(
-        f"\n{args.n} samples, {args.shape} shape, {nbytes / 1e6:.0f} MB, best of "
-        f"{args.repeats}; vin shards {args.shard_mb} MiB; ratios: higher is faster"
+        f"\n{args.n} samples, {args.shape} shape, {nbytes / 1e6:.0f} MB, {args.repeats} "
+        f"interleaved rounds, load average {load:.1f} at the end; vin shards {args.shard_mb} "
+        "MiB. Wall s: median [min-max] over the rounds; ratios: the median [min-max] of the "
+        "per-round ratios (the reference's wall time in the same round / this writer's); "
+        "higher is faster"
     )
+    refs = [k for k in ("mds", "memmap", "write+sha256") if k in runs]
     print(
-        "| writer | wall s | samples/s | MB/s | vs MDS | vs memmap | vs memmap+fsync "
-        "| CPU s | peak RSS MB (workers) |"
+        "| writer | wall s | samples/s | MB/s | "
+        + "".join(f"vs {k} | " for k in refs)
+        + "CPU s | peak RSS MB (workers) |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    ref = {
-        k: best[k]["s"] if k in best else float("nan") for k in ("mds", "memmap", "memmap+fsync")
-    }
-    for name, r in best.items():
-        s = r["s"]
+    print("|---|---|---|---|" + "---|" * len(refs) + "---|---|")
+    for name, rs in runs.items():
+        walls = [r["s"] for r in rs]
+        wall = statistics.median(walls)
+        ratios = "".join(
+            f"{_spread([ref['s'] / r['s'] for ref, r in zip(runs[k], rs, strict=True)])}x | "
+            for k in refs
+        )
         print(
-            f"| {name} | {s:.2f} | {args.n / s:,.0f} | {nbytes / 1e6 / s:,.0f} | "
-            f"{ref['mds'] / s:.2f}x | {ref['memmap'] / s:.2f}x | {ref['memmap+fsync'] / s:.2f}x "
-            f"| {r['cpu_s']:.2f} | {r['rss_mb']:.0f} ({r['child_rss_mb']:.0f}) |"
+            f"| {name} | {_spread(walls)} | {args.n / wall:,.0f} | {nbytes / 1e6 / wall:,.0f} | "
+            f"{ratios}{statistics.median(r['cpu_s'] for r in rs):.2f} | "
+            f"{max(r['rss_mb'] for r in rs):.0f} ({max(r['child_rss_mb'] for r in rs):.0f}) |"
         )
 
 
@@ -379,9 +421,11 @@ def main() -> None:
     parser.add_argument("--shape", choices=("peer", "large"), default="peer")
     parser.add_argument("--scale", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/vin-store-build-bench"))
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--shard-mb", type=int, default=DEFAULT_SHARD_BYTES >> 20)
-    parser.add_argument("--writers", default="memmap,memmap+fsync,mds,lance,vin,vin-sources")
+    parser.add_argument(
+        "--writers", default="memmap,memmap+fsync,write+sha256,mds,lance,vin,vin-sources"
+    )
     parser.add_argument("--task")
     parser.add_argument("--scale-task")
     parser.add_argument("--data", type=Path)

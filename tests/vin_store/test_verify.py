@@ -82,3 +82,19 @@ def test_a_manifest_moved_into_a_subdirectory_does_not_stand_in_for_the_top_one(
     write_manifest(store, location="splits/content_manifest.json")
     issues = verify_store(store).issues
     assert any("content_manifest.json" in i and "no content manifest" in i for i in issues), issues
+
+
+def test_verify_names_each_index_line_whose_shard_or_row_is_wrong(store: Path) -> None:
+    index = _writable(store / "sample_index.jsonl")
+    lines = index.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1].replace(b'"row":1', b'"row":3')
+    lines[5] = lines[5].replace(b'"shard_id":"shard-000001"', b'"shard_id":"shard-000077"')
+    extra = b'{"sample_index":999,' + lines[-1].split(b",", 1)[1]  # beyond the shards' rows
+    index.write_bytes(b"".join([*lines, extra]))
+    issues = verify_store(store).issues
+    at = [i.split("sample_index.jsonl ", 1)[1] for i in issues if "jsonl at line" in i]
+    assert at == [
+        "at line 2: expected shard-000000 row 1, found shard-000000 row 3",
+        "at line 6: expected shard-000001 row 1, found shard-000077 row 1",
+    ]
+    assert any("expected 11 records (manifest rows), found 12" in i for i in issues)

@@ -1,24 +1,80 @@
 """A new file that hashes exactly the bytes written to it, for manifests made as we write.
 
-Created exclusively and without following links (a file is never replaced). Large files are
-fsynced by the thread or worker that wrote them, so publication's seal finds them already on
-disk and the flush overlaps with the rest of the build; small ones (a journal commit each)
-are left to the seal.
+Created exclusively and without following links (a file is never replaced). Nothing here
+waits for the disk: publication seals the whole tree with one ``syncfs`` (or an fsync per
+file where that is unavailable) before anything becomes visible, which is the durability a
+store promises. An fsync per shard file in the workers only duplicated that wait, one
+journal commit each, on the build's critical path. Instead, closing a large file asks Linux
+to *start* writing it back (``sync_file_range(SYNC_FILE_RANGE_WRITE)``, which does not
+wait), so the seal's sync finds little left to do and the disk works while the build goes on.
+A resume record never relies on a shard being durable: a re-run re-hashes a shard's files
+against its record before reusing it.
+
+A large buffer is hashed on the calling thread while a helper thread writes it: both
+release the GIL, so a 2 MiB row costs the longer of the two instead of their sum (one
+thread per process, made on first use and dropped in a forked child, whose copy of it
+would have no thread behind it).
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from dataset_devkit.errors import DestinationExistsError
 
-__all__ = ["HashedFile"]
+__all__ = ["HashedFile", "start_writeback"]
 
 _OPEN_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_FSYNC_FROM: Final = 1 << 20
+_WRITEBACK_FROM: Final = 1 << 20
+_SYNC_FILE_RANGE_WRITE: Final = 2
+_OVERLAP_FROM: Final = 1 << 20
+
+_helper: ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _write_helper() -> ThreadPoolExecutor:
+    global _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = ThreadPoolExecutor(1, thread_name_prefix="vin-write")
+        return _helper
+
+
+def _forget_helper() -> None:
+    global _helper, _helper_lock
+    _helper, _helper_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_helper)
+
+
+@cache
+def _sync_file_range() -> Any:
+    """libc's ``sync_file_range`` (Linux; the standard library has no binding), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    func = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+    if func is not None:
+        func.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+        func.restype = ctypes.c_int
+    return func
+
+
+def start_writeback(fd: int) -> None:
+    """Start writing *fd*'s dirty pages back without waiting (a hint: errors surface at the
+    seal's sync, which is what durability relies on)."""
+    func = _sync_file_range()
+    if func is not None:
+        func(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
 
 
 class HashedFile:
@@ -36,18 +92,35 @@ class HashedFile:
     def write(self, data: bytes | memoryview, *, hashed: bool = False) -> None:
         """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed)."""
         view = memoryview(data).cast("B")
-        if not hashed:
-            self.sha.update(view)  # releases the GIL on large buffers, as os.write does
+        if hashed:
+            self._write_all(view)
+        elif len(view) < _OVERLAP_FROM:
+            self.sha.update(view)
+            self._write_all(view)
+        else:  # hash here while the helper writes: both release the GIL
+            written = _write_helper().submit(self._write_all, view)
+            try:
+                self.sha.update(view)
+            finally:
+                written.result()
+
+    def _write_all(self, view: memoryview) -> None:
         while view:
             written = os.write(self.fd, view)
             view = view[written:]
             self.size += written
 
-    def close(self) -> tuple[int, str]:
-        """Close (fsyncing a large file) and return (size, SHA-256 hex) of what was written."""
-        try:
-            if self.size >= _FSYNC_FROM:
-                os.fsync(self.fd)
-        finally:
+    def abandon(self) -> None:
+        """Close without a result (a shard that failed or was cut short); idempotent."""
+        if self.fd >= 0:
             os.close(self.fd)
+            self.fd = -1
+
+    def close(self) -> tuple[int, str]:
+        """Close (starting the write-back of a large file) and return (size, SHA-256 hex)."""
+        try:
+            if self.size >= _WRITEBACK_FROM:
+                start_writeback(self.fd)
+        finally:
+            self.abandon()
         return self.size, self.sha.hexdigest()

@@ -100,6 +100,10 @@ class IndexWriter:
         self.last = int(resolved[-1])
         self.count += resolved.shape[0]
 
+    def abandon(self) -> None:
+        """Close the lines file if the build stops before :meth:`finish` (no result)."""
+        self._jsonl.abandon()
+
     def finish(self) -> dict[str, int]:
         """Close the lines, check keys are unique, write sidecar and splits; split sizes."""
         self.files[SAMPLE_INDEX_NAME] = self._jsonl.close()

@@ -20,7 +20,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Final
 
-__all__ = ["default_workers", "process_pool", "thread_pool"]
+__all__ = ["default_workers", "process_pool", "thread_pool", "worker_started"]
 
 _PR_SET_PDEATHSIG: Final = 1
 
@@ -52,6 +52,10 @@ def _die_with_parent(parent: int) -> None:
     if os.getppid() != parent:  # died before the request above took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def worker_started() -> None:
+    """An empty task: submitting it makes a pool start a worker now."""
 
 
 def process_pool(workers: int) -> Executor:

@@ -8,7 +8,7 @@ what makes the bytes, and the root hash, independent of where shards are written
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +77,34 @@ def check_fields(sample: object, number: int, last: int | None = None) -> VinOff
         raise VinOfflineSchemaError(
             f"sample #{number}: expected a VinOfflineSample, found {type(sample).__name__}"
         )
+    # The common case in a few attribute reads (this runs once per sample, millions of
+    # times); anything unusual goes through the checks below, which name the problem.
+    key, scene, snippet = sample.sample_key, sample.scene_id, sample.snippet_id
+    index = sample.sample_index
+    if not (
+        type(key) is str
+        and type(scene) is str
+        and type(snippet) is str
+        and key
+        and scene
+        and snippet
+        and type(sample.arrays) is dict
+        and type(sample.records) is dict
+        and (
+            index is None or (type(index) is int and index >= 0 and (last is None or index > last))
+        )
+    ):
+        _check_slowly(sample, number, last)
+    if sample.split is not None and sample.split not in SPLIT_NAMES:
+        raise VinOfflineSchemaError(
+            f"sample {sample.sample_key!r}: split must be one of {', '.join(SPLIT_NAMES)}, "
+            f"found {sample.split!r}",
+            key="split",
+        )
+    return sample
+
+
+def _check_slowly(sample: VinOfflineSample, number: int, last: int | None) -> None:
     for name in ("sample_key", "scene_id", "snippet_id"):
         value = getattr(sample, name)
         if not isinstance(value, str) or not value:
@@ -102,13 +130,6 @@ def check_fields(sample: object, number: int, last: int | None = None) -> VinOff
                 f"sample {sample.sample_key!r}: {name} must be a mapping of block name -> value",
                 key=name,
             )
-    if sample.split is not None and sample.split not in SPLIT_NAMES:
-        raise VinOfflineSchemaError(
-            f"sample {sample.sample_key!r}: split must be one of {', '.join(SPLIT_NAMES)}, "
-            f"found {sample.split!r}",
-            key="split",
-        )
-    return sample
 
 
 class Schema(msgspec.Struct, frozen=True):
@@ -164,15 +185,34 @@ class Schema(msgspec.Struct, frozen=True):
 
 class RowBlock:
     """Up to *capacity* checked rows: one contiguous buffer per numeric block, encoded
-    records, and the compact index fields (no per-sample object outlives :meth:`add`)."""
+    records, and the compact index fields (no per-sample object outlives :meth:`add`).
 
-    def __init__(self, schema: Schema, capacity: int, val_fraction: float) -> None:
+    *direct* maps numeric block names to a sink that takes each row as it comes instead
+    (large rows written straight from the sample's memory, no copy): only where the sink
+    runs before the producer can touch the array again, that is, in the producing thread.
+    """
+
+    def __init__(
+        self,
+        schema: Schema,
+        capacity: int,
+        val_fraction: float,
+        direct: Mapping[str, Callable[[npt.NDArray[Any]], None]] | None = None,
+    ) -> None:
         self.schema, self.capacity, self.val_fraction = schema, capacity, val_fraction
+        self.direct = dict(direct or {})
         self.dtypes = {n: np.dtype(d) for n, (d, _) in schema.arrays.items()}
         self.arrays = {  # stored little-endian whatever the input's byte order
             n: np.empty((capacity, *shape), dtype=self.dtypes[n].newbyteorder("<"))
             for n, (_, shape) in schema.arrays.items()
+            if n not in self.direct
         }
+        # name -> (dtype, row shape, buffer or None for a direct block), checked per sample
+        self._layout = {
+            n: (self.dtypes[n], tuple(shape), self.arrays.get(n))
+            for n, (_, shape) in schema.arrays.items()
+        }
+        self._record_names = schema.record_nbytes.keys()
         self.records: dict[str, list[bytes]] = {n: [] for n in schema.record_nbytes}
         self.raw_index = np.empty(capacity, dtype="<i8")
         self.splits = np.empty(capacity, dtype="u1")
@@ -186,27 +226,29 @@ class RowBlock:
         key = sample.sample_key
         if key in self.keys:
             raise VinOfflineSchemaError(f"sample_key {key!r} appears twice")
-        schema = self.schema
-        if sample.arrays.keys() != schema.arrays.keys() or (
-            sample.records.keys() != schema.record_nbytes.keys()
-        ):
+        layout = self._layout
+        arrays, records = sample.arrays, sample.records
+        if arrays.keys() != layout.keys() or records.keys() != self._record_names:
             raise VinOfflineSchemaError(
-                f"sample {key!r}: expected blocks {sorted(schema.arrays)} and records "
-                f"{sorted(schema.record_nbytes)}, found {sorted(sample.arrays)} and "
-                f"{sorted(sample.records)}"
+                f"sample {key!r}: expected blocks {sorted(layout)} and records "
+                f"{sorted(self._record_names)}, found {sorted(arrays)} and {sorted(records)}"
             )
         i = self.count
-        for name, value in sample.arrays.items():
-            array = np.asarray(value)
-            target = self.arrays[name]
-            if array.dtype != self.dtypes[name] or array.shape != target.shape[1:]:
+        direct: list[tuple[str, npt.NDArray[Any]]] = []
+        for name, value in arrays.items():
+            array = value if type(value) is np.ndarray else np.asarray(value)
+            dtype, shape, target = layout[name]
+            if array.shape != shape or array.dtype != dtype:
                 raise VinOfflineSchemaError(
-                    f"sample {key!r} block {name!r}: expected {self.dtypes[name]} "
-                    f"{target.shape[1:]}, found {array.dtype} {array.shape}",
+                    f"sample {key!r} block {name!r}: expected {dtype} {shape}, "
+                    f"found {array.dtype} {array.shape}",
                     key=name,
                 )
-            target[i] = array
-        for name, value in sample.records.items():
+            if target is None:
+                direct.append((name, array))
+            else:
+                target[i] = array
+        for name, value in records.items():
             self.records[name].append(encode_record(name, value))
         split = sample.split or assign_split(key, self.val_fraction)
         self.raw_index[i] = -1 if sample.sample_index is None else int(sample.sample_index)
@@ -225,6 +267,8 @@ class RowBlock:
                 row,
             )
         )
+        for name, array in direct:  # every check passed: only now does anything leave
+            self.direct[name](array)
         self.count += 1
 
     @property
@@ -232,8 +276,18 @@ class RowBlock:
         return self.count == self.capacity
 
     def numeric(self) -> dict[str, npt.NDArray[Any]]:
-        """The filled rows of each numeric block (views, no copy)."""
+        """The filled rows of each buffered numeric block (views, no copy)."""
         return {n: a[: self.count] for n, a in self.arrays.items()}
+
+    def index_parts(self) -> tuple[bytes, bytes, bytes, bytes]:
+        """Sample indices (-1: implicit), split codes, key hashes and index-line tails."""
+        n = self.count
+        return (
+            self.raw_index[:n].tobytes(),
+            self.splits[:n].tobytes(),
+            self.key_hashes[:n].tobytes(),
+            b"".join(self.tails),
+        )
 
     def clear(self) -> None:
         """Start over (buffers are reused)."""

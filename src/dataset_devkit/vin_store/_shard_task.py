@@ -1,12 +1,14 @@
 """One shard, written by an executor worker, and the record that lets a re-run reuse it.
 
-A task carries either the shard's rows (iterable builds: the driver packed them) or the
-pieces of sources to produce them from (partitioned builds: produced here, in blocks of a
-few MB, so a worker holds a few blocks whatever the shard size). Either way the worker
-writes the shard into the build tree, hashes every file as written, fsyncs it, then writes
-a record into the build's state directory: the shard's key (a hash of its inputs and the
-options), its spec, its files' digests and its part of the index. A re-run that finds a
-record with the same key, and files that still hash to it, reuses the shard.
+A task carries either the shard's rows (iterable builds on an executor that is not this
+process's threads, and shards a re-run may reuse: the driver packed them) or the pieces of
+sources to produce them from (partitioned builds: produced here, in blocks of a few MB, so
+a worker holds a few blocks whatever the shard size; iterable builds on threads stream
+their blocks instead, see :mod:`._stream`). Either way the worker writes the shard into
+the build tree, hashing every file as written, then writes a record into the build's
+state directory: the shard's key (a hash of its inputs and the options), its spec, its
+files' digests and its part of the index. A re-run that finds a record with the same key,
+and files that still hash to it, reuses the shard.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -24,36 +26,28 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
+from dataset_devkit.vin_store._shard_files import ShardFiles, ShardRecord, content_key
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.sources import VinOfflineShardSource
-from dataset_devkit.vin_store.spec import SHARDS_DIR, VinOfflineShardSpec
-from dataset_devkit.vin_store.writer import VinOfflineShardWriter
+from dataset_devkit.vin_store.spec import SHARDS_DIR
 
 __all__ = [
+    "DIRECT_ROW_BYTES",
     "Rows",
     "ShardRecord",
     "ShardTask",
+    "key_prefix",
     "probe_schema",
     "run_shard",
     "shard_id_of",
     "source_key",
+    "write_record",
 ]
 
 #: Rows a worker produces before writing them (per numeric block): a few MB at most.
 _BLOCK_BYTES: Final = 16 << 20
-
-
-class ShardRecord(msgspec.Struct, frozen=True):
-    """What a finished shard reports: also its resume record on disk (MessagePack)."""
-
-    key: str
-    spec: VinOfflineShardSpec
-    files: list[tuple[str, int, str]]
-    raw_index: bytes  # int64 per row; -1: no explicit sample_index
-    splits: bytes  # uint8 split code per row
-    key_hashes: bytes  # uint64 per row
-    tails: bytes  # the index lines after "sample_index", one per row
-    reused: bool = False
+#: Numeric rows at least this large go from the sample to the file without a copy.
+DIRECT_ROW_BYTES: Final = 256 << 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +63,14 @@ class Rows:
 
     @classmethod
     def of(cls, block: RowBlock) -> Rows:
-        n = block.count
+        raw_index, splits, key_hashes, tails = block.index_parts()
         return cls(
             numeric=block.numeric(),
             records={k: list(v) for k, v in block.records.items()},
-            raw_index=block.raw_index[:n].tobytes(),
-            splits=block.splits[:n].tobytes(),
-            key_hashes=block.key_hashes[:n].tobytes(),
-            tails=b"".join(block.tails),
+            raw_index=raw_index,
+            splits=splits,
+            key_hashes=key_hashes,
+            tails=tails,
         )
 
 
@@ -139,93 +133,64 @@ def run_shard(task: ShardTask) -> ShardRecord:
     if reused is not None:
         return reused
     record_path.unlink(missing_ok=True)
-    if shard_dir.exists():
-        shutil.rmtree(shard_dir)
-    writer = VinOfflineShardWriter(shard_dir)
-    if task.rows is not None:
-        index = _write_rows(task, writer, task.rows, hashes)
-    else:
-        index = _write_from_sources(task, writer, shard_id)
-    spec = writer.finish(shard_id, f"{SHARDS_DIR}/{shard_id}", task.row_start)
-    files = [(rel, size, digest) for rel, (size, digest) in sorted(writer.files.items())]
-    record = ShardRecord(
-        key=key,
-        spec=spec,
-        files=files,
-        raw_index=index["raw_index"],
-        splits=index["splits"],
-        key_hashes=index["key_hashes"],
-        tails=index["tails"],
-    )
-    _write_record(record_path, record)
+    files = ShardFiles(shard_dir, task.schema, task.num_rows)
+    try:
+        if task.rows is not None:
+            _write_rows(files, task.rows, hashes)
+        else:
+            _write_from_sources(task, files, shard_id)
+        record = files.finish(shard_id, task.row_start, key, "")
+    except BaseException:
+        files.discard()
+        raise
+    write_record(record_path, record)
     return record
 
 
+def key_prefix(task: ShardTask) -> str:
+    """What a content key starts with: the options and the shard's place."""
+    return f"{task.options_key}/{task.position}/{task.row_start}/"
+
+
 def _rows_key(task: ShardTask, rows: Rows) -> tuple[str, dict[str, Any]]:
-    key = hashlib.sha256(f"{task.options_key}/{task.position}/{task.row_start}/".encode())
-    hashes = {}
-    for name, array in sorted(rows.numeric.items()):
-        sha = hashlib.sha256(np.ascontiguousarray(array).data)
-        hashes[name] = sha
-        key.update(f"{name}:{sha.hexdigest()}/".encode())
-    for name, items in sorted(rows.records.items()):
-        key.update(f"{name}:{len(items)}:".encode())
-        key.update(hashlib.sha256(b"".join(items)).digest())
-        key.update(np.array([len(i) for i in items], dtype="<i8").tobytes())
-    for part in (rows.raw_index, rows.splits, rows.key_hashes, rows.tails):
-        key.update(hashlib.sha256(part).digest())
-    return key.hexdigest(), hashes
-
-
-def _write_rows(
-    task: ShardTask, writer: VinOfflineShardWriter, rows: Rows, hashes: dict[str, Any]
-) -> dict[str, bytes]:
-    for name, array in sorted(rows.numeric.items()):
-        stream = writer.open_numeric_block(name, array.dtype, array.shape[1:], array.shape[0])
-        stream.write(array, prehashed=hashes.get(name))
-        stream.close()
-    for name, items in sorted(rows.records.items()):
-        records = writer.open_record_block(name, len(items))
-        for item in items:
-            records.append(item)
-        records.close()
-    return {
-        "raw_index": rows.raw_index,
-        "splits": rows.splits,
-        "key_hashes": rows.key_hashes,
-        "tails": rows.tails,
+    hashes = {
+        name: hashlib.sha256(np.ascontiguousarray(array).data)
+        for name, array in rows.numeric.items()
     }
+    records = {
+        name: (
+            len(items),
+            hashlib.sha256(b"".join(items)).hexdigest(),
+            np.fromiter(map(len, items), dtype="<i8", count=len(items)).tobytes(),
+        )
+        for name, items in rows.records.items()
+    }
+    parts = (rows.raw_index, rows.splits, rows.key_hashes, rows.tails)
+    numeric = {name: sha.hexdigest() for name, sha in hashes.items()}
+    return content_key(key_prefix(task), numeric, records, parts), hashes
 
 
-def _write_from_sources(
-    task: ShardTask, writer: VinOfflineShardWriter, shard_id: str
-) -> dict[str, bytes]:
+def _write_rows(files: ShardFiles, rows: Rows, hashes: dict[str, Any]) -> None:
+    for name, array in sorted(rows.numeric.items()):
+        files.numeric[name].write(array, prehashed=hashes.get(name))
+    for name, items in sorted(rows.records.items()):
+        files.records[name].extend(items)
+    for part, value in zip(
+        files.parts, (rows.raw_index, rows.splits, rows.key_hashes, rows.tails), strict=True
+    ):
+        part.append(value)
+
+
+def _write_from_sources(task: ShardTask, files: ShardFiles, shard_id: str) -> None:
+    """Produce the shard's samples here: small rows packed into blocks of a few MB, large
+    numeric rows written straight from each sample (this thread produced it and is done
+    with it before asking for the next, so no copy is needed)."""
     schema = task.schema
-    capacity = max(1, min(task.num_rows, _BLOCK_BYTES // max(1, schema.row_nbytes())))
-    block = RowBlock(schema, capacity, task.val_fraction)
-    numeric = {
-        name: writer.open_numeric_block(name, dtype, shape, task.num_rows)
-        for name, (dtype, shape) in sorted(schema.arrays.items())
-    }
-    records = {name: writer.open_record_block(name, task.num_rows) for name in schema.record_nbytes}
-    index: dict[str, list[bytes]] = {"raw_index": [], "splits": [], "key_hashes": [], "tails": []}
+    direct = files.direct_sinks(DIRECT_ROW_BYTES)
+    buffered = schema.row_nbytes() - sum(files.numeric[name].row_nbytes for name in direct)
+    capacity = max(1, min(task.num_rows, _BLOCK_BYTES // max(1, buffered)))
+    block = RowBlock(schema, capacity, task.val_fraction, direct=direct)
     keys: set[str] = set()
-
-    def flush() -> None:
-        if not block.count:
-            return
-        for name, stream in numeric.items():
-            stream.write(block.arrays[name][: block.count])
-        for name, record_stream in records.items():
-            for item in block.records[name]:
-                record_stream.append(item)
-        n = block.count
-        index["raw_index"].append(block.raw_index[:n].tobytes())
-        index["splits"].append(block.splits[:n].tobytes())
-        index["key_hashes"].append(block.key_hashes[:n].tobytes())
-        index["tails"].append(b"".join(block.tails))
-        block.clear()
-
     row = 0
     for source, start, stop in task.pieces:
         count = 0
@@ -243,18 +208,14 @@ def _write_from_sources(
             row += 1
             count += 1
             if block.full:
-                flush()
+                files.write_block(block)
+                block.clear()
         if count != stop - start:
             raise VinOfflineSchemaError(
                 f"{_describe(source)}: produce({start}, {stop}) gave {count} samples, "
                 f"expected {stop - start}"
             )
-    flush()
-    for stream in numeric.values():
-        stream.close()
-    for record_stream in records.values():
-        record_stream.close()
-    return {name: b"".join(parts) for name, parts in index.items()}
+    files.write_block(block)
 
 
 def _describe(source: VinOfflineShardSource) -> str:
@@ -288,11 +249,12 @@ def _reusable(record_path: Path, shard_dir: Path, key: str) -> ShardRecord | Non
     return msgspec.structs.replace(record, reused=True)
 
 
-def _write_record(path: Path, record: ShardRecord) -> None:
-    """Write the resume record atomically: a re-run sees all of it or none of it."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as stream:
-        stream.write(msgspec.msgpack.encode(record))
-        stream.flush()
-        os.fsync(stream.fileno())
+def write_record(path: Path, record: ShardRecord) -> None:
+    """Write the resume record atomically: a re-run sees all of it or none of it.
+
+    Not fsynced: after a power loss a record may be lost, or outlive its shard's bytes, and
+    either way the re-run rewrites the shard (it reuses one only if every file still
+    hashes to the record)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temporary.write_bytes(msgspec.msgpack.encode(record))
     temporary.replace(path)

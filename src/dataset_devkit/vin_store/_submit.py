@@ -8,15 +8,17 @@ order, to the builder's fold; at most *max_pending* shards are in flight.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Sequence, Sized
-from concurrent.futures import Executor, Future, wait
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import msgspec
 
 from dataset_devkit.integrity.progress import ProgressUpdate, report
-from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
+from dataset_devkit.vin_store._pool import worker_started
+from dataset_devkit.vin_store._rows import RowBlock, Schema, VinOfflineSample, check_fields
 from dataset_devkit.vin_store._shard_task import (
     Rows,
     ShardRecord,
@@ -26,6 +28,7 @@ from dataset_devkit.vin_store._shard_task import (
     shard_id_of,
     source_key,
 )
+from dataset_devkit.vin_store._stream import STREAM_BLOCK_BYTES, BlockPool, Feed, write_streamed
 from dataset_devkit.vin_store._workdir import BuildDirs
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.sources import VinOfflineShardSource, plan_pieces
@@ -49,8 +52,9 @@ def _options_key(schema: Schema, rows: int, val_fraction: float) -> str:
 class Run:
     """Submits shard tasks in order with at most *max_pending* in flight; folds results.
 
-    A task's row buffers come back to ``free`` once its shard is written, so an iterable
-    build reuses the same few shards' worth of memory instead of faulting in new pages.
+    A packed task's row buffers come back to ``free`` once its shard is written, so an
+    iterable build reuses the same memory instead of faulting in new pages. ``feed`` is the
+    streamed shard the driver is still filling, if any: stopping the build cuts it.
     """
 
     def __init__(
@@ -64,6 +68,7 @@ class Run:
             collections.deque()
         )
         self.free: list[RowBlock] = []
+        self.feed: Feed | None = None
 
     def _fold_one(self) -> None:
         future, block = self.pending.popleft()
@@ -72,10 +77,19 @@ class Run:
             block.clear()
             self.free.append(block)
 
-    def submit(self, task: ShardTask, block: RowBlock | None = None) -> None:
+    def _room(self) -> None:
         while len(self.pending) >= self.max_pending:
             self._fold_one()
+
+    def submit(self, task: ShardTask, block: RowBlock | None = None) -> None:
+        self._room()
         self.pending.append((self.executor.submit(run_shard, task), block))
+
+    def stream(self, task: ShardTask, feed: Feed) -> None:
+        """Start a shard whose blocks will come on *feed*."""
+        self._room()
+        self.pending.append((self.executor.submit(write_streamed, task, feed), None))
+        self.feed = feed
 
     def drain(self) -> None:
         while self.pending:
@@ -83,12 +97,56 @@ class Run:
 
     def abort(self, *, finish_submitted: bool) -> None:
         """Stop the build: wait for every submitted shard, cancelling those not started
-        unless *finish_submitted* (their rows are complete, so a re-run can reuse them)."""
+        unless *finish_submitted* (their rows are complete, so a re-run can reuse them);
+        a streamed shard still being filled is cut."""
+        if self.feed is not None:
+            self.feed.cut()
+            self.feed = None
         futures = [future for future, _ in self.pending]
         if not finish_submitted:
             for future in futures:
                 future.cancel()
         wait(futures)  # never release the build while a worker still writes into it
+
+
+class _Packing:
+    """The shard an iterable build is filling: streamed to a thread, or packed whole."""
+
+    def __init__(self, run: Run, task: ShardTask, pool: BlockPool | None) -> None:
+        self.run, self.task, self.pool = run, task, pool
+        self.shard_id = shard_id_of(task.position)
+        self.count = 0
+        if pool is not None:
+            self.feed = Feed(pool)
+            run.stream(task, self.feed)
+            self.block = pool.take()
+        else:
+            self.block = (
+                run.free.pop()
+                if run.free
+                else RowBlock(task.schema, task.num_rows, task.val_fraction)
+            )
+
+    def add(self, sample: VinOfflineSample) -> None:
+        self.block.add(sample, self.shard_id, self.count)
+        self.count += 1
+        if self.pool is not None and self.block.full:
+            self.feed.put(self.block)
+            self.block = self.pool.take()
+
+    def close(self) -> int:
+        """Hand the last rows over; the shard's row count."""
+        if self.pool is None:
+            task = dataclasses.replace(self.task, num_rows=self.count, rows=Rows.of(self.block))
+            self.run.submit(task, self.block)
+        else:
+            if self.block.count:
+                self.feed.put(self.block)
+            else:
+                self.pool.give_back(self.block)
+            self.feed.end()
+            self.run.feed = None
+        return self.count
 
 
 def submit_samples(
@@ -101,48 +159,47 @@ def submit_samples(
     state: dict[str, Any],
 ) -> int:
     """Check and pack samples into shards of fixed rows in the driver; return the rows."""
-    block: RowBlock | None = None
+    stream = isinstance(run.executor, ThreadPoolExecutor)
+    pool: BlockPool | None = None
     schema: Schema | None = None
     rows, options_key = 0, ""
     position = row_start = 0
     total = len(samples) if isinstance(samples, Sized) else None
     report(state["progress"], ProgressUpdate("build", unit="samples", total_items=total))
-
-    def submit(full: RowBlock) -> None:
-        nonlocal position, row_start
-        assert schema is not None
-        task = ShardTask(
-            tree=str(dirs.tree),
-            state=str(dirs.state),
-            position=position,
-            row_start=row_start,
-            num_rows=full.count,
-            schema=schema,
-            val_fraction=val_fraction,
-            options_key=options_key,
-            rows=Rows.of(full),
-        )
-        position += 1
-        row_start += full.count
-        run.submit(task, full)
-
+    shard: _Packing | None = None
     last = -1
     for number, sample in enumerate(samples):
         check_fields(sample, number, last)
         last = last + 1 if sample.sample_index is None else int(sample.sample_index)
-        if block is None:
+        if schema is None:
             schema = Schema.of(sample)
             rows = _rows_for(schema, shard_bytes, cap)
             options_key = _options_key(schema, rows, val_fraction)
-            block = RowBlock(schema, rows, val_fraction)
-        block.add(sample, shard_id_of(position), block.count)
-        if block.full:
-            submit(block)
-            block = run.free.pop() if run.free else RowBlock(block.schema, rows, val_fraction)
-    if block is None:
+            if stream:
+                capacity = max(1, min(rows, STREAM_BLOCK_BYTES // schema.row_nbytes()))
+                pool = BlockPool(schema, capacity, val_fraction, limit=run.max_pending + 2)
+        if shard is None:
+            reusable = (dirs.state / f"{shard_id_of(position)}.rec").exists()
+            task = ShardTask(
+                tree=str(dirs.tree),
+                state=str(dirs.state),
+                position=position,
+                row_start=row_start,
+                num_rows=rows,
+                schema=schema,
+                val_fraction=val_fraction,
+                options_key=options_key,
+            )
+            shard = _Packing(run, task, None if reusable else pool)
+        shard.add(sample)
+        if shard.count == rows:
+            row_start += shard.close()
+            position += 1
+            shard = None
+    if schema is None:
         raise VinOfflineSchemaError("no samples: a store needs at least one")
-    if block.count:
-        submit(block)
+    if shard is not None:
+        shard.close()
     return rows
 
 
@@ -156,8 +213,16 @@ def submit_sources(
     val_fraction: float,
     state: dict[str, Any],
 ) -> int:
-    """Plan shards over the sources (a worker probes the first sample for the schema)."""
-    schema = executor.submit(probe_schema, sources[0]).result()
+    """Plan shards over the sources (a worker probes the first sample for the schema).
+
+    While one worker probes, the others are started with an empty task: a process pool
+    starts a worker only when a task finds none idle, so otherwise the second worker's
+    start-up (interpreter and imports, ~0.5 s) would begin only after the probe.
+    """
+    probe = executor.submit(probe_schema, sources[0])
+    for _ in range(max(0, min(run.max_pending, len(sources)) - 1)):
+        executor.submit(worker_started)
+    schema = probe.result()
     rows = _rows_for(schema, shard_bytes, cap)
     options_key = _options_key(schema, rows, val_fraction)
     plan = plan_pieces(sources, rows)

@@ -182,6 +182,7 @@ def build_vin_offline_store(
     with ExitStack() as stack:
         stack.callback(dirs.release)
         index = IndexWriter(dirs.tree)
+        stack.callback(index.abandon)  # a failed build keeps no descriptor open
         if executor is None:
             pool = thread_pool(count) if sources is None else process_pool(count)
             executor = stack.enter_context(pool)

@@ -63,22 +63,36 @@ def encode_record(name: str, value: Any) -> bytes:
 
 
 class NumericBlockStream:
-    """Rows of one numeric block, appended in blocks; the shard index is added on close."""
+    """Rows of one numeric block, appended in blocks or one by one; metadata and the shard
+    index are written on close, so the row count may be left open until then."""
 
     def __init__(
-        self, writer: VinOfflineShardWriter, spec: VinOfflineBlockSpec, dtype: np.dtype[Any]
+        self,
+        writer: VinOfflineShardWriter,
+        name: str,
+        dtype: np.dtype[Any],
+        row_shape: tuple[int, ...],
+        num_rows: int | None,
+        optional: bool,
     ) -> None:
-        self.writer, self.spec, self.dtype = writer, spec, dtype
-        shape = tuple(spec.shape or ())
-        self.num_rows, self.row_shape = shape[0], shape[1:]
-        self.row_nbytes = int(np.prod(self.row_shape, dtype=np.int64)) * dtype.itemsize
+        self.writer, self.name, self.dtype, self.row_shape = writer, name, dtype, row_shape
+        self.num_rows, self.optional = num_rows, optional
+        self.path = VinOfflineBlockSpec.zarr_array_path(name)
+        self.row_nbytes = int(np.prod(row_shape, dtype=np.int64)) * dtype.itemsize
         self.rows_written = 0
-        path = spec.paths[0]
-        writer.add_file(f"{path}/zarr.json", array_metadata(dtype, shape))
-        chunk = chunk_file_path(Path(path), len(shape)).as_posix()
+        #: SHA-256 of the rows alone (the chunk file without its index), set by close
+        self.rows_sha256 = ""
+        chunk = chunk_file_path(Path(self.path), 1 + len(row_shape)).as_posix()
         (writer.shard_dir / chunk).parent.mkdir(parents=True, exist_ok=True)
         self._relative = chunk
         self._file = HashedFile(writer.shard_dir / chunk)
+
+    def _count(self, rows: int) -> None:
+        if self.num_rows is not None and self.rows_written + rows > self.num_rows:
+            raise VinOfflineSchemaError(
+                f"block {self.name!r}: more than the {self.num_rows} rows declared", key=self.name
+            )
+        self.rows_written += rows
 
     def write(self, rows: npt.NDArray[Any], *, prehashed: Any = None) -> None:
         """Append rows (C order, this block's dtype and row shape) in one write.
@@ -89,57 +103,92 @@ class NumericBlockStream:
         """
         if rows.dtype != self.dtype or rows.shape[1:] != self.row_shape:
             raise VinOfflineSchemaError(
-                f"block {self.spec.name!r}: expected rows of {self.dtype} {self.row_shape}, "
+                f"block {self.name!r}: expected rows of {self.dtype} {self.row_shape}, "
                 f"found {rows.dtype} {rows.shape[1:]}",
-                key=self.spec.name,
-            )
-        if self.rows_written + rows.shape[0] > self.num_rows:
-            raise VinOfflineSchemaError(
-                f"block {self.spec.name!r}: more than the {self.num_rows} rows declared",
-                key=self.spec.name,
+                key=self.name,
             )
         if not rows.shape[0]:
             return
+        first = self.rows_written == 0
+        self._count(rows.shape[0])
         if prehashed is not None:
-            if self.rows_written:
+            if not first:
                 raise ValueError("prehashed rows must be the block's first write")
             self._file.sha = prehashed.copy()
         self._file.write(np.ascontiguousarray(rows).data, hashed=prehashed is not None)
-        self.rows_written += rows.shape[0]
+
+    def write_row(self, row: npt.NDArray[Any]) -> None:
+        """Append one row of the row shape straight from *row*'s memory (no copy unless it
+        is not C-contiguous little-endian): large rows go to the file as they come."""
+        if row.shape != self.row_shape or not np.can_cast(row.dtype, self.dtype, "equiv"):
+            raise VinOfflineSchemaError(
+                f"block {self.name!r}: expected a row of {self.dtype} {self.row_shape}, "
+                f"found {row.dtype} {row.shape}",
+                key=self.name,
+            )
+        self._count(1)
+        self._file.write(np.ascontiguousarray(row, dtype=self.dtype).data)
+
+    def abandon(self) -> None:
+        """Close the file without finishing the block (its shard is being discarded)."""
+        self._file.abandon()
 
     def close(self) -> VinOfflineBlockSpec:
-        """Write the shard index, sync, and register the block with its writer."""
-        if self.rows_written != self.num_rows:
+        """Write the shard index and the metadata, and register the block with its writer."""
+        rows = self.rows_written
+        if self.num_rows is not None and rows != self.num_rows:
             raise VinOfflineSchemaError(
-                f"block {self.spec.name!r}: {self.rows_written} rows written, "
-                f"{self.num_rows} declared",
-                key=self.spec.name,
+                f"block {self.name!r}: {rows} rows written, {self.num_rows} declared",
+                key=self.name,
             )
-        self._file.write(shard_index(self.num_rows, self.row_nbytes))
+        if rows < 1:
+            raise VinOfflineSchemaError(f"block {self.name!r}: no rows written", key=self.name)
+        self.rows_sha256 = self._file.sha.hexdigest()
+        self._file.write(shard_index(rows, self.row_nbytes))
         self.writer.files[self._relative] = self._file.close()
-        self.writer.blocks[self.spec.name] = self.spec
-        return self.spec
+        shape = (rows, *self.row_shape)
+        self.writer.add_file(f"{self.path}/zarr.json", array_metadata(self.dtype, shape))
+        spec = VinOfflineBlockSpec.for_zarr_array(
+            self.name, self.path, self.dtype.name, list(shape), optional=self.optional
+        )
+        self.writer.blocks[self.name] = spec
+        return spec
 
 
 class RecordBlockStream:
-    """Rows of one record block (already encoded MessagePack), appended one at a time."""
+    """Rows of one record block (already encoded MessagePack), appended in order; the
+    offsets file is written on close, so the row count may be left open until then."""
 
-    def __init__(self, writer: VinOfflineShardWriter, spec: VinOfflineBlockSpec) -> None:
-        self.writer, self.spec = writer, spec
-        self.num_records = (spec.shape or (0,))[0]
-        self.offsets = np.zeros(self.num_records + 1, dtype="<i8")
+    def __init__(
+        self, writer: VinOfflineShardWriter, name: str, num_records: int | None, optional: bool
+    ) -> None:
+        self.writer, self.name, self.optional = writer, name, optional
+        self.num_records = num_records
+        self.paths = (
+            VinOfflineBlockSpec.msgpack_records_path(name),
+            VinOfflineBlockSpec.msgpack_records_offsets_path(name),
+        )
+        self.offsets = np.zeros((num_records or 1023) + 1, dtype="<i8")
         self.count = 0
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self._file = HashedFile(writer.shard_dir / spec.paths[0])
+        self._file = HashedFile(writer.shard_dir / self.paths[0])
+
+    def _room(self, more: int) -> None:
+        wanted = self.count + more
+        if self.num_records is not None and wanted > self.num_records:
+            raise VinOfflineSchemaError(
+                f"record block {self.name!r}: more than the {self.num_records} rows declared",
+                key=self.name,
+            )
+        if wanted + 1 > self.offsets.shape[0]:
+            grown = np.zeros(max(wanted + 1, 2 * self.offsets.shape[0]), dtype="<i8")
+            grown[: self.count + 1] = self.offsets[: self.count + 1]
+            self.offsets = grown
 
     def append(self, encoded: bytes) -> None:
         """Append one row's MessagePack bytes."""
-        if self.count == self.num_records:
-            raise VinOfflineSchemaError(
-                f"record block {self.spec.name!r}: more than the {self.num_records} rows declared",
-                key=self.spec.name,
-            )
+        self._room(1)
         self._pending.append(encoded)
         self._pending_bytes += len(encoded)
         self.count += 1
@@ -147,27 +196,49 @@ class RecordBlockStream:
         if self._pending_bytes >= _FLUSH_BYTES:
             self._flush()
 
+    def extend(self, encoded: Sequence[bytes]) -> None:
+        """Append many rows' MessagePack bytes in one write."""
+        if not encoded:
+            return
+        self._room(len(encoded))
+        lengths = np.fromiter(map(len, encoded), dtype="<i8", count=len(encoded))
+        start = self.count
+        np.cumsum(lengths, out=self.offsets[start + 1 : start + 1 + len(encoded)])
+        self.offsets[start + 1 : start + 1 + len(encoded)] += self.offsets[start]
+        self.count += len(encoded)
+        self._flush()
+        self._file.write(b"".join(encoded))
+
     def _flush(self) -> None:
         if self._pending:
             self._file.write(b"".join(self._pending))
             self._pending.clear()
             self._pending_bytes = 0
 
+    def abandon(self) -> None:
+        """Close the file without finishing the block (its shard is being discarded)."""
+        self._file.abandon()
+
     def close(self) -> VinOfflineBlockSpec:
         """Write the offsets file and register the block with its writer."""
-        if self.count != self.num_records:
+        if self.num_records is not None and self.count != self.num_records:
             raise VinOfflineSchemaError(
-                f"record block {self.spec.name!r}: {self.count} rows written, "
+                f"record block {self.name!r}: {self.count} rows written, "
                 f"{self.num_records} declared",
-                key=self.spec.name,
+                key=self.name,
             )
+        if self.count < 1:
+            raise VinOfflineSchemaError(f"record block {self.name!r} has no rows", key=self.name)
         self._flush()
-        self.writer.files[self.spec.paths[0]] = self._file.close()
+        self.writer.files[self.paths[0]] = self._file.close()
         stream = io.BytesIO()
-        np.save(stream, self.offsets, allow_pickle=False)
-        self.writer.add_file(self.spec.paths[1], stream.getvalue())
-        self.writer.blocks[self.spec.name] = self.spec
-        return self.spec
+        np.save(stream, self.offsets[: self.count + 1], allow_pickle=False)
+        self.writer.add_file(self.paths[1], stream.getvalue())
+        spec = VinOfflineBlockSpec.for_indexed_msgpack_records(
+            self.name, *self.paths, self.count, optional=self.optional
+        )
+        self.writer.blocks[self.name] = spec
+        return spec
 
 
 class VinOfflineShardWriter:
@@ -223,21 +294,26 @@ class VinOfflineShardWriter:
         name: str,
         dtype: npt.DTypeLike,
         row_shape: tuple[int, ...],
-        num_rows: int,
+        num_rows: int | None,
         *,
         optional: bool = False,
     ) -> NumericBlockStream:
-        """Start a numeric block of *num_rows* rows of *row_shape*; write rows, then close."""
+        """Start a numeric block of *num_rows* rows of *row_shape*; write rows, then close.
+
+        *num_rows* None: as many rows as are written before ``close`` (at least one).
+        """
         dt = np.dtype(dtype)
         dt = dt.newbyteorder("<") if dt.byteorder == ">" else dt
         path = VinOfflineBlockSpec.zarr_array_path(name)
         try:  # validates the name and dtype before anything is written
-            spec = VinOfflineBlockSpec.for_zarr_array(
-                name, path, dt.name, [num_rows, *row_shape], optional=optional
+            VinOfflineBlockSpec.for_zarr_array(
+                name, path, dt.name, [num_rows or 1, *row_shape], optional=optional
             )
         except ValueError as exc:
             raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
-        if num_rows < 1 or dt.itemsize * int(np.prod(row_shape, dtype=np.int64)) == 0:
+        if (num_rows is not None and num_rows < 1) or dt.itemsize * int(
+            np.prod(row_shape, dtype=np.int64)
+        ) == 0:
             raise VinOfflineSchemaError(
                 f"block {name!r} needs at least one row of non-zero size, found "
                 f"{(num_rows, *row_shape)}",
@@ -247,7 +323,7 @@ class VinOfflineShardWriter:
         if (self.shard_dir / path).exists():
             raise DestinationExistsError(f"{self.shard_dir / path}: block path already exists")
         self._groups(path)
-        return NumericBlockStream(self, spec, dt)
+        return NumericBlockStream(self, name, dt, tuple(row_shape), num_rows, optional)
 
     def write_numeric_block(
         self, name: str, array: npt.ArrayLike, *, optional: bool = False
@@ -268,21 +344,24 @@ class VinOfflineShardWriter:
         return stream.close()
 
     def open_record_block(
-        self, name: str, num_records: int, *, optional: bool = True
+        self, name: str, num_records: int | None, *, optional: bool = True
     ) -> RecordBlockStream:
-        """Start a record block of *num_records* rows; append encoded rows, then close."""
+        """Start a record block of *num_records* rows; append encoded rows, then close.
+
+        *num_records* None: as many rows as are appended before ``close`` (at least one).
+        """
         payload_name = VinOfflineBlockSpec.msgpack_records_path(name)
         offsets_name = VinOfflineBlockSpec.msgpack_records_offsets_path(name)
         try:
-            spec = VinOfflineBlockSpec.for_indexed_msgpack_records(
-                name, payload_name, offsets_name, num_records, optional=optional
+            VinOfflineBlockSpec.for_indexed_msgpack_records(
+                name, payload_name, offsets_name, num_records or 1, optional=optional
             )
         except ValueError as exc:
             raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
-        if num_records < 1:
+        if num_records is not None and num_records < 1:
             raise VinOfflineSchemaError(f"record block {name!r} has no rows", key=name)
         self._claim(name)
-        return RecordBlockStream(self, spec)
+        return RecordBlockStream(self, name, num_records, optional)
 
     def write_record_block(
         self, name: str, records: Sequence[Any], *, optional: bool = True
@@ -290,8 +369,7 @@ class VinOfflineShardWriter:
         """Store one MessagePack record per row: a payload blob plus int64 offsets."""
         encoded = [encode_record(name, record) for record in records]
         stream = self.open_record_block(name, len(encoded), optional=optional)
-        for item in encoded:
-            stream.append(item)
+        stream.extend(encoded)
         return stream.close()
 
     def finish(self, shard_id: str, relative_dir: str, row_start: int) -> VinOfflineShardSpec:

@@ -1,0 +1,124 @@
+"""An iterable build's shard streamed to a thread in blocks of a few MB as the driver packs it.
+
+Packing a whole shard (128 MiB by default) before handing it over made the driver fault in
+a shard's worth of fresh pages per shard, more than a build of a few shards ever recycles,
+and left the last shard's hashing and writing to run after all the packing. Here a shard
+task starts as soon as its first rows are packed and takes them a block at a time: the
+driver packs into a small pool of recycled blocks (memory: the pool, whatever the shard or
+sample size) while the thread hashes and writes the previous block, and the tail of the
+build is one block. Rows are still copied from the samples (a producer may reuse its
+arrays once it has yielded them, so the driver cannot hold on to them), but into memory
+that is already mapped and cache-warm.
+
+Threads only: the blocks never leave this process. On any other executor, and for a shard
+a re-run may reuse (decided before its rows are written), the driver packs whole shards.
+"""
+
+from __future__ import annotations
+
+import queue
+from pathlib import Path
+from typing import Final
+
+from dataset_devkit.vin_store._rows import RowBlock, Schema
+from dataset_devkit.vin_store._shard_files import ShardFiles, ShardRecord
+from dataset_devkit.vin_store._shard_task import ShardTask, key_prefix, shard_id_of, write_record
+from dataset_devkit.vin_store.spec import SHARDS_DIR
+
+__all__ = ["STREAM_BLOCK_BYTES", "BlockPool", "Feed", "ShardCut", "write_streamed"]
+
+#: Bytes of one streamed block (at least one row): small enough to stay in cache between
+#: the driver's copy and the writer's hash and write.
+STREAM_BLOCK_BYTES: Final = 4 << 20
+
+
+class ShardCut(Exception):
+    """A streamed shard was cut short (the build stopped): nothing of it is kept."""
+
+
+class BlockPool:
+    """At most *limit* recycled row blocks; :meth:`take` waits for one to come back."""
+
+    def __init__(self, schema: Schema, capacity: int, val_fraction: float, limit: int) -> None:
+        self.schema, self.capacity, self.val_fraction = schema, capacity, val_fraction
+        self.limit, self.made = limit, 0
+        self._free: queue.SimpleQueue[RowBlock] = queue.SimpleQueue()
+
+    def take(self) -> RowBlock:
+        try:
+            return self._free.get_nowait()
+        except queue.Empty:
+            pass
+        if self.made < self.limit:
+            self.made += 1
+            return RowBlock(self.schema, self.capacity, self.val_fraction)
+        # Every block is with a shard task; each task gives its blocks back, even when it
+        # fails, and the oldest unfinished one already has all its rows, so one returns.
+        return self._free.get()
+
+    def give_back(self, block: RowBlock) -> None:
+        block.clear()
+        self._free.put(block)
+
+
+_END: Final = "end"
+_CUT: Final = "cut"
+
+
+class Feed:
+    """The blocks of one shard, in order, then its end (or a cut)."""
+
+    def __init__(self, pool: BlockPool) -> None:
+        self.pool = pool
+        self._queue: queue.SimpleQueue[RowBlock | str] = queue.SimpleQueue()
+
+    def put(self, block: RowBlock) -> None:
+        self._queue.put(block)
+
+    def end(self) -> None:
+        """Every row is in: the task finishes the shard."""
+        self._queue.put(_END)
+
+    def cut(self) -> None:
+        """The build stops: the task drops the shard."""
+        self._queue.put(_CUT)
+
+    def get(self) -> RowBlock | str:
+        return self._queue.get()
+
+
+def write_streamed(task: ShardTask, feed: Feed) -> ShardRecord:
+    """Write one shard from the blocks on *feed* (runs in an executor thread)."""
+    shard_id = shard_id_of(task.position)
+    shard_dir = Path(task.tree) / SHARDS_DIR / shard_id
+    record_path = Path(task.state) / f"{shard_id}.rec"
+    files: ShardFiles | None = None
+    failure: BaseException | None = None
+    try:
+        record_path.unlink(missing_ok=True)
+        files = ShardFiles(shard_dir, task.schema, None)
+    except BaseException as exc:  # reported once the driver has sent every block
+        failure = exc
+    while True:
+        item = feed.get()
+        if isinstance(item, str):
+            break
+        try:
+            if failure is None and files is not None:
+                files.write_block(item)
+        except BaseException as exc:
+            failure = exc
+        finally:
+            feed.pool.give_back(item)
+    if failure is None and files is not None and item == _END:
+        try:
+            record = files.finish(shard_id, task.row_start, None, key_prefix(task))
+            write_record(record_path, record)
+            return record
+        except BaseException as exc:
+            failure = exc
+    if files is not None:
+        files.discard()
+    if failure is not None:
+        raise failure
+    raise ShardCut(shard_id)
