@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dataset_devkit.errors import ConfigError, MissingPathError, ObjectStoreError
-from dataset_devkit.integrity import remote
+from dataset_devkit.integrity.bucket import cache as remote
 from dataset_devkit.vin_store import (
     VinOfflineStoreConfig,
     VinOfflineStoreReader,

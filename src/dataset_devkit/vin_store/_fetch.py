@@ -1,6 +1,7 @@
 """Which files of a store a reader needs, fetched into the local cache before it opens them.
 
-Only for a store read from object storage (:class:`~dataset_devkit.integrity.remote.RemoteTree`):
+Only for a store read from object storage
+(:class:`~dataset_devkit.integrity.bucket.cache.RemoteTree`):
 opening needs ``manifest.json``, the index sidecar (or, without one, ``sample_index.jsonl``)
 and the split file; a block needs its chunk file, or its payload and offsets. Every file is
 a whole, verified copy; the reader then maps it exactly as it maps a local store's files.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from dataset_devkit.integrity.remote import RemoteTree
+from dataset_devkit.integrity.bucket.cache import RemoteTree
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
-from dataset_devkit.integrity.remote import RemoteTree
+from dataset_devkit.integrity.bucket.cache import RemoteTree
 from dataset_devkit.objectstore import is_url
 from dataset_devkit.objectstore.location import looks_like_mangled_url
 from dataset_devkit.vin_store.spec import (

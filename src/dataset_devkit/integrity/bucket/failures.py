@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from dataset_devkit.errors import DevkitError, MissingPathError
+from dataset_devkit.errors import DevkitError, MissingPathError, ObjectStoreError
 
 __all__ = ["ObjectStoreError", "is_transient", "short_reason", "store_error"]
 
@@ -21,17 +21,6 @@ _MAX_REASON: Final = 240
 _PERMANENT_CODES: Final = frozenset(
     {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
 )
-
-
-class ObjectStoreError(DevkitError):
-    """A request to the object store failed for good (after its retries).
-
-    ``url`` is the object (or prefix) the request was about.
-    """
-
-    def __init__(self, message: str, *, url: str) -> None:
-        super().__init__(f"{url}: {message}")
-        self.url = url
 
 
 def short_reason(exc: BaseException) -> str:

@@ -35,9 +35,9 @@ from dataset_devkit.errors import (
     MissingPathError,
     ObjectStoreError,
 )
+from dataset_devkit.integrity.bucket.fork_helper import ForkHelper
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
 from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
-from dataset_devkit.integrity.remote_helper import ForkHelper
 from dataset_devkit.objectstore import ObjectLocation, forked_after_use, open_location
 
 if TYPE_CHECKING:

@@ -33,7 +33,13 @@ class ForkHelper:
         source_root = str(Path(errors.__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "dataset_devkit.integrity.remote_helper", url, str(cache_dir)],
+            [
+                sys.executable,
+                "-m",
+                "dataset_devkit.integrity.bucket.fork_helper",
+                url,
+                str(cache_dir),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -69,8 +75,8 @@ class ForkHelper:
 
 
 def main() -> None:
-    """Serve fetch requests on stdin until it closes (``python -m ...remote_helper URL DIR``)."""
-    from dataset_devkit.integrity import remote
+    """Serve fetch requests on stdin until it closes (``python -m ...fork_helper URL DIR``)."""
+    from dataset_devkit.integrity.bucket import cache as remote
 
     tree = remote.RemoteTree(sys.argv[1], Path(sys.argv[2]))
     for line in sys.stdin:
