@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -114,9 +115,19 @@ def test_rows_per_shard_follow_the_byte_target_and_progress_is_reported(tmp_path
     assert manifest.stats["rows_per_shard"] == 7
     assert [s.num_rows for s in manifest.shards] == [7, 7, 7, 7, 2]
     assert result.num_shards == 5
-    assert [(u.stage, u.unit) for u in seen] == [("build", "samples")] * 6
-    assert [u.total_items for u in seen] == [30, None, None, None, None, None]
-    assert [u.items for u in seen] == [0, 7, 7, 7, 7, 2]  # one update per finished shard
+    built = [u for u in seen if u.stage == "build"]
+    assert [(u.stage, u.unit) for u in built] == [("build", "samples")] * 6
+    assert [u.total_items for u in built] == [30, None, None, None, None, None]
+    assert [u.items for u in built] == [0, 7, 7, 7, 7, 2]  # one update per finished shard
+    # Then publication's recheck of the sealed store is heard too (no silent tail).
+    verified = [u for u in seen if u.stage == "verify"]
+    assert seen[: len(built)] == built and seen[len(built) :] == verified
+    assert sum(u.items for u in verified) == manifest_files(tmp_path / "out")
+
+
+def manifest_files(root: Path) -> int:
+    """Files the store's content manifest lists."""
+    return len(json.loads((root / "content_manifest.json").read_bytes())["files"])
 
 
 DTYPES = ["bool", "int8", "uint16", "int32", "uint64", "float16", "float64"]

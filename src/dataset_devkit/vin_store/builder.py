@@ -215,7 +215,9 @@ def build_vin_offline_store(
                     "created_at": created_at,
                 },
             )
-            published = publish_tree(dirs.tree, out, validate=raise_for_store_issues)
+            published = publish_tree(
+                dirs.tree, out, validate=raise_for_store_issues, progress=progress
+            )
         except BaseException as exc:
             # Bad input, or a store that does not validate: the same call would fail the
             # same way, so nothing is kept. Anything else (a crash in the caller's code,
