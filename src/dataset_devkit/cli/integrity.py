@@ -92,7 +92,7 @@ def verify(
     directory: Annotated[
         str,
         typer.Argument(
-            metavar="DIR|URL",
+            metavar="DIR",
             help="A tree holding content_manifest.json, or its URL (s3://bucket/prefix, "
             "gs://, az://, file://).",
             parser=location_parser,
