@@ -9,11 +9,12 @@ and one of many small files, and times, in one run and per tree:
 * ``verify_remote`` (ours: read and hash every object in place) against
   ``S3FileSystem.get(recursive=True)`` of the same objects to a local folder.
 
-Goal: ours >= 0.8x s3fs for both. Each figure is the median of ``--repeat`` runs, each
-into a fresh prefix. Usage::
+Goal: ours >= 0.8x s3fs for both, in every run. Each run goes into fresh prefixes; the
+line shows the medians' speeds and ratio, then every run's own ratio (ours and s3fs timed
+back to back in that run, so the load they shared cancels out). Usage::
 
     python benchmarks/objectstore_publish_verify.py [--large-mib 256] [--large-files 4]
-        [--small-files 2000] [--repeat 3] [--workdir DIR]
+        [--small-files 2000] [--repeat 3] [--workdir DIR] [--trees large,small]
 """
 
 from __future__ import annotations
@@ -85,24 +86,37 @@ def timed(action: Callable[..., object], *args: Any, **kwargs: Any) -> float:
 
 
 def bench_tree(fs: Any, tree: Path, repeat: int, workdir: Path) -> None:
-    """Time ours and s3fs on *tree*, each run into fresh prefixes; print the medians."""
+    """Time ours and s3fs on *tree*, each run into fresh prefixes; print every run's ratio.
+
+    Within a run the two sides go back to back (alternating which goes first), so each
+    run's ratio compares them under the same load; the medians are printed beside."""
     mb = tree_bytes(tree) / 1e6
     ours_up, theirs_up, ours_check, theirs_get = [], [], [], []
     for run in range(repeat):
         url = f"s3://bench/{tree.name}-ours-{run}"
         theirs = f"bench/{tree.name}-s3fs-{run}"
         target = workdir / f"get-{tree.name}-{run}"
-        ours_up.append(timed(publish_remote, tree, url))
-        theirs_up.append(timed(fs.put, str(tree), theirs, recursive=True))
-        ours_check.append(timed(verify_remote, url))  # the published copy must verify
-        theirs_get.append(timed(fs.get, theirs, str(target), recursive=True))
+        if run % 2:
+            theirs_up.append(timed(fs.put, str(tree), theirs, recursive=True))
+            ours_up.append(timed(publish_remote, tree, url))
+            theirs_get.append(timed(fs.get, theirs, str(target), recursive=True))
+            ours_check.append(timed(verify_remote, url))  # the published copy must verify
+        else:
+            ours_up.append(timed(publish_remote, tree, url))
+            theirs_up.append(timed(fs.put, str(tree), theirs, recursive=True))
+            ours_check.append(timed(verify_remote, url))
+            theirs_get.append(timed(fs.get, theirs, str(target), recursive=True))
         shutil.rmtree(target, ignore_errors=True)
     for name, ours, others in (
         ("publish vs put", ours_up, theirs_up),
         ("verify vs get", ours_check, theirs_get),
     ):
+        runs = " ".join(f"{b / a:.2f}" for a, b in zip(ours, others, strict=True))
         a, b = mb / statistics.median(ours), mb / statistics.median(others)
-        print(f"{tree.name:<6} {mb:>7.1f} {name:<16} {a:>10.1f} {b:>10.1f} {a / b:>6.2f}")
+        print(
+            f"{tree.name:<6} {mb:>7.1f} {name:<16} {a:>10.1f} {b:>10.1f} {a / b:>6.2f}  "
+            f"per run: {runs}"
+        )
 
 
 def main() -> None:
@@ -112,6 +126,9 @@ def main() -> None:
     parser.add_argument("--small-files", type=int, default=2000, help="files of the small tree")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--workdir", type=Path, default=None, help="where the trees are made")
+    parser.add_argument(
+        "--trees", default="large,small", help="which trees to time (large, small or both)"
+    )
     args = parser.parse_args()
 
     import s3fs
@@ -144,9 +161,11 @@ def main() -> None:
         print(f"S3 server (moto) at {endpoint}; {os.cpu_count()} cores visible")
         print(
             f"{'tree':<6} {'MB':>7} {'operation':<16} {'ours MB/s':>10} {'s3fs MB/s':>10} "
-            f"{'ratio':>6}"
+            f"{'ratio':>6}  (median; then each run's ratio)"
         )
         for tree in trees:
+            if tree.name not in args.trees.split(","):
+                continue
             bench_tree(fs, tree, args.repeat, workdir)
     finally:
         if server.stdin is not None:

@@ -73,15 +73,17 @@ def _claim_bytes(root: str) -> bytes:
     return canonical_json({"format": _CLAIM_FORMAT, "root_sha256": root}) + b"\n"
 
 
-def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> None:
+def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> bool:
     """Hold the prefix for *root*; a claim for the same root (a re-run, a twin) is shared.
 
+    Returns True when this call created the claim, False when it joined one already there
+    (an earlier run of the same tree that did not finish, or one still running).
     Raises :class:`PublicationError` when another root's claim is there.
     """
     url = location.describe(claim_key)
     data = _claim_bytes(root)
     if with_retries(policy, url, "claim the prefix", lambda: _create(location, claim_key, data)):
-        return
+        return True
     held = read_small(location, claim_key, policy)
     if held is not None and held != _claim_bytes(root):
         raise PublicationError(
@@ -89,6 +91,7 @@ def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPoli
             f"({claim_key}: {held[:120].decode('utf-8', 'replace').strip()}); re-run that "
             "publish to finish it, or delete the prefix to start over"
         )
+    return False
 
 
 def release_claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> None:

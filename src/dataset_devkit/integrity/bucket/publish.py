@@ -2,8 +2,9 @@
 
 The protocol, in order:
 
-1. The local tree is verified against its content manifest (or one is built in memory
-   when the tree has none yet); nothing unverified leaves the machine.
+1. The local tree's listing is checked against its content manifest: the same files, with
+   their sizes, as plain files (no content is read here: step 4 hashes every byte as it
+   sends it). A tree with no manifest yet is hashed into one in memory.
 2. A prefix that already holds a manifest is a published dataset: the same root is
    "already published" (success), another root is refused. A prefix that holds objects
    outside the tree is refused too: a dataset's prefix holds only its files.
@@ -13,9 +14,10 @@ The protocol, in order:
    refuses, so two different trees can never interleave their objects under one prefix.
    The manifest is checked once more after claiming: a winner that committed and released
    its claim meanwhile is seen here.
-4. Every file is uploaded in parallel (multipart when large, memory bounded, retried);
-   objects already present with the right size and SHA-256 are skipped, so a re-run after
-   an interruption resumes.
+4. Every file is uploaded in parallel (multipart when large, memory bounded, retried),
+   hashed as it is read for sending: bytes that do not match the manifest never become an
+   object and fail the publish naming the file. Objects already present with the right
+   size and SHA-256 are skipped, so a re-run after an interruption resumes.
 5. A final listing proves every file is present with its size and nothing else is there.
 6. ``content_manifest.json`` is written last with a conditional put: exactly one publisher
    commits; a loser whose tree has the same root is told "already published".
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.errors import PublicationError
+from dataset_devkit.errors import PublicationError, VerificationFailed
 from dataset_devkit.integrity.bucket.commit import (
     CLAIM_SUFFIX,
     claim,
@@ -36,6 +38,7 @@ from dataset_devkit.integrity.bucket.commit import (
     committed,
     release_claim,
 )
+from dataset_devkit.integrity.bucket.local_check import check_local_listing
 from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.bucket.transfer import Outcome, already_uploaded, upload_all
@@ -47,7 +50,6 @@ from dataset_devkit.integrity.manifest import (
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.safefs import path_argument
-from dataset_devkit.integrity.verify import verify_tree
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
 __all__ = ["CLAIM_SUFFIX", "DEFAULT_PART_SIZE", "RemotePublishResult", "publish_remote"]
@@ -80,7 +82,7 @@ def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
         manifest = read_manifest(tree, location=location)
     except ManifestNotFoundError:
         return build_manifest(tree, location=location or CONTENT_MANIFEST_NAME)
-    verify_tree(tree, manifest=manifest).raise_for_issues()
+    check_local_listing(tree, manifest)
     return manifest
 
 
@@ -100,7 +102,8 @@ def publish_remote(
     Parameters
     ----------
     tree
-        A local tree; its content manifest is verified first (or built when it has none).
+        A local tree with its content manifest (or one is built when it has none). Its
+        listing is checked first; every file's SHA-256 is checked as it is uploaded.
     url
         ``s3://bucket/prefix`` (or ``gs://``, ``az://``, ``file://``); endpoint and
         credentials come from the environment.
@@ -115,7 +118,9 @@ def publish_remote(
     Raises
     ------
     VerificationFailed
-        The local tree does not match its manifest.
+        The local tree does not match its manifest: a file missing, extra or of another
+        size (found before anything is uploaded), or of other content (found by the upload;
+        no object is created for that file and no manifest is written).
     DestinationExistsError
         *url* holds another dataset (also when a concurrent publisher of another tree
         committed first).
@@ -149,7 +154,7 @@ def publish_remote(
         return done(True)
     listed = list_objects(location, policy)
     _refuse_strangers(location, manifest, listed, claim_key)
-    claim(location, claim_key, manifest.root_sha256, policy)
+    fresh_claim = claim(location, claim_key, manifest.root_sha256, policy)
     if committed(location, key, manifest, policy):
         release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True)
@@ -165,9 +170,16 @@ def publish_remote(
             total_items=len(todo),
         ),
     )
-    upload_all(
-        location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
-    )
+    try:
+        upload_all(
+            location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
+        )
+    except VerificationFailed:
+        # The local tree is wrong, not the transfer: a claim this run made would only
+        # stand in the way of publishing the corrected tree (whose root differs).
+        if fresh_claim:
+            release_claim(location, claim_key, manifest.root_sha256, policy)
+        raise
     _check_complete(location, manifest, list_objects(location, policy), claim_key)
     if not commit(location, key, manifest, policy):
         release_claim(location, claim_key, manifest.root_sha256, policy)
