@@ -24,9 +24,7 @@ from dataset_devkit.integrity.verify import VerificationReport
 __all__ = ["check_local_listing"]
 
 
-def _walk(
-    dir_fd: int, prefix: str, skip: str, sizes: dict[str, int], issues: list[Issue]
-) -> None:
+def _walk(dir_fd: int, prefix: str, skip: str, sizes: dict[str, int], issues: list[Issue]) -> None:
     with os.scandir(dir_fd) as scan:
         entries = sorted(scan, key=lambda entry: entry.name)
     for entry in entries:

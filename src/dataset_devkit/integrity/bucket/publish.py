@@ -13,7 +13,9 @@ The protocol, in order:
    the identical tree: both may go on, they write the same bytes. A claim for another root
    refuses, so two different trees can never interleave their objects under one prefix.
    The manifest is checked once more after claiming: a winner that committed and released
-   its claim meanwhile is seen here.
+   its claim meanwhile is seen here. A run that found the claim already there (or the
+   dataset already published) aborts the unfinished multipart uploads an earlier, killed
+   run left under the prefix (:mod:`~dataset_devkit.integrity.bucket.stale_uploads`).
 4. Every file is uploaded in parallel (multipart when large, memory bounded, retried),
    hashed as it is read for sending: bytes that do not match the manifest never become an
    object and fail the publish naming the file. Objects already present with the right
@@ -41,6 +43,7 @@ from dataset_devkit.integrity.bucket.commit import (
 from dataset_devkit.integrity.bucket.local_check import check_local_listing
 from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
+from dataset_devkit.integrity.bucket.stale_uploads import StaleUploads, abort_stale_uploads
 from dataset_devkit.integrity.bucket.transfer import Outcome, already_uploaded, upload_all
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.manifest import (
@@ -75,6 +78,8 @@ class RemotePublishResult:
     uploaded_bytes: int
     skipped_files: int
     already_published: bool
+    aborted_uploads: int = 0
+    notice: str | None = None
 
 
 def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
@@ -136,7 +141,13 @@ def publish_remote(
     claim_key = key + CLAIM_SUFFIX
     location = open_location(url, retry=policy.obstore_config(), create=True)
 
+    swept: StaleUploads | None = None
+
     def done(already: bool, outcome: Outcome | None = None) -> RemotePublishResult:
+        nonlocal swept
+        if already and swept is None:  # a killed run may have left uploads behind
+            swept = abort_stale_uploads(location, policy)
+        swept = swept or StaleUploads()
         return RemotePublishResult(
             url=location.url,
             root_sha256=manifest.root_sha256,
@@ -147,6 +158,8 @@ def publish_remote(
             uploaded_bytes=outcome.bytes if outcome else 0,
             skipped_files=outcome.skipped if outcome else manifest.file_count,
             already_published=already,
+            aborted_uploads=swept.aborted,
+            notice=swept.problem,
         )
 
     if committed(location, key, manifest, policy):
@@ -158,6 +171,8 @@ def publish_remote(
     if committed(location, key, manifest, policy):
         release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True)
+    if not fresh_claim:  # an earlier run did not finish, or a twin is at work: see above
+        swept = abort_stale_uploads(location, policy)
     outcome = Outcome()
     present = already_uploaded(location, manifest, listed, workers, policy)
     outcome.skipped = len(present)
