@@ -15,7 +15,11 @@ from pathlib import PurePosixPath
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.bucket.commit import CLAIM_SUFFIX
 from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects, read_small
-from dataset_devkit.integrity.bucket.reads import DEFAULT_RANGE_SIZE, hash_objects
+from dataset_devkit.integrity.bucket.reads import (
+    DEFAULT_RANGE_SIZE,
+    DEFAULT_WHOLE_LIMIT,
+    hash_objects,
+)
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.issues import Issue, IssueKind
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
@@ -102,6 +106,7 @@ def verify_remote(
     expect_root: str | None = None,
     workers: int = 8,
     range_size: int = DEFAULT_RANGE_SIZE,
+    whole_limit: int = DEFAULT_WHOLE_LIMIT,
     retry: RetryPolicy | None = None,
     progress: OnProgress | None = None,
 ) -> VerificationReport:
@@ -110,6 +115,9 @@ def verify_remote(
     The report is the one :func:`~dataset_devkit.integrity.verify_tree` returns for a local
     tree, with ``root`` the URL: missing, extra and changed objects, objects replaced while
     read (raced), and a manifest that is absent, broken or not the pinned *expect_root*.
+
+    Objects up to *whole_limit* bytes are read by one streamed GET each, larger ones by
+    parallel ranged reads of *range_size*; *workers* objects or ranges at once.
 
     Raises
     ------
@@ -162,6 +170,7 @@ def verify_remote(
         workers=workers,
         policy=policy,
         range_size=range_size,
+        whole_limit=whole_limit,
         progress=byte_reporter(progress, "verify", unit="objects"),
         finished=None if progress is None else _counter(progress),
     )
