@@ -10,10 +10,10 @@ import contextlib
 from typing import Final
 
 from dataset_devkit.errors import DestinationExistsError, FormatError, PublicationError
-from dataset_devkit.integrity.bucket.objects import read_small
+from dataset_devkit.integrity.bucket.objects import read_remote_manifest, read_small
 from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
 from dataset_devkit.integrity.canonical import canonical_json
-from dataset_devkit.integrity.manifest import ContentManifest, parse_manifest
+from dataset_devkit.integrity.manifest import ContentManifest
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = ["CLAIM_SUFFIX", "claim", "commit", "committed", "release_claim"]
@@ -38,21 +38,12 @@ def _create(location: ObjectLocation, key: str, data: bytes) -> bool:
     return True
 
 
-def _published_root(
-    location: ObjectLocation, key: str, policy: RetryPolicy
-) -> ContentManifest | None:
-    raw = read_small(location, key, policy)
-    if raw is None:
-        return None
-    return parse_manifest(raw, location.describe(key), location=key)
-
-
 def committed(
     location: ObjectLocation, key: str, manifest: ContentManifest, policy: RetryPolicy
 ) -> bool:
     """True when *location* already holds this dataset; raise when it holds another."""
     try:
-        published = _published_root(location, key, policy)
+        published = read_remote_manifest(location, key, policy)
     except FormatError as exc:
         raise DestinationExistsError(
             f"{location.describe(key)}: already exists and is not a valid content manifest "

@@ -14,7 +14,11 @@ from pathlib import PurePosixPath
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.bucket.commit import CLAIM_SUFFIX
-from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects, read_small
+from dataset_devkit.integrity.bucket.objects import (
+    RemoteObject,
+    list_objects,
+    read_remote_manifest,
+)
 from dataset_devkit.integrity.bucket.reads import (
     DEFAULT_RANGE_SIZE,
     DEFAULT_WHOLE_LIMIT,
@@ -27,13 +31,12 @@ from dataset_devkit.integrity.manifest import (
     ContentManifest,
     ManifestEntry,
     compute_root_sha256,
-    parse_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
-__all__ = ["find_remote_manifest", "read_remote_manifest", "verify_remote"]
+__all__ = ["find_remote_manifest", "verify_remote"]
 
 
 def find_remote_manifest(listed: dict[str, RemoteObject]) -> list[str]:
@@ -45,19 +48,6 @@ def find_remote_manifest(listed: dict[str, RemoteObject]) -> list[str]:
         for key in listed
         if PurePosixPath(key).name == CONTENT_MANIFEST_NAME and key.count("/") == 1
     )
-
-
-def read_remote_manifest(
-    location: ObjectLocation, key: str, policy: RetryPolicy
-) -> ContentManifest | None:
-    """The strictly checked manifest at *key*, ``None`` when absent.
-
-    Raises :class:`FormatError` naming the object and field for a broken document.
-    """
-    raw = read_small(location, key, policy)
-    if raw is None:
-        return None
-    return parse_manifest(raw, location.describe(key), location=key)
 
 
 def _locate(
