@@ -48,6 +48,13 @@ def test_bad_urls_are_one_line_config_errors(url: str) -> None:
     assert "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("url", ["s3://", "gs:///data", "az://"])
+def test_a_url_without_a_bucket_shows_the_expected_form(url: str) -> None:
+    scheme = url.split(":")[0]
+    with pytest.raises(ConfigError, match=f"expected {scheme}://BUCKET/PREFIX, found no bucket"):
+        open_location(url)
+
+
 @pytest.mark.parametrize("given", ["s3://bucket/data", Path("s3://bucket/data"), "gs://b/x"])
 def test_local_only_readers_refuse_urls_in_one_line(given: Any, tmp_path: Path) -> None:
     from dataset_devkit.nuscenes.sdk import Dataset

@@ -17,6 +17,7 @@ from dataset_devkit.cli.remote import (
     is_url,
     location_parser,
     publish_to_url,
+    show_verification,
     verify_url,
 )
 from dataset_devkit.cli.render import (
@@ -177,29 +178,7 @@ def _verify_local(
     if report.manifest_location is None:  # a release directory has no manifest of its own
         accepted = (kind for kind in TreeKind if kind is not TreeKind.RELEASE)
         refuse_other_kind(directory, "tree with a content manifest", accepted)
-    if as_json:
-        emit_report(
-            ok=report.ok,
-            root_sha256=report.root_sha256,
-            issues=report.details,
-            manifest_location=report.manifest_location,
-            actual_root_sha256=report.actual_root_sha256,
-            files=report.file_count,
-            bytes=report.total_bytes,
-            exit_code=None if report.ok else 1,
-        )
-        if not report.ok:
-            raise typer.Exit(1)
-        return
-    if report.ok:
-        stdout_console().print(
-            f"OK {directory}: {report.file_count} files, {report.total_bytes} bytes match "
-            f"{report.manifest_location}",
-            f"root_sha256 {report.root_sha256}",
-            sep="\n",
-        )
-        return
-    report.raise_for_issues()
+    show_verification(report, shown=directory, as_json=as_json)
 
 
 def publish(

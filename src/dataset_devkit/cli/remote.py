@@ -23,6 +23,7 @@ from dataset_devkit.integrity.bucket import (
     read_remote_manifest,
     verify_remote,
 )
+from dataset_devkit.integrity.verify import VerificationReport
 from dataset_devkit.objectstore import is_url, open_location
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "is_url",
     "location_parser",
     "publish_to_url",
+    "show_verification",
     "validate_url",
     "verify_url",
 ]
@@ -74,6 +76,37 @@ class TransferOptions:
         return kwargs
 
 
+def show_verification(
+    report: VerificationReport, *, shown: Path | str, as_json: bool, root: Path | str | None = None
+) -> None:
+    """Print a verify report, local or remote, the one way: JSON (exit 1 unless ok), or
+    ``OK`` with the counts and root hash, or every issue (exit 1)."""
+    if as_json:
+        emit_report(
+            ok=report.ok,
+            root=root,
+            root_sha256=report.root_sha256,
+            issues=report.details,
+            manifest_location=report.manifest_location,
+            actual_root_sha256=report.actual_root_sha256,
+            files=report.file_count,
+            bytes=report.total_bytes,
+            exit_code=None if report.ok else 1,
+        )
+        if not report.ok:
+            raise typer.Exit(1)
+        return
+    if report.ok:
+        stdout_console().print(
+            f"OK {shown}: {report.file_count} files, {report.total_bytes} bytes match "
+            f"{report.manifest_location}",
+            f"root_sha256 {report.root_sha256}",
+            sep="\n",
+        )
+        return
+    report.raise_for_issues()
+
+
 def location_parser(value: str) -> str:
     """A local path or an object store URL, refusing ``""`` (an unset shell variable)."""
     if not value:
@@ -95,30 +128,7 @@ def verify_url(
         report = verify_remote(
             url, location=manifest_location, expect_root=expect_root, progress=advance, **options
         )
-    if as_json:
-        emit_report(
-            ok=report.ok,
-            root=report.root,
-            root_sha256=report.root_sha256,
-            issues=report.details,
-            manifest_location=report.manifest_location,
-            actual_root_sha256=report.actual_root_sha256,
-            files=report.file_count,
-            bytes=report.total_bytes,
-            exit_code=None if report.ok else 1,
-        )
-        if not report.ok:
-            raise typer.Exit(1)
-        return
-    if report.ok:
-        stdout_console().print(
-            f"OK {report.root}: {report.file_count} files, {report.total_bytes} bytes match "
-            f"{report.manifest_location}",
-            f"root_sha256 {report.root_sha256}",
-            sep="\n",
-        )
-        return
-    report.raise_for_issues()
+    show_verification(report, shown=report.root, as_json=as_json, root=report.root)
 
 
 def publish_to_url(

@@ -167,8 +167,9 @@ def open_location(
         from obstore.store import from_url
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise MissingDependencyError("obstore", extra="s3", purpose=f"opening {url}") from exc
-    cleaned = url.rstrip("/")
-    scheme, _, rest = cleaned.partition("://")
+    scheme, _, rest = url.partition("://")
+    rest = rest.rstrip("/")
+    cleaned = f"{scheme}://{rest}"
     if scheme.lower() not in ("file", "memory") and not rest.split("/", 1)[0]:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
     s3 = scheme.lower() in ("s3", "s3a")
