@@ -116,7 +116,7 @@ def publish_remote(
         Where the manifest lives in the tree (default: found, else the top).
     workers, part_size, part_concurrency
         Files uploaded at once, the multipart part size, and parts in flight per large file:
-        memory stays under ``workers x 8 MiB + 2 x part_concurrency x part_size``.
+        memory stays under ``workers x 8 MiB + 4 x part_concurrency x part_size``.
     retry
         Retries of each request and of each whole object upload.
 
