@@ -86,7 +86,12 @@ def server_cpu(pid: int) -> float:
 
 def timed(server: int, action: Callable[..., object], *args: Any, **kwargs: Any) -> Sample:
     """Wall and CPU seconds (this client's and the server's) *action* takes; it must
-    succeed (a verify must pass)."""
+    succeed (a verify must pass).
+
+    The disk is synced first: moto keeps large objects in temporary files, and the
+    writeback of the previous operation's hundreds of megabytes would otherwise land on
+    whichever side runs second."""
+    os.sync()
     cpu, serving, start = time.process_time(), server_cpu(server), time.perf_counter()
     result = action(*args, **kwargs)
     elapsed = time.perf_counter() - start
