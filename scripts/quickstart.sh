@@ -6,6 +6,8 @@
 #   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
 #   bash scripts/quickstart.sh nuscenes-extra  a fresh venv with only dataset-devkit[nuscenes]
 #                                           validates, inspects and reads a published dataroot
+#   bash scripts/quickstart.sh emulators    install the Azure Blob Storage emulator (Azurite,
+#                                           npm) into .cache/emulators for the object store tests
 # Needs only Python >= 3.11 and the package registries. Set VENV to use another folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -89,6 +91,16 @@ sample = ds.scene_samples(scene["token"])[0]
 print("nuscenes-extra: SDK reads", ds.camera(sample["token"], "CAM_FRONT")["filename"])
 PY
     ;;
+  emulators)
+    # Azurite from the npm registry, pinned; its tests skip without it (CI requires it).
+    # About 20 s the first time (374 npm packages, ~60 MB), nothing when it is there.
+    emulators="${DEVKIT_EMULATORS:-.cache/emulators}"
+    if [ ! -x "$emulators/node_modules/.bin/azurite-blob" ]; then
+      mkdir -p "$emulators"
+      npm install --prefix "$emulators" --no-audit --no-fund --no-save --silent azurite@3.35.0
+    fi
+    "$emulators/node_modules/.bin/azurite-blob" --version
+    ;;
   lint)
     ensure_venv "all,dev"
     "$venv/bin/ruff" check src tests benchmarks
@@ -96,7 +108,7 @@ PY
     "$venv/bin/mypy"
     ;;
   *)
-    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | lint" >&2
+    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | emulators | lint" >&2
     exit 2
     ;;
 esac
