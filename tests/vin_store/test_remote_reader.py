@@ -14,6 +14,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, MissingPathError, ObjectStoreError
 from dataset_devkit.integrity.bucket import cache as remote
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote
 from dataset_devkit.vin_store import (
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
@@ -83,6 +84,21 @@ def test_remote_reads_equal_local_reads_and_only_touched_files_are_cached(
         rel = path.relative_to(next(cache.glob("*/tree")))
         assert path.read_bytes() == (local_store / rel).read_bytes()
         assert not os.access(path, os.W_OK) or os.geteuid() == 0
+
+
+def test_every_backend_publishes_verifies_and_serves_the_store(
+    local_store: Path, bucket_url: str, tmp_path: Path
+) -> None:
+    # The whole path a user takes, on S3, Azure Blob Storage and a file:// folder alike.
+    url = f"{bucket_url}/datasets/vin"
+    published = publish_remote(local_store, url)
+    assert verify_remote(url, expect_root=published.root_sha256).ok
+    reader = VinOfflineStoreReader(VinOfflineStoreConfig(url, cache_dir=tmp_path / "cache"))  # type: ignore[arg-type]
+    local = VinOfflineStoreReader(local_store)
+    assert len(reader) == len(local) == 11
+    for i in range(len(local)):
+        assert _same(reader.read_position(i), local.read_position(i))
+    assert reader.index_records == local.index_records
 
 
 def test_a_corrupt_or_truncated_cache_file_is_detected_and_fetched_again(

@@ -152,8 +152,16 @@ def emulator_service_account(host: str) -> str:
     no OAuth token.
     """
     base = host.rstrip("/") if "://" in host else f"http://{host.rstrip('/')}"
+    # The key fields must be present (obstore's documented example omits private_key_id,
+    # which its parser requires); with disable_oauth they are never used.
     return json.dumps(
-        {"gcs_base_url": base, "disable_oauth": True, "client_email": "", "private_key": ""}
+        {
+            "gcs_base_url": base,
+            "disable_oauth": True,
+            "client_email": "",
+            "private_key": "",
+            "private_key_id": "",
+        }
     )
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
-from dataset_devkit.errors import ConfigError, MissingDependencyError
+from dataset_devkit.errors import ConfigError, MissingDependencyError, MissingPathError
 from dataset_devkit.objectstore.environment import BACKENDS, store_options
 
 if TYPE_CHECKING:
@@ -116,6 +119,11 @@ def refuse_url(value: object, what: str) -> None:
         )
 
 
+def _local_folder(url: str) -> Path:
+    """The folder a ``file://`` URL names."""
+    return Path(url2pathname(urlsplit(url).path))
+
+
 def open_location(
     url: str, *, retry: RetryConfig | None = None, create: bool = False
 ) -> ObjectLocation:
@@ -130,6 +138,8 @@ def open_location(
     ------
     ConfigError
         ``url`` is not a URL of a supported scheme, or names no bucket.
+    MissingPathError
+        A ``file://`` URL names no folder (and *create* is false).
     MissingDependencyError
         The ``[s3]`` extra (obstore) is not installed.
     """
@@ -154,6 +164,8 @@ def open_location(
         options["retry_config"] = retry
     if scheme.lower() == "file" and create:
         options["mkdir"] = True
+    elif scheme.lower() == "file" and not _local_folder(cleaned).is_dir():
+        raise MissingPathError("no such directory", path=cleaned)
     try:
         store = from_url(target, **options)  # type: ignore[call-overload]
     except Exception as exc:  # obstore raises its own config errors; name the URL once
