@@ -29,7 +29,7 @@ def test_azurite_listens_on_loopback_and_keys_are_scoped_to_the_prefix(az_contai
     assert "store" not in repr(location)  # obstore's repr of this store can panic
 
 
-@pytest.mark.parametrize("spelling", ["full", "endpoint only"])
+@pytest.mark.parametrize("spelling", ["full", "endpoint only", "development storage"])
 def test_a_connection_string_alone_reaches_azurite(
     azurite_server: AzuriteServer, monkeypatch: pytest.MonkeyPatch, spelling: str
 ) -> None:
@@ -41,6 +41,9 @@ def test_a_connection_string_alone_reaches_azurite(
             f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
             f"BlobEndpoint={azurite_server.blob_endpoint};"
         )
+    elif spelling == "development storage":  # Azurite's own shorthand, on our port
+        monkeypatch.setenv("AZURITE_BLOB_STORAGE_URL", azurite_server.endpoint)
+        text = "UseDevelopmentStorage=true"
     else:  # an explicit variable wins over the connection string's field
         monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", ACCOUNT)
         monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", ACCOUNT_KEY)
