@@ -50,6 +50,14 @@ def store_url(local_store: Path, s3_bucket: str) -> str:
     return url
 
 
+@pytest.fixture
+def cloud_store_url(local_store: Path, cloud_bucket_url: str) -> str:
+    """The store on S3 and on Azure (Azurite) in turn."""
+    url = f"{cloud_bucket_url}/datasets/vin"
+    upload_tree(local_store, url)
+    return url
+
+
 def _cache_files(cache: Path) -> list[Path]:
     return sorted(p for p in cache.rglob("*") if p.is_file() and "/tree/" in p.as_posix())
 
@@ -140,9 +148,9 @@ def _read_all(config: VinOfflineStoreConfig, context: str) -> list[int]:
     return [int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1)]
 
 
-def test_fork_dataloader_workers_share_one_cold_cache(store_url: str, tmp_path: Path) -> None:
+def test_fork_dataloader_workers_share_one_cold_cache(cloud_store_url: str, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    config = VinOfflineStoreConfig.from_url(store_url, cache_dir=cache)
+    config = VinOfflineStoreConfig.from_url(cloud_store_url, cache_dir=cache)
     VinOfflineStoreReader(config).read_position(0, ["vin.lengths"])  # the parent has a client
     assert _read_all(config, "fork") == list(range(11))
     assert not list(cache.glob("*/tmp/*.part"))  # nothing left half-written
@@ -154,13 +162,17 @@ def _read_in_worker(reader: VinOfflineStoreReader) -> list[int]:
 
 
 def test_spawned_processes_fill_one_cold_cache_at_once(
-    store_url: str, tmp_path: Path, package_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    cloud_store_url: str,
+    tmp_path: Path,
+    package_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Spawned workers (as DataLoader's spawn context makes them, without torch's start-up
     cost) get the pickled reader, open their own clients and race for the same files."""
     monkeypatch.setenv("PYTHONPATH", package_env["PYTHONPATH"])
     cache = tmp_path / "cache"
-    reader = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, cache_dir=cache))
+    config = VinOfflineStoreConfig.from_url(cloud_store_url, cache_dir=cache)
+    reader = VinOfflineStoreReader(config)
     len(reader)
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.map(_read_in_worker, [reader, reader, reader, reader])
