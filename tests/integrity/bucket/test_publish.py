@@ -241,3 +241,20 @@ def test_a_claim_left_beside_a_committed_manifest_is_cleared_by_a_rerun(
     ]
     assert publish_remote(tree, url, retry=FAST).already_published
     assert verify_remote(url, retry=FAST).ok
+
+
+def test_a_file_url_publish_killed_mid_file_resumes(large_tree: Path, tmp_path: Path) -> None:
+    # What a SIGKILL in the middle of a large file leaves in a file:// folder: the claim, the
+    # small files, and obstore's staging file of the large one ("NAME#N", never listed).
+    url = (tmp_path / "bucket" / "ds").as_uri()
+    folder = tmp_path / "bucket" / "ds"
+    (folder / "large").mkdir(parents=True)
+    (folder / f"{LARGE}#1").write_bytes(b"half of it")
+    root = read_manifest(large_tree).root_sha256
+    claim = b'{"format":"dataset-devkit/publish-claim","root_sha256":"' + root.encode() + b'"}\n'
+    (folder / "content_manifest.json.publishing").write_bytes(claim)
+    assert not verify_remote(url).ok
+    result = publish_remote(large_tree, url, part_size=PART)
+    assert not result.already_published and result.root_sha256 == root
+    assert verify_remote(url, expect_root=root).ok
+    assert not (folder / "content_manifest.json.publishing").exists()
