@@ -38,7 +38,12 @@ from dataset_devkit.errors import (
 from dataset_devkit.integrity.bucket.fork_helper import ForkHelper
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
 from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
-from dataset_devkit.objectstore import ObjectLocation, forked_after_use, open_location
+from dataset_devkit.objectstore import (
+    ObjectLocation,
+    credentials_hint,
+    forked_after_use,
+    open_location,
+)
 
 if TYPE_CHECKING:
     from obstore.store import RetryConfig
@@ -152,7 +157,8 @@ class RemoteTree:
         if isinstance(exc, obe.NotFoundError | FileNotFoundError):
             return ObjectStoreError("no such object (or no such bucket)", url=where)
         if isinstance(exc, obe.PermissionDeniedError | obe.UnauthenticatedError):
-            return ObjectStoreError("access denied: check the AWS credentials", url=where)
+            hint = credentials_hint(self.url) or "check the store's credentials"
+            return ObjectStoreError(f"access denied ({hint})", url=where)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return ObjectStoreError(f"read failed after retries: {first[:300]}", url=where)
 
