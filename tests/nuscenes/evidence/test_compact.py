@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -79,13 +80,16 @@ def test_a_recheck_still_refuses_evidence_changed_on_disk(
 
 
 def test_timed_streams_keep_the_exact_rows_of_their_json() -> None:
-    rows = [[1_700_000_000_000_000_001, [0.1, -0.0, 1e300]], [2**62, [5e-324, 2.5, -7.0]]]
+    rows: list[Any] = [
+        [1_700_000_000_000_000_001, [0.1, -0.0, 1e300]],
+        [2**62, [5e-324, 2.5, -7.0]],
+    ]
     poses = PoseRows.from_json(rows)
     assert poses.to_builtins() == rows
     assert poses.to_builtins(1) == rows[1:]
     assert encode_canonical(poses) == encode_canonical(rows)
     assert poses == PoseRows.from_rows((t, tuple(v)) for t, v in rows)
-    assert poses != PoseRows.from_json([rows[0], [2**62, [0.0, 2.5, -7.0]]])  # -0.0 kept
+    assert poses != PoseRows.from_json([[rows[0][0], [0.1, 0.0, 1e300]], rows[1]])  # -0.0 kept
     fixes = FixRows.from_json([[5, 1.5, -2.0]])
     assert fixes.to_builtins() == [[5, 1.5, -2.0]] and fixes.fix(0) == (1.5, -2.0)
     assert QuatRows.from_rows([]).to_builtins() == []
