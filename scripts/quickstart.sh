@@ -6,6 +6,8 @@
 #   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
 #   bash scripts/quickstart.sh nuscenes-extra  a fresh venv with only dataset-devkit[nuscenes]
 #                                           validates, inspects and reads a published dataroot
+#   bash scripts/quickstart.sh emulators    install the Azure Blob Storage emulator (Azurite,
+#                                           npm) into .cache/emulators for the object store tests
 # Needs only Python >= 3.11 and the package registries. Set VENV to use another folder.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -23,6 +25,26 @@ ensure_venv() {
   "$venv/bin/python" -m pip install --quiet -c constraints/ci.txt -e ".[$extras]"
 }
 
+# Azurite (the Azure Blob Storage emulator) from the npm registry, pinned, for the object
+# store tests; they skip without it (CI requires it). About 20 s the first time (374 npm
+# packages, ~60 MB in .cache/emulators), nothing when it is there.
+install_emulators() {
+  local emulators="${DEVKIT_EMULATORS:-.cache/emulators}"
+  if [ ! -x "$emulators/node_modules/.bin/azurite-blob" ]; then
+    mkdir -p "$emulators"
+    npm install --prefix "$emulators" --no-audit --no-fund --no-save --silent azurite@3.35.0
+  fi
+}
+
+# `test` installs the emulators where npm is there, so the README's command runs every test.
+try_emulators() {
+  if command -v npm >/dev/null; then
+    install_emulators
+  else
+    echo "quickstart: npm not found, the Azure object store tests will be skipped" >&2
+  fi
+}
+
 command="${1:-}"
 [ $# -gt 0 ] && shift
 case "$command" in
@@ -32,6 +54,7 @@ case "$command" in
     ;;
   test)
     ensure_venv "all,dev"
+    try_emulators
     set +e
     "$venv/bin/python" -m pytest "$@"
     status=$?
@@ -53,6 +76,7 @@ case "$command" in
       matplotlib scikit-learn pyquaternion shapely descartes pycocotools fire tqdm scipy \
       cachetools parameterized
     "$venv/bin/python" -c 'import numpy; assert numpy.__version__ >= "2", numpy.__version__'
+    try_emulators
     set +e
     "$venv/bin/python" -m pytest "$@"
     status=$?
@@ -89,6 +113,10 @@ sample = ds.scene_samples(scene["token"])[0]
 print("nuscenes-extra: SDK reads", ds.camera(sample["token"], "CAM_FRONT")["filename"])
 PY
     ;;
+  emulators)
+    install_emulators
+    "${DEVKIT_EMULATORS:-.cache/emulators}/node_modules/.bin/azurite-blob" --version
+    ;;
   lint)
     ensure_venv "all,dev"
     "$venv/bin/ruff" check src tests benchmarks
@@ -96,7 +124,7 @@ PY
     "$venv/bin/mypy"
     ;;
   *)
-    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | lint" >&2
+    echo "usage: bash scripts/quickstart.sh demo [OUT] | test [ARGS] | test-numpy2 [ARGS] | nuscenes-extra | emulators | lint" >&2
     exit 2
     ;;
 esac

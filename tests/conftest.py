@@ -10,6 +10,7 @@ import pytest
 
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
+from tests.azurite import AzuriteServer, azurite_command, running_azurite
 from tests.s3_server import S3Server, running_s3_server
 from tests.scale_tree import TreeShape, make_genvr_tree
 
@@ -50,3 +51,59 @@ def s3_bucket(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     for name, value in s3_server.environment.items():
         monkeypatch.setenv(name, value)
     return s3_server.create_bucket()
+
+
+@pytest.fixture(scope="session")
+def azurite_server() -> Iterator[AzuriteServer]:
+    """One real Azure Blob Storage emulator (Azurite, on 127.0.0.1) for the whole session.
+
+    Skipped only where Azurite is not installed (``bash scripts/quickstart.sh emulators``)
+    and ``DEVKIT_REQUIRE_EMULATORS`` is unset; CI sets it, so there it is a failure.
+    """
+    command = azurite_command()
+    if command is None:
+        message = "Azurite is not installed: run `bash scripts/quickstart.sh emulators`"
+        if os.environ.get("DEVKIT_REQUIRE_EMULATORS"):
+            pytest.fail(message)
+        pytest.skip(message)
+    with running_azurite(command) as server:
+        yield server
+
+
+@pytest.fixture
+def az_container(azurite_server: AzuriteServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh empty container, with the Azure environment pointing every client at Azurite."""
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_USE_EMULATOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in azurite_server.environment.items():
+        monkeypatch.setenv(name, value)
+    return azurite_server.create_container()
+
+
+#: The object stores every backend test runs on: a real server or emulator each, on
+#: 127.0.0.1, and a local folder. Google Cloud Storage is not here: no emulator that
+#: installs from a package registry speaks the XML API its client writes through.
+BACKENDS = ("s3", "az", "file")
+
+
+def backend_bucket(request: pytest.FixtureRequest, backend: str, tmp_path: Path) -> str:
+    """The URL of a fresh, empty bucket (container, folder) on *backend*."""
+    if backend == "s3":
+        return f"s3://{request.getfixturevalue('s3_bucket')}"
+    if backend == "az":
+        return f"az://{request.getfixturevalue('az_container')}"
+    folder = tmp_path / "bucket"
+    folder.mkdir()
+    return folder.as_uri()
+
+
+@pytest.fixture(params=BACKENDS)
+def bucket_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh empty bucket's URL on each backend in turn (``s3://``, ``az://``, ``file://``)."""
+    return backend_bucket(request, request.param, tmp_path)
+
+
+@pytest.fixture(params=("s3", "az"))
+def cloud_bucket_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same on the backends that keep user metadata with an object."""
+    return backend_bucket(request, request.param, tmp_path)

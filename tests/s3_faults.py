@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy on 127.0.0.1, in front of the test S3 server.
+"""A fault-injecting HTTP proxy on 127.0.0.1, in front of the test S3 server or Azurite.
 
 Clients are pointed at the proxy through ``AWS_ENDPOINT_URL`` like at any endpoint; it
 forwards every request to moto unchanged, except those a :class:`Fault` matches: those get

@@ -57,3 +57,50 @@ def test_peak_memory_is_flat_in_sweep_frames(
         f"{per_frame:.0f} B per sweep frame: {base:,} B at {frames} frames, "
         f"{fast:,} B at {fast_frames} frames ({samples} samples each)"
     )
+
+
+#: Peak traced bytes of evidence + export per key-frame sample of a six-camera rig. Measured
+#: 31.8 KB (52.0 KB before poses were held as arrays, tables written in blocks and names
+#: kept out of the interned strings); the build's goal is 8 KiB of RSS per sample.
+_PER_KEY_FRAME_SAMPLE = 36_000
+_SIX_CAMERAS = (
+    "cam_front",
+    "cam_front_left",
+    "cam_front_right",
+    "cam_back",
+    "cam_back_left",
+    "cam_back_right",
+)
+
+
+def _peak_per_sample(tmp: Path, name: str, duration_s: float) -> tuple[int, int]:
+    """Peak traced bytes of build_evidence + export_dataset of a six-camera drive; samples."""
+    drive = SampleDrive(cameras=_SIX_CAMERAS, duration_s=duration_s, fps=4.0, width=16, height=8)
+    mcap = write_sample_mcap(tmp / f"{name}.mcap", drive, chunk_size=65536)
+    config = PipelineConfig(namespace="mem", scenario=ScenarioConfig(scene_duration_s=20.0))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        evidence = build_evidence([mcap], config, tmp / f"evidence-{name}")
+        result = export_dataset(tmp / f"staging-{name}", evidence, workers=1)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, result.table_counts["sample"]
+
+
+def test_peak_memory_per_key_frame_sample_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a drive twice as long adds to the peak, per key-frame sample it adds: the
+    # per-sample state (evidence records, table rows, copy jobs), not fixed buffers.
+    monkeypatch.setattr(source, "_BLOCK", 16 * 1024)
+    _peak_per_sample(tmp_path, "warm-up", 20.0)
+    short, short_samples = _peak_per_sample(tmp_path, "short", 90.0)
+    long, long_samples = _peak_per_sample(tmp_path, "long", 180.0)
+    assert long_samples == 2 * short_samples
+    per_sample = (long - short) / (long_samples - short_samples)
+    assert per_sample < _PER_KEY_FRAME_SAMPLE, (
+        f"{per_sample:,.0f} B per key-frame sample: {short:,} B at {short_samples} samples, "
+        f"{long:,} B at {long_samples} samples"
+    )

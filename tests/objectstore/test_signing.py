@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dataset_devkit.objectstore.location import _unsigned_payload
+from dataset_devkit.objectstore.environment import store_options
 
 
 @pytest.mark.parametrize(
@@ -22,4 +22,4 @@ def test_payload_signing_follows_the_transport(
 ) -> None:
     monkeypatch.delenv("AWS_ENDPOINT", raising=False)
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
-    assert _unsigned_payload() is unsigned
+    assert store_options("s3://bucket/x")["unsigned_payload"] is unsigned

@@ -14,6 +14,7 @@ import pytest
 
 from dataset_devkit.errors import ConfigError, MissingPathError, ObjectStoreError
 from dataset_devkit.integrity.bucket import cache as remote
+from dataset_devkit.integrity.bucket import publish_remote, verify_remote
 from dataset_devkit.vin_store import (
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
@@ -45,6 +46,14 @@ def local_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def store_url(local_store: Path, s3_bucket: str) -> str:
     url = f"s3://{s3_bucket}/datasets/vin"
+    upload_tree(local_store, url)
+    return url
+
+
+@pytest.fixture
+def cloud_store_url(local_store: Path, cloud_bucket_url: str) -> str:
+    """The store on S3 and on Azure (Azurite) in turn."""
+    url = f"{cloud_bucket_url}/datasets/vin"
     upload_tree(local_store, url)
     return url
 
@@ -83,6 +92,21 @@ def test_remote_reads_equal_local_reads_and_only_touched_files_are_cached(
         rel = path.relative_to(next(cache.glob("*/tree")))
         assert path.read_bytes() == (local_store / rel).read_bytes()
         assert not os.access(path, os.W_OK) or os.geteuid() == 0
+
+
+def test_every_backend_publishes_verifies_and_serves_the_store(
+    local_store: Path, bucket_url: str, tmp_path: Path
+) -> None:
+    # The whole path a user takes, on S3, Azure Blob Storage and a file:// folder alike.
+    url = f"{bucket_url}/datasets/vin"
+    published = publish_remote(local_store, url)
+    assert verify_remote(url, expect_root=published.root_sha256).ok
+    reader = VinOfflineStoreReader(VinOfflineStoreConfig(url, cache_dir=tmp_path / "cache"))  # type: ignore[arg-type]
+    local = VinOfflineStoreReader(local_store)
+    assert len(reader) == len(local) == 11
+    for i in range(len(local)):
+        assert _same(reader.read_position(i), local.read_position(i))
+    assert reader.index_records == local.index_records
 
 
 def test_a_corrupt_or_truncated_cache_file_is_detected_and_fetched_again(
@@ -124,9 +148,9 @@ def _read_all(config: VinOfflineStoreConfig, context: str) -> list[int]:
     return [int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1)]
 
 
-def test_fork_dataloader_workers_share_one_cold_cache(store_url: str, tmp_path: Path) -> None:
+def test_fork_dataloader_workers_share_one_cold_cache(cloud_store_url: str, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    config = VinOfflineStoreConfig.from_url(store_url, cache_dir=cache)
+    config = VinOfflineStoreConfig.from_url(cloud_store_url, cache_dir=cache)
     VinOfflineStoreReader(config).read_position(0, ["vin.lengths"])  # the parent has a client
     assert _read_all(config, "fork") == list(range(11))
     assert not list(cache.glob("*/tmp/*.part"))  # nothing left half-written
@@ -138,13 +162,17 @@ def _read_in_worker(reader: VinOfflineStoreReader) -> list[int]:
 
 
 def test_spawned_processes_fill_one_cold_cache_at_once(
-    store_url: str, tmp_path: Path, package_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    cloud_store_url: str,
+    tmp_path: Path,
+    package_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Spawned workers (as DataLoader's spawn context makes them, without torch's start-up
     cost) get the pickled reader, open their own clients and race for the same files."""
     monkeypatch.setenv("PYTHONPATH", package_env["PYTHONPATH"])
     cache = tmp_path / "cache"
-    reader = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, cache_dir=cache))
+    config = VinOfflineStoreConfig.from_url(cloud_store_url, cache_dir=cache)
+    reader = VinOfflineStoreReader(config)
     len(reader)
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         results = pool.map(_read_in_worker, [reader, reader, reader, reader])

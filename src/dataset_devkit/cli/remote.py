@@ -2,7 +2,8 @@
 
 The commands keep their names and output: a URL (``s3://``, ``gs://``, ``az://``,
 ``file://``) where a path was is all a user changes. Endpoint and credentials come from
-the standard environment (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ...).
+each cloud's standard environment (``AWS_*``, ``AZURE_STORAGE_*``, ``GOOGLE_*``; see
+:mod:`dataset_devkit.objectstore.environment`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from dataset_devkit.errors import DestinationExistsError, UnsafePathError
-from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.oserrors import naming_in
 from dataset_devkit.integrity.safefs import (
     _CREATE_FLAGS,
     SafeDir,
@@ -72,7 +72,8 @@ def write_new(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> os.
     _check_leaf(name, parent)
     fd = _create_leaf(parent, name, mode)
     try:
-        with naming(parent.path / name):  # a full disk names the file, not just the errno
+        # a full disk names the file, not just the errno (a str: see naming_in)
+        with naming_in(parent.path, name):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
@@ -105,7 +106,7 @@ def write_new_read_back(parent: SafeDir, name: str, data: bytes, mode: int = 0o6
             f"{parent.path / name}: already exists; nothing is ever overwritten"
         ) from exc
     try:
-        with naming(parent.path / name):
+        with naming_in(parent.path, name):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
-__all__ = ["naming"]
+__all__ = ["naming", "naming_in"]
 
 
 @contextmanager
@@ -24,3 +24,15 @@ def naming(path: str | os.PathLike[str]) -> Iterator[None]:
         if exc.filename is not None or not exc.errno or type(exc).__module__ != "builtins":
             raise  # already named, or a devkit error with its own message
         raise type(exc)(exc.errno, exc.strerror or os.strerror(exc.errno), os.fspath(path)) from exc
+
+
+def naming_in(
+    folder: str | os.PathLike[str], name: str | os.PathLike[str]
+) -> AbstractContextManager[None]:
+    """:func:`naming` for *name* in *folder*, joined as a string.
+
+    Called once per file written, with names a caller may keep by the ten thousand: a
+    ``Path`` built here would intern each name (``pathlib`` does), and the interpreter's
+    table of interned strings grows with them and never shrinks.
+    """
+    return naming(os.path.join(folder, name))  # noqa: PTH118 (a Path interns the name)

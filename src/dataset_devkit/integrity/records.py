@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -20,8 +21,12 @@ def decode_json_record(
     path: str | Path,
     *,
     error: type[FormatError] = FormatError,
+    dec_hook: Callable[[type, Any], Any] | None = None,
 ) -> T:
     """Decode *raw* JSON into *record_type* strictly, or raise :class:`FormatError`.
+
+    *dec_hook* builds the record's custom field types (msgspec's hook; its ValueError is a
+    field error like any other).
 
     *error* is the :class:`FormatError` subclass a system raises for its own files. Invalid
     UTF-8, NaN or Infinity literals, out-of-range numbers and wrong types all end here: the
@@ -32,7 +37,7 @@ def decode_json_record(
     we own says which file and which field is wrong in the same words.
     """
     try:
-        return msgspec.json.decode(raw, type=record_type, strict=True)
+        return msgspec.json.decode(raw, type=record_type, strict=True, dec_hook=dec_hook)
     except msgspec.ValidationError as exc:
         message, _, where = str(exc).partition(" - at ")
         raise error(message, path=path, field=where.strip("`") or None) from exc

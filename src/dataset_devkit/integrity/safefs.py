@@ -23,7 +23,7 @@ from dataset_devkit.errors import (
     MissingPathError,
     UnsafePathError,
 )
-from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.oserrors import naming, naming_in
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -218,7 +218,7 @@ class SafeDir:
 
     def write_bytes(self, rel: str | PurePosixPath, data: bytes, mode: int = 0o644) -> None:
         """Create a new file exclusively holding *data* (a failed write names the file)."""
-        with naming(self.path / rel), self.open_write(rel, mode) as handle:
+        with naming_in(self.path, rel), self.open_write(rel, mode) as handle:
             handle.write(data)
 
     def open_read(self, rel: str | PurePosixPath) -> BinaryIO:

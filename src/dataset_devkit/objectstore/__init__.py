@@ -8,6 +8,7 @@ ranged and parallel reads, and retries with backoff built in.
 
 from __future__ import annotations
 
+from dataset_devkit.objectstore.environment import credentials_hint
 from dataset_devkit.objectstore.location import (
     ObjectLocation,
     forked_after_use,
@@ -16,4 +17,11 @@ from dataset_devkit.objectstore.location import (
     refuse_url,
 )
 
-__all__ = ["ObjectLocation", "forked_after_use", "is_url", "open_location", "refuse_url"]
+__all__ = [
+    "ObjectLocation",
+    "credentials_hint",
+    "forked_after_use",
+    "is_url",
+    "open_location",
+    "refuse_url",
+]

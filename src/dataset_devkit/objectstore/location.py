@@ -1,25 +1,28 @@
 """Turn a user's URL into an object store client plus the prefix the dataset lives under.
 
-Endpoint and credentials come from the standard AWS (or GCS, Azure) environment, so the same
-command works against AWS, MinIO or a test server: ``AWS_ENDPOINT_URL``,
-``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``. Plain HTTP is
-allowed only for a loopback endpoint (a local MinIO or test server) or when the user sets
-``AWS_ALLOW_HTTP=true``; anything else must use TLS.
+Endpoint and credentials come from each cloud's standard environment (see
+:mod:`dataset_devkit.objectstore.environment`), so the same command works against the cloud,
+a self-hosted server or a local emulator: ``AWS_*`` for ``s3://``, ``AZURE_STORAGE_*`` for
+``az://``, ``GOOGLE_*`` and ``STORAGE_EMULATOR_HOST`` for ``gs://``. Plain HTTP is allowed
+only for a loopback endpoint (a local MinIO, Azurite or test server) or when the user sets
+the cloud's ``*_ALLOW_HTTP=true``; anything else must use TLS.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
-from dataset_devkit.errors import ConfigError, MissingDependencyError
+from dataset_devkit.errors import ConfigError, MissingDependencyError, MissingPathError
+from dataset_devkit.objectstore.environment import BACKENDS, store_options
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, ObjectStore, RetryConfig
+    from obstore.store import ObjectStore, RetryConfig
 
 __all__ = [
     "SCHEMES",
@@ -61,7 +64,7 @@ if "obstore" in sys.modules:  # loaded by the user before us: its runtime may be
     _watch_forks()
 
 #: URL schemes that name an object store rather than a local path.
-SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "file", "memory")
+SCHEMES = tuple(BACKENDS)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,9 @@ class ObjectLocation:
     """
 
     url: str
-    store: ObjectStore
+    #: Not in the repr: obstore's own repr of a store configured from the environment can
+    #: panic (an ``AzureStore`` whose account name came from a variable).
+    store: ObjectStore = field(repr=False)
 
     def describe(self, key: str) -> str:
         """The full URL of one object, for messages that name it."""
@@ -114,31 +119,9 @@ def refuse_url(value: object, what: str) -> None:
         )
 
 
-def _loopback(endpoint: str) -> bool:
-    host = urlsplit(endpoint).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _client_options() -> ClientConfig:
-    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
-    allow = os.environ.get("AWS_ALLOW_HTTP", "").lower() in ("1", "true", "yes")
-    if endpoint.startswith("http://") and (allow or _loopback(endpoint)):
-        return {"allow_http": True}
-    return {}
-
-
-def _unsigned_payload() -> bool:
-    """Skip hashing each request body into its signature where nobody can alter it in
-    transit: over TLS (what AWS SDKs do for S3) or on the loopback interface. Plain HTTP to
-    another host keeps the signed payload. The content is SHA-256-checked end to end anyway
-    (``verify``), so the signature's hash would only read every byte once more."""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("AWS_ENDPOINT") or ""
-    return not endpoint.startswith("http://") or _loopback(endpoint)
+def _local_folder(url: str) -> Path:
+    """The folder a ``file://`` URL names."""
+    return Path(url2pathname(urlsplit(url).path))
 
 
 def open_location(
@@ -155,6 +138,8 @@ def open_location(
     ------
     ConfigError
         ``url`` is not a URL of a supported scheme, or names no bucket.
+    MissingPathError
+        A ``file://`` URL names no folder (and *create* is false).
     MissingDependencyError
         The ``[s3]`` extra (obstore) is not installed.
     """
@@ -172,16 +157,18 @@ def open_location(
     cleaned = f"{scheme}://{rest}"
     if scheme.lower() not in ("file", "memory") and not rest.split("/", 1)[0]:
         raise ConfigError(f"{url}: expected {scheme}://BUCKET/PREFIX, found no bucket")
-    s3 = scheme.lower() in ("s3", "s3a")
     remote = scheme.lower() not in ("file", "memory")
-    options: dict[str, object] = {"retry_config": retry} if remote and retry else {}
-    if s3:
-        options["client_options"] = _client_options()
-        options["unsigned_payload"] = _unsigned_payload()
+    # obstore knows Google Cloud Storage as gs:// only; gcs:// is fsspec's other spelling.
+    target = f"gs://{rest}" if scheme.lower() == "gcs" else cleaned
+    options = store_options(target)
+    if remote and retry:
+        options["retry_config"] = retry
     if scheme.lower() == "file" and create:
         options["mkdir"] = True
+    elif scheme.lower() == "file" and not _local_folder(cleaned).is_dir():
+        raise MissingPathError("no such directory", path=cleaned)
     try:
-        store = from_url(cleaned, **options)  # type: ignore[call-overload]
+        store = from_url(target, **options)  # type: ignore[call-overload]
     except Exception as exc:  # obstore raises its own config errors; name the URL once
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ConfigError(f"{url}: cannot open object store: {reason}") from exc

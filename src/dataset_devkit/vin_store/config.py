@@ -90,7 +90,9 @@ class VinOfflineStoreConfig:
         The same as ``VinOfflineStoreConfig(url, cache_dir=...)``, spelled with types.
         """
         if not is_url(url):
-            raise ConfigError(f"{url}: expected an object store URL (s3://...)", key="url")
+            raise ConfigError(
+                f"{url}: expected an object store URL (s3://, az://, gs://, file://)", key="url"
+            )
         return cls(Path(), split, Path(cache_dir), url)
 
     @property

@@ -12,9 +12,9 @@ from tests.integrity.helpers import make_tree
 
 
 def test_publish_then_read_back_through_every_command(
-    tree: Path, tmp_path: Path, s3_bucket: str, package_env: dict[str, str]
+    tree: Path, tmp_path: Path, bucket_url: str, package_env: dict[str, str]
 ) -> None:
-    url = f"s3://{s3_bucket}/datasets/demo"
+    url = f"{bucket_url}/datasets/demo"
     other = make_tree(tmp_path / "other", {"a.txt": b"another dataset\n"})
     write_manifest(other)
     root = read_manifest(tree).root_sha256

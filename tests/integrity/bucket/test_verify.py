@@ -23,8 +23,9 @@ from tests.integrity.helpers import make_tree
 
 
 @pytest.fixture
-def published(tree: Path, s3_bucket: str) -> str:
-    url = f"s3://{s3_bucket}/ds"
+def published(tree: Path, bucket_url: str) -> str:
+    """The tree published on each backend in turn."""
+    url = f"{bucket_url}/ds"
     publish_remote(tree, url, part_size=PART, retry=FAST)
     return url
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 
-from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.errors import FormatError, VerificationFailed
+from dataset_devkit.nuscenes.common.streams import (
+    FixRows,
+    PoseRows,
+    QuatRows,
+    decode_hook,
+    encode_hook,
+)
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence import Evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence import writer as evidence_writer
@@ -48,7 +56,8 @@ def test_a_recheck_decodes_again_when_the_document_was_swapped(
     with pytest.raises(VerificationFailed, match="differs from the opened evidence"):
         recheck_evidence(dataclasses.replace(mcap_evidence, document=other))
     # An equal document that is another object is decoded and compared, and passes.
-    copy = msgspec.json.decode(msgspec.json.encode(doc), type=type(doc))
+    raw = msgspec.json.encode(doc, enc_hook=encode_hook)
+    copy = msgspec.json.decode(raw, type=type(doc), dec_hook=decode_hook)
     recheck_evidence(dataclasses.replace(mcap_evidence, document=copy))
 
 
@@ -68,3 +77,48 @@ def test_a_recheck_still_refuses_evidence_changed_on_disk(
     )
     with pytest.raises(VerificationFailed, match="does not match the content manifest"):
         recheck_evidence(opened)
+
+
+def test_timed_streams_keep_the_exact_rows_of_their_json() -> None:
+    rows: list[Any] = [
+        [1_700_000_000_000_000_001, [0.1, -0.0, 1e300]],
+        [2**62, [5e-324, 2.5, -7.0]],
+    ]
+    poses = PoseRows.from_json(rows)
+    assert poses.to_builtins() == rows
+    assert poses.to_builtins(1) == rows[1:]
+    assert encode_canonical(poses) == encode_canonical(rows)
+    assert poses == PoseRows.from_rows((t, tuple(v)) for t, v in rows)
+    assert poses != PoseRows.from_json([[rows[0][0], [0.1, 0.0, 1e300]], rows[1]])  # -0.0 kept
+    fixes = FixRows.from_json([[5, 1.5, -2.0]])
+    assert fixes.to_builtins() == [[5, 1.5, -2.0]] and fixes.fix(0) == (1.5, -2.0)
+    assert QuatRows.from_rows([]).to_builtins() == []
+    import pickle
+
+    assert pickle.loads(pickle.dumps(poses)) == poses
+
+
+@pytest.mark.parametrize(
+    "rotations",
+    [
+        "[[1, [1.0, 0.0, 0.0]]]",  # three numbers for a quaternion
+        "[[1.5, [1.0, 0.0, 0.0, 0.0]]]",  # a float time
+        '[[1, [1.0, 0.0, 0.0, "x"]]]',
+        "[[1, [1.0, 0.0, 0.0, true]]]",
+        "[[1, 1.0, 0.0, 0.0, 0.0]]",  # flat where nested rows are expected
+        "[[99999999999999999999, [1.0, 0.0, 0.0, 0.0]]]",  # beyond int64
+        "{}",
+    ],
+)
+def test_a_malformed_stream_in_evidence_names_the_field(
+    tmp_path: Path, mcap_evidence: Evidence, rotations: str
+) -> None:
+    from dataset_devkit.nuscenes.evidence.reader import _decode
+
+    raw = (mcap_evidence.root / "evidence.json").read_bytes()
+    start = raw.index(b'"rotations":') + len(b'"rotations":')
+    end = raw.index(b',"source_digest"', start)
+    bad = raw[:start] + rotations.encode() + raw[end:]
+    with pytest.raises(FormatError) as caught:
+        _decode(bad, tmp_path / "evidence.json")
+    assert caught.value.field == "$.recordings[0].rotations"

@@ -6,6 +6,7 @@ import itertools
 
 import msgspec
 
+from dataset_devkit.nuscenes.common.streams import FixRows, PoseRows, QuatRows
 from dataset_devkit.nuscenes.evidence.records import EvCamera, EvRecording
 from dataset_devkit.nuscenes.evidence.scenes import derive_scenes, time_of_day
 from dataset_devkit.nuscenes.spec import RecordingObservations, ScenarioConfig
@@ -58,10 +59,12 @@ def _recording(times: dict[str, list[int]], pose_until_ns: int | None = None) ->
         observations=obs,
         filtering=(),
         cameras=cams,
-        translations=tuple((t, (float(t - T0) / 1e9 * 2.0, 0.0, 0.0)) for t in pose_times),
-        rotations=tuple((t, (1.0, 0.0, 0.0, 0.0)) for t in pose_times),
-        gnss=tuple((t, 10.0, 20.0) for t in pose_times),
-        track=tuple((t, (float(t - T0) / 1e9 * 2.0, 0.0, 0.0)) for t in pose_times),
+        translations=PoseRows.from_rows(
+            (t, (float(t - T0) / 1e9 * 2.0, 0.0, 0.0)) for t in pose_times
+        ),
+        rotations=QuatRows.from_rows((t, (1.0, 0.0, 0.0, 0.0)) for t in pose_times),
+        gnss=FixRows.from_rows((t, 10.0, 20.0) for t in pose_times),
+        track=PoseRows.from_rows((t, (float(t - T0) / 1e9 * 2.0, 0.0, 0.0)) for t in pose_times),
     )
 
 

@@ -39,7 +39,12 @@ from dataset_devkit.integrity.bucket.objects import read_small
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
 from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
-from dataset_devkit.objectstore import ObjectLocation, forked_after_use, open_location
+from dataset_devkit.objectstore import (
+    ObjectLocation,
+    credentials_hint,
+    forked_after_use,
+    open_location,
+)
 
 if TYPE_CHECKING:
     from obstore.store import RetryConfig
@@ -154,7 +159,8 @@ class RemoteTree:
         if isinstance(exc, obe.NotFoundError | FileNotFoundError):
             return ObjectStoreError("no such object (or no such bucket)", url=where)
         if isinstance(exc, obe.PermissionDeniedError | obe.UnauthenticatedError):
-            return ObjectStoreError("access denied: check the AWS credentials", url=where)
+            hint = credentials_hint(self.url) or "check the store's credentials"
+            return ObjectStoreError(f"access denied ({hint})", url=where)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return ObjectStoreError(f"read failed after retries: {first[:300]}", url=where)
 

@@ -2,6 +2,10 @@
 
 Both are written with ``If-None-Match: *`` (obstore's ``mode="create"``), so the store
 itself decides between racing publishers: one claim per root, one manifest per prefix.
+Every backend we open honours it: S3 and Azure Blob Storage with ``If-None-Match: *``,
+Google Cloud Storage with ``x-goog-if-generation-match: 0``, a local folder by linking the
+written file into place only if the name is free. A store that cannot (obstore says "not
+supported") is refused: writing the marker unconditionally could replace another dataset.
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ def _create(location: ObjectLocation, key: str, data: bytes) -> bool:
     except Exception as exc:
         if type(exc).__name__ == "AlreadyExistsError":
             return False
+        if type(exc).__name__ == "NotSupportedError" or isinstance(exc, NotImplementedError):
+            raise PublicationError(
+                f"{location.describe(key)}: this store cannot write an object only if absent "
+                "(If-None-Match), so a publish could replace another dataset; publish to an "
+                "S3, Azure, Google Cloud Storage or file:// location instead"
+            ) from exc
         raise
     return True
 

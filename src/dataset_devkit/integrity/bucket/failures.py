@@ -12,6 +12,7 @@ import re
 from typing import Final
 
 from dataset_devkit.errors import DevkitError, MissingPathError, ObjectStoreError
+from dataset_devkit.objectstore import credentials_hint
 
 __all__ = ["ObjectStoreError", "is_transient", "short_reason", "store_error"]
 
@@ -19,8 +20,21 @@ _CODE: Final = re.compile(r"<Code>([A-Za-z]+)</Code>")
 _MAX_REASON: Final = 240
 #: Server error codes that no retry can cure.
 _PERMANENT_CODES: Final = frozenset(
-    {"NoSuchBucket", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+    {
+        # S3 (and Google Cloud Storage's XML API)
+        "NoSuchBucket",
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        # Azure Blob Storage
+        "ContainerNotFound",
+        "AuthenticationFailed",
+        "AuthorizationFailure",
+        "AuthorizationPermissionMismatch",
+    }
 )
+#: Codes that say the bucket (an Azure container) is not there.
+_MISSING_BUCKET_CODES: Final = frozenset({"NoSuchBucket", "ContainerNotFound"})
 
 
 def short_reason(exc: BaseException) -> str:
@@ -36,10 +50,19 @@ def short_reason(exc: BaseException) -> str:
 
 def _is_credentials(text: str) -> bool:
     """Whether the client failed to find credentials: with none in the environment it asks
-    the instance metadata service (``/latest/api/token``), which is absent off a cloud VM."""
+    the instance metadata service (AWS ``/latest/api/token``, Azure ``/metadata/identity``,
+    Google ``computeMetadata``), which is absent off a cloud VM."""
     lowered = text.lower()
-    return (
-        "credential" in lowered or "/latest/api/token" in lowered or "/latest/meta-data" in lowered
+    return any(
+        mark in lowered
+        for mark in (
+            "credential",
+            "/latest/api/token",
+            "/latest/meta-data",
+            "/metadata/identity",
+            "token request",
+            "computemetadata",
+        )
     )
 
 
@@ -86,19 +109,19 @@ def store_error(exc: BaseException, url: str, action: str, *, tries: int = 1) ->
         return exc
     text = str(exc)
     code = _CODE.search(text)
-    if code and code.group(1) == "NoSuchBucket":
+    if code and code.group(1) in _MISSING_BUCKET_CODES:
         bucket = url.split("://", 1)[-1].split("/", 1)[0]
-        return MissingPathError(f"the bucket {bucket!r} does not exist", path=url)
+        what = "container" if code.group(1) == "ContainerNotFound" else "bucket"
+        return MissingPathError(f"the {what} {bucket!r} does not exist", path=url)
     name = type(exc).__name__
     if name in ("PermissionDeniedError", "UnauthenticatedError") or (
         code and code.group(1) in _PERMANENT_CODES
     ):
         return ObjectStoreError(f"{action}: access denied ({short_reason(exc)})", url=url)
     if _is_credentials(text):
+        hint = credentials_hint(url) or "check the store's credentials"
         return ObjectStoreError(
-            f"{action}: no usable credentials (set AWS_ACCESS_KEY_ID and "
-            "AWS_SECRET_ACCESS_KEY, or a profile or role): " + short_reason(exc),
-            url=url,
+            f"{action}: no usable credentials ({hint}): " + short_reason(exc), url=url
         )
     after = f" after {tries} tries" if tries > 1 else ""
     return ObjectStoreError(f"{action} failed{after}: {short_reason(exc)}", url=url)

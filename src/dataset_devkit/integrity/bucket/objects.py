@@ -56,7 +56,7 @@ def list_objects(location: ObjectLocation, policy: RetryPolicy) -> dict[str, Rem
                 for meta in batch:
                     found[meta["path"]] = RemoteObject(meta["size"], meta.get("e_tag"))
         except FileNotFoundError as exc:
-            if "NoSuchBucket" in str(exc):
+            if "NoSuchBucket" in str(exc) or "ContainerNotFound" in str(exc):
                 raise
             return {}  # a file:// prefix whose directory does not exist yet
         return found

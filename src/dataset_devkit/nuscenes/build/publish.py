@@ -33,13 +33,36 @@ from dataset_devkit.nuscenes.validation.dataroot import (
     hash_counter,
     validate_dataroot,
 )
+from dataset_devkit.nuscenes.validation.fleet import FleetNotes, fleet_notes
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck, check_official_loader
 from dataset_devkit.nuscenes.validation.result import (
     expected_validation_document,
     loader_target,
 )
 
-__all__ = ["PublishedDataroot", "check_final_destination", "final_dataroot", "publish_dataroot"]
+__all__ = [
+    "PublishedDataroot",
+    "PublishedSummary",
+    "check_final_destination",
+    "final_dataroot",
+    "publish_dataroot",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedSummary:
+    """What the final validation found in the published tables, without the tables.
+
+    The loaded tables grow with the dataset (tens of KB per key-frame sample as Python
+    rows); the build only needs their sizes, the camera channels and the fleet's notes, so
+    only these outlive the recheck and the hashing that follows it.
+    """
+
+    scenes: int
+    samples: int
+    images: int
+    channels: tuple[str, ...]
+    notes: FleetNotes
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +71,24 @@ class PublishedDataroot:
 
     dataroot: Path
     root_sha256: str
-    report: ValidationReport
+    summary: PublishedSummary
     loader: OfficialLoaderCheck
+
+
+def _summarize(report: ValidationReport) -> PublishedSummary:
+    tables = report.tables.tables
+    ext = report.extensions
+    return PublishedSummary(
+        scenes=len(tables["scene"]),
+        samples=len(tables["sample"]),
+        images=len(tables["sample_data"]),
+        channels=tuple(sorted(row["channel"] for row in tables["sensor"])),
+        notes=fleet_notes(
+            ext.get(spec.RECORDINGS_FILE),
+            ext.get(spec.VALIDITY_FILE),
+            ext.get(spec.PIPELINE_AUDIT_FILE),
+        ),
+    )
 
 
 def final_dataroot(output_dir: str | Path) -> Path:
@@ -137,7 +176,7 @@ def publish_dataroot(
     )
     # The loaded tables grow with the dataset and the official loader loads its own copy:
     # only what is needed from them is kept, so the two never share the build's peak memory.
-    # The report returned is the recheck's, of the finalized tree that is published.
+    # The summary returned is the recheck's, of the finalized tree that is published.
     del report
     if progress is not None:
         progress("official-loader", 0, 1)
@@ -151,14 +190,15 @@ def publish_dataroot(
             path=staging,
         )
     _write_success_evidence(staging, success)
-    rechecked: list[ValidationReport] = []
+    rechecked: list[PublishedSummary] = []
 
     def recheck(tree: Path) -> None:
         # Re-run every check on the finalized tree just before its manifest is written, so
-        # nothing changed since validation slips into the manifest.
+        # nothing changed since validation slips into the manifest. Its tables are dropped
+        # here: only their summary is kept through the hashing.
         final_report = validate_dataroot(tree, state="finalized", workers=workers)
         final_report.raise_for_issues()
-        rechecked.append(final_report)
+        rechecked.append(_summarize(final_report))
 
     result = publish_tree(
         staging,
@@ -173,6 +213,6 @@ def publish_dataroot(
     return PublishedDataroot(
         dataroot=result.final,
         root_sha256=result.root_sha256,
-        report=rechecked[-1],
+        summary=rechecked[-1],
         loader=loader,
     )

@@ -29,7 +29,6 @@ from dataset_devkit.nuscenes.build.publish import check_final_destination, publi
 from dataset_devkit.nuscenes.cluster import BuildExecutors, open_executors
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.validation.dataroot import Progress
-from dataset_devkit.nuscenes.validation.fleet import fleet_notes
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
 __all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
@@ -189,21 +188,15 @@ def build_dataset(
     except BaseException:
         remove_staging(staging)
         raise
-    tables = published.report.tables.tables
-    ext = published.report.extensions
-    notes = fleet_notes(
-        ext.get(spec.RECORDINGS_FILE),
-        ext.get(spec.VALIDITY_FILE),
-        ext.get(spec.PIPELINE_AUDIT_FILE),
-    )
+    summary = published.summary
     return BuildResult(
         dataroot=published.dataroot,
         root_sha256=published.root_sha256,
-        scenes=len(tables["scene"]),
-        samples=len(tables["sample"]),
-        images=len(tables["sample_data"]),
-        channels=tuple(sorted(row["channel"] for row in tables["sensor"])),
+        scenes=summary.scenes,
+        samples=summary.samples,
+        images=summary.images,
+        channels=summary.channels,
         loader=published.loader,
-        warnings=notes.warnings,
-        dropped=notes.dropped,
+        warnings=summary.notes.warnings,
+        dropped=summary.notes.dropped,
     )

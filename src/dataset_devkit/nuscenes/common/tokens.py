@@ -11,6 +11,7 @@ import msgspec
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import canonical_json
+from dataset_devkit.nuscenes.common.streams import encode_hook
 from dataset_devkit.nuscenes.spec import CHANNEL_RE
 
 __all__ = ["encode_canonical", "fingerprint", "make_token", "normalize_channel"]
@@ -75,6 +76,6 @@ def normalize_channel(source_name: str) -> str:
 def encode_canonical(obj: Any) -> bytes:
     """Canonical JSON (the integrity core's encoding); NaN and infinity are refused."""
     try:
-        return canonical_json(msgspec.to_builtins(obj))
+        return canonical_json(msgspec.to_builtins(obj, enc_hook=encode_hook))
     except ValueError as exc:
         raise FormatError(f"document holds a non-finite number: {exc}") from exc

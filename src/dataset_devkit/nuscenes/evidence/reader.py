@@ -15,6 +15,7 @@ from dataset_devkit.integrity import (
     read_manifest,
     verify_tree,
 )
+from dataset_devkit.nuscenes.common.streams import decode_hook
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.records import EVIDENCE_FILE, EvidenceDocument
 from dataset_devkit.nuscenes.spec import EVIDENCE_SCHEMA_VERSION
@@ -45,7 +46,7 @@ class Evidence:
 
 
 def _decode(raw: bytes, path: Path) -> EvidenceDocument:
-    doc = decode_json_record(raw, EvidenceDocument, path)
+    doc = decode_json_record(raw, EvidenceDocument, path, dec_hook=decode_hook)
     if doc.schema_version != EVIDENCE_SCHEMA_VERSION:
         raise FormatError(
             f"unsupported evidence schema {doc.schema_version}, expected {EVIDENCE_SCHEMA_VERSION}",

@@ -12,6 +12,7 @@ from typing import Final
 
 import msgspec
 
+from dataset_devkit.nuscenes.common.streams import FixRows, PoseRows, QuatRows
 from dataset_devkit.nuscenes.spec import (
     AnnotationRecord,
     CameraGridAudit,
@@ -78,10 +79,11 @@ class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     observations: RecordingObservations
     filtering: tuple[Rejection, ...]
     cameras: tuple[EvCamera, ...]
-    translations: tuple[tuple[int, Vec3], ...]
-    rotations: tuple[tuple[int, Quat], ...]
-    gnss: tuple[tuple[int, float, float], ...]
-    track: tuple[tuple[int, Vec3], ...]
+    #: Streams as arrays (``[t, [x, y, z]]`` etc. in JSON): see :mod:`..common.streams`.
+    translations: PoseRows
+    rotations: QuatRows
+    gnss: FixRows
+    track: PoseRows
     #: Horizontal distance (m) of each GNSS fix from the ego pose at its time, where the
     #: poses are a separate stream (decoded recordings): ``(fix time, metres)``.
     gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()

@@ -12,13 +12,11 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import numpy as np
+
+from dataset_devkit.nuscenes.common.geometry import lerp, slerp
+from dataset_devkit.nuscenes.common.streams import TimedRows
 from dataset_devkit.nuscenes.evidence.records import EvCamera, EvFrame, EvRecording, EvScene
-from dataset_devkit.nuscenes.ingest.model import (
-    TimedQuat,
-    TimedVec3,
-    interpolate_rotation,
-    interpolate_translation,
-)
 from dataset_devkit.nuscenes.spec import SAMPLE_INTERVAL_NS, CameraGridAudit, ScenarioConfig
 
 __all__ = ["complete_until", "derive_scenes", "scene_id", "time_of_day"]
@@ -48,26 +46,26 @@ def _solar_hour(t_ns: int, longitude_deg: float) -> float:
 
 
 class _Streams:
-    """Pose/GNSS streams of a recording with their time indexes built once."""
+    """Pose/GNSS/track streams of a recording, read in place from their arrays."""
 
     def __init__(self, rec: EvRecording, tolerance_ns: int) -> None:
         self.tolerance_ns = tolerance_ns
-        self.translations = tuple(TimedVec3(t, v) for t, v in rec.translations)
-        self.rotations = tuple(TimedQuat(t, q) for t, q in rec.rotations)
-        self.t_times = [t for t, _ in rec.translations]
-        self.r_times = [t for t, _ in rec.rotations]
+        self.translations = rec.translations
+        self.rotations = rec.rotations
         self.gnss = rec.gnss
-        self.g_times = [g[0] for g in rec.gnss]
         self.track = rec.track
-        self.track_times = [t for t, _ in rec.track]
 
     def frame(self, channel: str, t: int, key: bool, grid_index: int) -> EvFrame | None:
-        translation = interpolate_translation(self.translations, self.t_times, t, self.tolerance_ns)
-        rotation = interpolate_rotation(self.rotations, self.r_times, t, self.tolerance_ns)
-        fix = _nearest(self.g_times, t, self.tolerance_ns)
-        if translation is None or rotation is None or fix is None:
+        at_t = _bracket(self.translations, t, self.tolerance_ns)
+        at_r = _bracket(self.rotations, t, self.tolerance_ns)
+        fix = _nearest_row(self.gnss, t, self.tolerance_ns)
+        if at_t is None or at_r is None or fix is None:
             return None
-        g = self.gnss[fix]
+        i, j, frac = at_t
+        translation = lerp(self.translations.vec3(i), self.translations.vec3(j), frac)
+        i, j, frac = at_r
+        rotation = slerp(self.rotations.quat(i), self.rotations.quat(j), frac)
+        east, north = self.gnss.fix(fix)
         return EvFrame(
             channel=channel,
             timestamp_ns=t,
@@ -75,16 +73,16 @@ class _Streams:
             grid_index=grid_index,
             ego_translation=translation,
             ego_rotation=rotation,
-            gnss_timestamp_ns=g[0],
-            gnss_east_m=g[1],
-            gnss_north_m=g[2],
+            gnss_timestamp_ns=self.gnss.time(fix),
+            gnss_east_m=east,
+            gnss_north_m=north,
         )
 
     def motion(self, start: int, end: int) -> tuple[float, float, float]:
         """Distance (m), mean and max speed (m/s) of the track between two times."""
-        lo = bisect.bisect_left(self.track_times, start)
-        hi = bisect.bisect_right(self.track_times, end)
-        points = self.track[lo:hi]
+        lo = int(np.searchsorted(self.track.times, start, side="left"))
+        hi = int(np.searchsorted(self.track.times, end, side="right"))
+        points = [(self.track.time(i), self.track.value(i)) for i in range(lo, hi)]
         distance = 0.0
         max_speed = 0.0
         for (t0, a), (t1, b) in itertools.pairwise(points):
@@ -95,6 +93,35 @@ class _Streams:
         span = (points[-1][0] - points[0][0]) / 1e9 if len(points) > 1 else 0.0
         mean = distance / span if span > 0 else 0.0
         return (round(distance, 6), round(mean, 6), round(max_speed, 6))
+
+
+def _bracket(stream: TimedRows, t: int, tolerance_ns: int) -> tuple[int, int, float] | None:
+    """Rows ``(i, j)`` around *t* and the fraction, or None outside or across a gap.
+
+    The ingest model's bracketing of tuples, on the stream's arrays: the same Python ints
+    and floats go into lerp and slerp, so the evidence's bytes do not depend on storage.
+    """
+    times = stream.times
+    j = int(np.searchsorted(times, t, side="left"))
+    if j < len(times) and stream.time(j) == t:
+        return (j, j, 0.0)
+    if j == 0 or j == len(times):
+        return None
+    ti, tj = stream.time(j - 1), stream.time(j)
+    if tj - ti > tolerance_ns:
+        return None
+    return (j - 1, j, (t - ti) / (tj - ti))
+
+
+def _nearest_row(stream: TimedRows, t: int, tolerance_ns: int) -> int | None:
+    """:func:`_nearest` over a stream's time array."""
+    j = int(np.searchsorted(stream.times, t, side="left"))
+    best: int | None = None
+    for k in (j - 1, j):
+        in_range = 0 <= k < len(stream) and abs(stream.time(k) - t) <= tolerance_ns
+        if in_range and (best is None or abs(stream.time(k) - t) < abs(stream.time(best) - t)):
+            best = k
+    return best
 
 
 def _nearest(times: Sequence[int], t: int, tolerance_ns: int) -> int | None:
@@ -187,7 +214,7 @@ def complete_until(rec: EvRecording) -> int:
     lose its complete data before the cut, so a truncated recording ends at the earliest.
     """
     ends = [c.timestamps_ns[-1] for c in rec.cameras if c.timestamps_ns]
-    ends += [stream[-1][0] for stream in (rec.translations, rec.rotations, rec.gnss) if stream]
+    ends += [s.time(len(s) - 1) for s in (rec.translations, rec.rotations, rec.gnss) if len(s)]
     return min(ends)
 
 

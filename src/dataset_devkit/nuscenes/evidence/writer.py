@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections import defaultdict
@@ -14,6 +15,7 @@ import msgspec
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import SafeDir, path_argument, remove_staging, write_manifest
 from dataset_devkit.nuscenes.common.arguments import check_instance, check_output_location
+from dataset_devkit.nuscenes.common.streams import FixRows, PoseRows, QuatRows, TimedRows
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.inputs import (
@@ -91,12 +93,16 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
             )
             for c in sorted(src.cameras, key=lambda c: mapping[c.source_name])
         ),
-        translations=tuple((s.timestamp_ns, s.value) for s in src.translations),
-        rotations=tuple((s.timestamp_ns, s.value) for s in src.rotations),
-        gnss=tuple((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
-        track=tuple((s.timestamp_ns, s.value) for s in src.track),
+        translations=PoseRows.from_rows((s.timestamp_ns, s.value) for s in src.translations),
+        rotations=QuatRows.from_rows((s.timestamp_ns, s.value) for s in src.rotations),
+        gnss=FixRows.from_rows((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
+        track=PoseRows.from_rows((s.timestamp_ns, s.value) for s in src.track),
         gnss_pose_offsets_m=src.gnss_pose_offsets_m,
     )
+
+
+def _without_streams(src: RecordingSource) -> RecordingSource:
+    return dataclasses.replace(src, translations=(), rotations=(), gnss=(), track=())
 
 
 def build_evidence(
@@ -147,6 +153,9 @@ def build_evidence(
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = channel_mapping(sources)
     ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
+    # The evidence holds the pose, GNSS and track streams as arrays now; the ingest's
+    # objects per message (hundreds of bytes each) are not needed to store the frames.
+    sources = [_without_streams(s) for s in sources]
     report("scenes", 0, 1)
     derived = derive(ev_recordings, config)
     report("scenes", 1, 1)
@@ -198,7 +207,10 @@ def build_evidence(
     # Everything built here grows with the recordings' length: drop it before the evidence
     # is decoded back, or the build holds two copies at once.
     del sources, ev_recordings, derived, doc, images, label_records
-    return read_evidence(out)
+    # The frames were hashed into the manifest just now, and the export checks each one
+    # against it as it copies; hashing the tree a second time here held a report of every
+    # file next to the decoded document (evidence.json itself is checked either way).
+    return read_evidence(out, verify_frames=False)
 
 
 def encode_document(doc: EvidenceDocument) -> bytes:
@@ -228,6 +240,12 @@ def _encode(value: object) -> bytes:
             )
             + b"}"
         )
+    if isinstance(value, TimedRows):
+        blocks = (
+            encode_canonical(value.to_builtins(i, i + _BLOCK))[1:-1]
+            for i in range(0, len(value), _BLOCK)
+        )
+        return b"[" + b",".join(blocks) + b"]"
     if isinstance(value, tuple | list) and len(value) > _BLOCK:
         blocks = (
             encode_canonical(value[i : i + _BLOCK])[1:-1] for i in range(0, len(value), _BLOCK)

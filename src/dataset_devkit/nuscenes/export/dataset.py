@@ -14,7 +14,7 @@ import stat
 import struct
 import zlib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity import SafeDir, open_dir_nofollow, path_argument
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.nuscenes.common.arguments import (
     check_instance,
     check_output_location,
@@ -303,8 +304,28 @@ def _folder_and_name(filename: str) -> tuple[str, str]:
     return folder, name
 
 
+#: Rows of a table encoded at once by :func:`_write_rows`.
+_ROWS_PER_BLOCK = 4096
+
+
 def _write_tables(root: SafeDir, tables: Tables) -> None:
     with root.mkdir(VERSION) as version:
         for name in TABLE_NAMES:
-            rows: list[object] = [] if name in EMPTY_TABLES else list(getattr(tables, name))
-            version.write_bytes(f"{name}.json", encode_canonical(rows))
+            rows: Sequence[object] = () if name in EMPTY_TABLES else getattr(tables, name)
+            _write_rows(version, f"{name}.json", rows)
+
+
+def _write_rows(parent: SafeDir, name: str, rows: Sequence[object]) -> None:
+    """Write ``encode_canonical(list(rows))`` as *name*, encoded a block of rows at a time.
+
+    The same bytes (canonical JSON has no whitespace, so a list is its items' encodings
+    joined by commas), but a table of an hour-long drive never exists at once as plain
+    dicts and JSON chunks: only one block of rows does, and the file grows as it goes.
+    """
+    with naming(parent.path / name), parent.open_write(name) as handle:
+        handle.write(b"[")
+        for start in range(0, len(rows), _ROWS_PER_BLOCK):
+            if start:
+                handle.write(b",")
+            handle.write(encode_canonical(list(rows[start : start + _ROWS_PER_BLOCK]))[1:-1])
+        handle.write(b"]")
