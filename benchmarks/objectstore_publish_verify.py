@@ -9,11 +9,14 @@ and one of many small files, and times, in one run and per tree:
 * ``verify_remote`` (ours: read and hash every object in place) against
   ``S3FileSystem.get(recursive=True)`` of the same objects to a local folder.
 
-Goal: ours >= 0.8x s3fs for both. Each figure is the median of ``--repeat`` runs, each
-into a fresh prefix. Usage::
+Goal: ours >= 0.8x s3fs for both, in every run. Each run goes into fresh prefixes; the
+line shows the medians' speeds and ratio, then every run's own ratio (ours and s3fs timed
+back to back in that run, so the load they shared cancels out), and every run's ratio of
+CPU seconds spent by client and server together (s3fs's over ours: above 1, ours costs
+less), which does not swing with the load of a shared machine. Usage::
 
     python benchmarks/objectstore_publish_verify.py [--large-mib 256] [--large-files 4]
-        [--small-files 2000] [--repeat 3] [--workdir DIR]
+        [--small-files 2000] [--repeat 3] [--workdir DIR] [--trees large,small]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -74,35 +78,76 @@ def tree_bytes(tree: Path) -> int:
     return sum(p.stat().st_size for p in tree.rglob("*") if p.is_file())
 
 
-def timed(action: Callable[..., object], *args: Any, **kwargs: Any) -> float:
-    """Seconds *action* takes; it must return a truthy result (a verify must pass)."""
-    start = time.perf_counter()
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the server process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(server: int, action: Callable[..., object], *args: Any, **kwargs: Any) -> Sample:
+    """Wall and CPU seconds (this client's and the server's) *action* takes; it must
+    succeed (a verify must pass).
+
+    The disk is synced first: moto keeps large objects in temporary files, and the
+    writeback of the previous operation's hundreds of megabytes would otherwise land on
+    whichever side runs second."""
+    os.sync()
+    cpu, serving, start = time.process_time(), server_cpu(server), time.perf_counter()
     result = action(*args, **kwargs)
     elapsed = time.perf_counter() - start
+    spent = time.process_time() - cpu + server_cpu(server) - serving
     ok = getattr(result, "ok", True)
     assert ok, f"{action.__name__} did not succeed"
-    return elapsed
+    return Sample(elapsed, spent)
 
 
-def bench_tree(fs: Any, tree: Path, repeat: int, workdir: Path) -> None:
-    """Time ours and s3fs on *tree*, each run into fresh prefixes; print the medians."""
+@dataclass(frozen=True)
+class Sample:
+    """One timed operation: wall seconds, and CPU seconds of client plus server."""
+
+    wall: float
+    cpu: float
+
+
+def bench_tree(fs: Any, tree: Path, repeat: int, workdir: Path, server: int) -> None:
+    """Time ours and s3fs on *tree*, each run into fresh prefixes; print every run's ratio.
+
+    Within a run the two sides go back to back (alternating which goes first), so each
+    run's ratio compares them under the same load; the medians are printed beside. The
+    CPU seconds (client and server: everything the two sides make the machine do) are
+    printed too: they do not swing with the other work on a shared machine."""
     mb = tree_bytes(tree) / 1e6
-    ours_up, theirs_up, ours_check, theirs_get = [], [], [], []
+    ours_up: list[Sample] = []
+    theirs_up: list[Sample] = []
+    ours_check: list[Sample] = []
+    theirs_get: list[Sample] = []
     for run in range(repeat):
         url = f"s3://bench/{tree.name}-ours-{run}"
         theirs = f"bench/{tree.name}-s3fs-{run}"
         target = workdir / f"get-{tree.name}-{run}"
-        ours_up.append(timed(publish_remote, tree, url))
-        theirs_up.append(timed(fs.put, str(tree), theirs, recursive=True))
-        ours_check.append(timed(verify_remote, url))  # the published copy must verify
-        theirs_get.append(timed(fs.get, theirs, str(target), recursive=True))
+        if run % 2:
+            theirs_up.append(timed(server, fs.put, str(tree), theirs, recursive=True))
+            ours_up.append(timed(server, publish_remote, tree, url))
+            theirs_get.append(timed(server, fs.get, theirs, str(target), recursive=True))
+            ours_check.append(timed(server, verify_remote, url))  # the copy must verify
+        else:
+            ours_up.append(timed(server, publish_remote, tree, url))
+            theirs_up.append(timed(server, fs.put, str(tree), theirs, recursive=True))
+            ours_check.append(timed(server, verify_remote, url))
+            theirs_get.append(timed(server, fs.get, theirs, str(target), recursive=True))
         shutil.rmtree(target, ignore_errors=True)
     for name, ours, others in (
         ("publish vs put", ours_up, theirs_up),
         ("verify vs get", ours_check, theirs_get),
     ):
-        a, b = mb / statistics.median(ours), mb / statistics.median(others)
-        print(f"{tree.name:<6} {mb:>7.1f} {name:<16} {a:>10.1f} {b:>10.1f} {a / b:>6.2f}")
+        runs = " ".join(f"{b.wall / a.wall:.2f}" for a, b in zip(ours, others, strict=True))
+        cpus = " ".join(f"{b.cpu / a.cpu:.2f}" for a, b in zip(ours, others, strict=True))
+        a = mb / statistics.median(x.wall for x in ours)
+        b = mb / statistics.median(x.wall for x in others)
+        print(
+            f"{tree.name:<6} {mb:>7.1f} {name:<16} {a:>10.1f} {b:>10.1f} {a / b:>6.2f}  "
+            f"per run: {runs}  (CPU s, theirs/ours: {cpus})"
+        )
 
 
 def main() -> None:
@@ -112,6 +157,9 @@ def main() -> None:
     parser.add_argument("--small-files", type=int, default=2000, help="files of the small tree")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (median)")
     parser.add_argument("--workdir", type=Path, default=None, help="where the trees are made")
+    parser.add_argument(
+        "--trees", default="large,small", help="which trees to time (large, small or both)"
+    )
     args = parser.parse_args()
 
     import s3fs
@@ -144,10 +192,12 @@ def main() -> None:
         print(f"S3 server (moto) at {endpoint}; {os.cpu_count()} cores visible")
         print(
             f"{'tree':<6} {'MB':>7} {'operation':<16} {'ours MB/s':>10} {'s3fs MB/s':>10} "
-            f"{'ratio':>6}"
+            f"{'ratio':>6}  (median; then each run's ratio)"
         )
         for tree in trees:
-            bench_tree(fs, tree, args.repeat, workdir)
+            if tree.name not in args.trees.split(","):
+                continue
+            bench_tree(fs, tree, args.repeat, workdir, server.pid)
     finally:
         if server.stdin is not None:
             server.stdin.close()

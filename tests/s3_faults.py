@@ -6,6 +6,9 @@ a ``500 InternalError``, or a connection dropped half-way through the response b
 read) or before any answer (a write). Faults fire a set number of times, so a test can make
 a server flaky (the client must retry) or dead for one object (it must give up and say
 which).
+
+The one fault proxy of the suite: the publish and verify tests and the remote reader
+tests share it.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from moto.server import ThreadedMotoServer
 
@@ -37,20 +38,30 @@ class S3Server:
         """The AWS variables that point any client (obstore, s3fs, boto3) at this server."""
         return {"AWS_ENDPOINT_URL": self.endpoint, **FAKE_CREDENTIALS}
 
-    def create_bucket(self, prefix: str = "bucket") -> str:
-        """Create a fresh, empty bucket with a unique name and return that name."""
+    def client(self) -> Any:
+        """A boto3 S3 client of this server, for what obstore does not offer (buckets,
+        multipart upload listings)."""
         import boto3
 
-        name = f"{prefix}-{os.getpid()}-{next(_bucket_numbers)}"
-        client = boto3.client(
+        return boto3.client(
             "s3",
             endpoint_url=self.endpoint,
             aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
             region_name=FAKE_CREDENTIALS["AWS_DEFAULT_REGION"],
         )
-        client.create_bucket(Bucket=name)
+
+    def create_bucket(self, prefix: str = "bucket") -> str:
+        """Create a fresh, empty bucket with a unique name and return that name."""
+        name = f"{prefix}-{os.getpid()}-{next(_bucket_numbers)}"
+        self.client().create_bucket(Bucket=name)
         return name
+
+    def incomplete_uploads(self, bucket: str) -> list[str]:
+        """Keys of the multipart uploads started in *bucket* and neither completed nor
+        aborted (invisible to listings, but stored)."""
+        answer = self.client().list_multipart_uploads(Bucket=bucket)
+        return sorted(upload["Key"] for upload in answer.get("Uploads", []))
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreReader,
     build_vin_offline_store,
 )
-from tests.fault_proxy import FaultProxy, fault_proxy
+from tests.s3_faults import Fault, FaultProxy, fault_proxy
 from tests.s3_server import S3Server
 from tests.upload import upload_tree
 from tests.vin_store.conftest import make_samples
@@ -225,14 +225,14 @@ def proxied(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fa
 def test_transient_faults_are_retried(
     local_store: Path, store_url: str, tmp_path: Path, proxied: FaultProxy, kind: str
 ) -> None:
-    proxied.arm("points_world", kind, times=2)
+    proxied.faults = [Fault("GET", "points_world", kind, times=2)]
     reader = VinOfflineStoreReader(
         VinOfflineStoreConfig.from_url(store_url, cache_dir=tmp_path / "c")
     )
     local = VinOfflineStoreReader(local_store)
     for i in range(11):
         assert _same(reader.read_position(i), local.read_position(i))
-    assert proxied.injected == 2
+    assert proxied.faults[0].fired == 2
 
 
 @pytest.mark.parametrize("kind", ["500", "drop"])
@@ -242,7 +242,7 @@ def test_persistent_faults_end_in_one_line_naming_the_object_and_no_partial_file
     cache = tmp_path / "c"
     reader = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, cache_dir=cache))
     len(reader)
-    proxied.arm("shard-000001/vin/points_world", kind)
+    proxied.faults = [Fault("GET", "shard-000001/vin/points_world", kind, times=-1)]
     with pytest.raises(ObjectStoreError) as info:
         reader.read_position(5)
     message = str(info.value)
@@ -250,5 +250,5 @@ def test_persistent_faults_end_in_one_line_naming_the_object_and_no_partial_file
     assert message.startswith(f"{store_url}/shards/shard-000001/vin/points_world/c/0/0/0: ")
     assert not list(cache.rglob("shard-000001/vin/points_world/c/0/0/0"))
     assert not list(cache.glob("*/tmp/*.part"))
-    proxied.disarm()
+    proxied.faults = []
     assert reader.read_position(5)["vin.lengths"].tolist() == [5]  # the same reader recovers

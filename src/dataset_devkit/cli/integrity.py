@@ -13,6 +13,7 @@ from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.release import verify_partial_restore
 from dataset_devkit.cli.remote import (
+    TransferOptions,
     is_url,
     location_parser,
     publish_to_url,
@@ -47,6 +48,19 @@ _LOCATION_HELP = (
 )
 _JSON = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
 _OLD_LOCATION = Annotated[str | None, hidden_alias("--location", "--manifest-location")]
+_WORKERS = Annotated[
+    int | None,
+    typer.Option("--workers", min=1, help="With a URL: objects transferred at once (default: 8)."),
+]
+_RETRIES = Annotated[
+    int | None,
+    typer.Option(
+        "--retries",
+        min=0,
+        help="With a URL: retries of each request after a 5xx answer, a refused or dropped "
+        "connection or a timeout, with exponential backoff (default: 5).",
+    ),
+]
 
 
 def manifest(
@@ -123,6 +137,8 @@ def verify(
         ),
     ] = None,
     old_location: _OLD_LOCATION = None,
+    workers: _WORKERS = None,
+    retries: _RETRIES = None,
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed.
 
@@ -136,9 +152,17 @@ def verify(
         except ConfigError as exc:
             raise typer.BadParameter(str(exc), param_hint="--expect-root") from None
     location = renamed(manifest_location, old_location, "--manifest-location", "--location")
+    transfer = TransferOptions(workers=workers, retries=retries)
     if is_url(directory):
-        verify_url(directory, manifest_location=location, as_json=as_json, expect_root=expect_root)
+        verify_url(
+            directory,
+            manifest_location=location,
+            as_json=as_json,
+            expect_root=expect_root,
+            transfer=transfer,
+        )
         return
+    transfer.refuse_for_local(directory)
     return _verify_local(Path(directory), location, as_json, expect_root)
 
 
@@ -177,6 +201,25 @@ def publish(
     ] = ReadableByChoice.owner,
     as_json: _JSON = False,
     old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
+    workers: _WORKERS = None,
+    part_size: Annotated[
+        str | None,
+        typer.Option(
+            "--part-size",
+            metavar="SIZE",
+            help="With a URL: the multipart part size, e.g. 64MiB (default: 32MiB; S3 takes "
+            "5MiB to 5GiB). Files up to --part-concurrency parts go in one request.",
+        ),
+    ] = None,
+    part_concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--part-concurrency",
+            min=1,
+            help="With a URL: parts of one large file sent at once (default: 2).",
+        ),
+    ] = None,
+    retries: _RETRIES = None,
 ) -> None:
     """Publish STAGING under --out: manifest, read-only modes, fsync, atomic rename.
 
@@ -188,9 +231,17 @@ def publish(
     if named is None:
         raise typer.BadParameter("missing --out, the final name", param_hint="--out")
     target(_KIND, named)
+    transfer = TransferOptions(workers, part_size, part_concurrency, retries)
     if is_url(named):
-        publish_to_url(staging, named, manifest_location=manifest_location, as_json=as_json)
+        publish_to_url(
+            staging,
+            named,
+            manifest_location=manifest_location,
+            as_json=as_json,
+            transfer=transfer,
+        )
         return
+    transfer.refuse_for_local(named)
     final = Path(named)
     location = manifest_location or CONTENT_MANIFEST_NAME
     with progress_bar() as advance:

@@ -8,13 +8,15 @@ each cloud's standard environment (``AWS_*``, ``AZURE_STORAGE_*``, ``GOOGLE_*``;
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.cli.render import byte_size_parser, stderr_console, stdout_console
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.bucket import (
     RetryPolicy,
@@ -26,6 +28,7 @@ from dataset_devkit.integrity.verify import VerificationReport
 from dataset_devkit.objectstore import is_url, open_location
 
 __all__ = [
+    "TransferOptions",
     "inspect_url",
     "is_url",
     "location_parser",
@@ -34,6 +37,44 @@ __all__ = [
     "validate_url",
     "verify_url",
 ]
+
+
+@dataclass(frozen=True)
+class TransferOptions:
+    """``--workers``, ``--part-size``, ``--part-concurrency`` and ``--retries``: how a
+    command talks to an object store. ``None`` keeps the library's default."""
+
+    workers: int | None = None
+    part_size: str | None = None
+    part_concurrency: int | None = None
+    retries: int | None = None
+
+    def given(self) -> list[str]:
+        """The flags the user set, for the error when the destination is not a URL."""
+        names = ("--workers", "--part-size", "--part-concurrency", "--retries")
+        values = (self.workers, self.part_size, self.part_concurrency, self.retries)
+        return [name for name, value in zip(names, values, strict=True) if value is not None]
+
+    def refuse_for_local(self, where: str) -> None:
+        """A local path takes none of these: say so instead of ignoring them."""
+        if self.given():
+            raise typer.BadParameter(
+                f"{', '.join(self.given())} apply to an object store URL, not to the local "
+                f"path {where}"
+            )
+
+    def keywords(self, *, upload: bool) -> dict[str, Any]:
+        """Keyword arguments of ``publish_remote`` (*upload*) or ``verify_remote``."""
+        kwargs: dict[str, Any] = {}
+        if self.workers is not None:
+            kwargs["workers"] = self.workers
+        if self.retries is not None:
+            kwargs["retry"] = replace(RetryPolicy(), request_retries=self.retries)
+        if upload and self.part_size is not None:
+            kwargs["part_size"] = byte_size_parser(self.part_size)
+        if upload and self.part_concurrency is not None:
+            kwargs["part_concurrency"] = self.part_concurrency
+        return kwargs
 
 
 def show_verification(
@@ -75,20 +116,43 @@ def location_parser(value: str) -> str:
 
 
 def verify_url(
-    url: str, *, manifest_location: str | None, as_json: bool, expect_root: str | None
+    url: str,
+    *,
+    manifest_location: str | None,
+    as_json: bool,
+    expect_root: str | None,
+    transfer: TransferOptions | None = None,
 ) -> None:
     """Verify the dataset at *url* in place; the same output as a local ``verify``."""
+    options = (transfer or TransferOptions()).keywords(upload=False)
     with progress_bar() as advance:
         report = verify_remote(
-            url, location=manifest_location, expect_root=expect_root, progress=advance
+            url, location=manifest_location, expect_root=expect_root, progress=advance, **options
         )
     show_verification(report, shown=report.root, as_json=as_json, root=report.root)
 
 
-def publish_to_url(tree: Path, url: str, *, manifest_location: str | None, as_json: bool) -> None:
+def publish_to_url(
+    tree: Path,
+    url: str,
+    *,
+    manifest_location: str | None,
+    as_json: bool,
+    transfer: TransferOptions | None = None,
+) -> None:
     """Upload *tree* to *url* and commit it; exit 0 also when it is already published."""
+    options = (transfer or TransferOptions()).keywords(upload=True)
     with progress_bar() as advance:
-        result = publish_remote(tree, url, manifest_location=manifest_location, progress=advance)
+        result = publish_remote(
+            tree, url, manifest_location=manifest_location, progress=advance, **options
+        )
+    if result.notice:
+        stderr_console().print(f"notice: {result.notice}")
+    if result.aborted_uploads:
+        stderr_console().print(
+            f"notice: aborted {result.aborted_uploads} unfinished multipart upload(s) an "
+            "earlier, interrupted run left under the prefix"
+        )
     if as_json:
         emit_report(
             ok=True,
@@ -101,6 +165,7 @@ def publish_to_url(tree: Path, url: str, *, manifest_location: str | None, as_js
             uploaded_bytes=result.uploaded_bytes,
             skipped_files=result.skipped_files,
             already_published=result.already_published,
+            aborted_uploads=result.aborted_uploads,
         )
         return
     console = stdout_console()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from rich.console import Console
 __all__ = [
     "READABLE_BY_HELP",
     "ReadableByChoice",
+    "byte_size_parser",
     "hidden_alias",
     "path_parser",
     "renamed",
@@ -43,6 +45,27 @@ def path_parser(value: str) -> Path:
     if not value:
         raise typer.BadParameter("must not be empty (an unset shell variable?)")
     return Path(value)
+
+
+_SIZE = re.compile(r"(\d+)\s*(|b|kb|mb|gb|kib|mib|gib)", re.IGNORECASE)
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+}
+
+
+def byte_size_parser(text: str) -> int:
+    """``134217728``, ``128MiB`` or ``100MB`` as bytes (options such as ``--part-size``)."""
+    found = _SIZE.fullmatch(text.strip())
+    if found is None:
+        raise typer.BadParameter(f"expected bytes such as 134217728, 128MiB or 100MB: {text!r}")
+    return int(found.group(1)) * _UNITS[found.group(2).lower()]
 
 
 def stdout_console() -> Console:

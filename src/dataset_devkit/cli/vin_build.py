@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -10,31 +9,12 @@ import typer
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.render import byte_size_parser, path_parser, stdout_console
 from dataset_devkit.errors import ConfigError
 
 __all__ = ["build_command"]
 
 _KIND = "vin-store"
-_SIZE = re.compile(r"(\d+)\s*(|b|kb|mb|gb|kib|mib|gib)", re.IGNORECASE)
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "kib": 1 << 10,
-    "mib": 1 << 20,
-    "gib": 1 << 30,
-}
-
-
-def _size(text: str) -> int:
-    """``134217728``, ``128MiB`` or ``100MB`` as bytes."""
-    found = _SIZE.fullmatch(text.strip())
-    if found is None:
-        raise typer.BadParameter(f"expected bytes such as 134217728, 128MiB or 100MB: {text!r}")
-    return int(found.group(1)) * _UNITS[found.group(2).lower()]
 
 
 def build_command(
@@ -108,7 +88,7 @@ def build_command(
     )
 
     target(_KIND, out)
-    shard_size = _size(shard_bytes)
+    shard_size = byte_size_parser(shard_bytes)
     try:  # the command line's own spelling: a usage error (exit 2), before any import
         parse_function_spec(function)
     except ConfigError as exc:

@@ -119,8 +119,11 @@ def test_a_publish_killed_mid_upload_to_azure_resumes(
     # A block of the large file never gets an answer; the publisher is killed (SIGKILL: no
     # cleanup code runs) while it waits, with the claim and other files already there.
     proxy.faults = [Fault("PUT", "comp=block&", "hold", times=-1)]
+    # 5 MiB parts: the large file goes in blocks (with the default 32 MiB parts a file up to
+    # 64 MiB goes in one request).
+    command = ["publish", str(large_tree), "--out", url, "--part-size", "5MiB"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "dataset_devkit", "publish", str(large_tree), "--out", url],
+        [sys.executable, "-m", "dataset_devkit", *command],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -138,7 +141,7 @@ def test_a_publish_killed_mid_upload_to_azure_resumes(
     assert "content_manifest.json" not in keys and "content_manifest.json.publishing" in keys
     assert LARGE not in keys  # uncommitted blocks are no blob
     assert not verify_remote(url, retry=FAST).ok
-    [(code, out, err)] = run_cli_batch(env, ["publish", str(large_tree), "--out", url])
+    [(code, out, err)] = run_cli_batch(env, command)
     assert code == 0, err
     assert out.startswith(f"published {url}: ")
     root = read_manifest(large_tree).root_sha256

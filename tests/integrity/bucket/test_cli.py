@@ -49,3 +49,27 @@ def test_publish_then_read_back_through_every_command(
     inspected = json.loads(runs[5][1])
     assert (inspected["root_sha256"], inspected["files"]) == (root, read_manifest(tree).file_count)
     assert read_manifest(local_copy).root_sha256 == root
+
+
+def test_transfer_options_reach_the_upload_and_are_refused_for_a_local_path(
+    large_tree: Path, tmp_path: Path, s3_bucket: str, package_env: dict[str, str]
+) -> None:
+    url = f"s3://{s3_bucket}/tuned"
+    tuned = ["--workers", "2", "--part-size", "5MiB", "--part-concurrency", "3", "--retries", "1"]
+    runs = run_cli_batch(
+        {**package_env, **os.environ},
+        ["publish", str(large_tree), "--out", url, *tuned, "--json"],
+        ["verify", url, "--workers", "3", "--retries", "0"],
+        ["publish", str(large_tree), "--out", str(tmp_path / "final"), "--part-size", "8MiB"],
+        ["verify", str(large_tree), "--retries", "2"],
+        ["publish", str(large_tree), "--out", url + "-2", "--part-size", "lots"],
+    )
+    (code, out, err), (verified, _, verify_err) = runs[:2]
+    assert code == 0, err
+    assert json.loads(out)["uploaded_files"] == read_manifest(large_tree).file_count
+    assert verified == 0, verify_err
+    for code, _, err in runs[2:4]:
+        assert code == 2
+        assert "apply to an object store URL, not to the local path" in err
+    assert not (tmp_path / "final").exists()
+    assert runs[4][0] == 2 and "expected bytes such as" in runs[4][2]

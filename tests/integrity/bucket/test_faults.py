@@ -7,6 +7,10 @@ answers, connections dropped half-way through a response body, requests never an
 from __future__ import annotations
 
 import os
+import re
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import obstore
@@ -20,9 +24,11 @@ from dataset_devkit.integrity.bucket import (
     publish_remote,
     verify_remote,
 )
+from dataset_devkit.integrity.bucket.failures import is_transient
 from dataset_devkit.objectstore import open_location
 from tests.integrity.bucket.conftest import FAST, LARGE, PART, run_cli_batch
 from tests.s3_faults import Fault, FaultProxy
+from tests.s3_server import S3Server
 
 
 def _keys(url: str) -> set[str]:
@@ -94,6 +100,64 @@ def test_a_publish_cut_off_at_any_object_leaves_no_manifest_and_resumes(
     assert resumed.uploaded_files + resumed.skipped_files == resumed.file_count
     assert verify_remote(url, retry=FAST, expect_root=read_manifest(tree).root_sha256).ok
     assert "content_manifest.json.publishing" not in _keys(url)
+
+
+def test_a_multipart_upload_that_fails_is_aborted_and_one_left_behind_is_swept(
+    large_tree: Path, s3_server: S3Server, proxied: FaultProxy, proxied_bucket: str
+) -> None:
+    url = f"s3://{proxied_bucket}/p"
+    # A part that never goes through: every try's multipart upload is aborted by the
+    # client, nothing is left stored.
+    proxied.faults = [Fault("PUT", "partNumber=2", "500", times=-1)]
+    with pytest.raises(ObjectStoreError, match=re.escape(f"{url}/{LARGE}: ")):
+        publish_remote(large_tree, url, part_size=PART, retry=FAST)
+    assert s3_server.incomplete_uploads(proxied_bucket) == []
+    # The abort requests fail too (as for a process killed mid-upload): the uploads stay
+    # behind, and the next run of the same publish aborts them before uploading.
+    proxied.faults = [
+        Fault("PUT", "partNumber=2", "500", times=-1),
+        Fault("DELETE", "uploadId=", "drop", times=-1),
+    ]
+    with pytest.raises(ObjectStoreError):
+        publish_remote(large_tree, url, part_size=PART, retry=FAST)
+    left = s3_server.incomplete_uploads(proxied_bucket)
+    assert left and set(left) == {f"p/{LARGE}"}
+    proxied.faults = []
+    result = publish_remote(large_tree, url, part_size=PART, retry=FAST)
+    assert (result.aborted_uploads, result.notice) == (len(left), None)
+    assert s3_server.incomplete_uploads(proxied_bucket) == []
+    assert verify_remote(url, retry=FAST, expect_root=result.root_sha256).ok
+
+
+def test_a_twin_whose_upload_was_swept_uploads_that_file_again(
+    s3_server: S3Server, s3_bucket: str
+) -> None:
+    """The sweep cannot tell a killed run's upload from a live twin's: the twin, finding
+    its upload gone (NoSuchUpload), uploads that file again."""
+    url = f"s3://{s3_bucket}/p"
+    client = s3_server.client()
+    location = open_location(url)
+    started = threading.Event()
+
+    def parts() -> Iterator[bytes]:
+        yield os.urandom(PART)
+        started.set()
+        time.sleep(0.5)  # the sweep runs meanwhile
+        yield os.urandom(PART)
+
+    def sweep() -> None:
+        started.wait(30)
+        for upload in client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads", []):
+            client.abort_multipart_upload(
+                Bucket=s3_bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+            )
+
+    sweeper = threading.Thread(target=sweep)
+    sweeper.start()
+    with pytest.raises(Exception) as aborted:
+        obstore.put(location.store, "x.bin", parts(), chunk_size=PART, max_concurrency=1)
+    sweeper.join()
+    assert is_transient(aborted.value), aborted.value
 
 
 def test_a_missing_bucket_is_one_line(tree: Path, proxied: FaultProxy) -> None:

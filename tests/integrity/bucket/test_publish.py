@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import obstore
@@ -24,6 +26,7 @@ from dataset_devkit.integrity.manifest import ManifestEntry
 from dataset_devkit.objectstore import open_location
 from tests.integrity.bucket.conftest import FAST, LARGE, PART
 from tests.integrity.helpers import make_tree
+from tests.s3_server import S3Server
 
 
 def _keys(url: str) -> dict[str, str | None]:
@@ -75,11 +78,48 @@ def test_a_tree_without_a_manifest_is_hashed_and_published(tmp_path: Path, s3_bu
     assert verify_remote(f"s3://{s3_bucket}/s", retry=FAST).ok
 
 
-def test_a_tree_that_does_not_verify_uploads_nothing(tree: Path, s3_bucket: str) -> None:
-    (tree / "a.txt").write_bytes(b"edited\n")
-    with pytest.raises(VerificationFailed, match=r"a\.txt"):
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda root: (root / "a.txt").write_bytes(b"edited, longer\n"), "a.txt"),
+        (lambda root: (root / "b" / "stray.txt").write_bytes(b"not listed"), "b/stray.txt"),
+        (lambda root: (root / "b" / "c.bin").unlink(), "b/c.bin"),
+    ],
+    ids=["size", "extra", "missing"],
+)
+def test_a_tree_whose_listing_does_not_match_uploads_nothing(
+    tree: Path, s3_bucket: str, change: Callable[[Path], object], named: str
+) -> None:
+    change(tree)
+    with pytest.raises(VerificationFailed, match=re.escape(named)):
         publish_remote(tree, f"s3://{s3_bucket}/p", retry=FAST)
     assert _keys(f"s3://{s3_bucket}/p") == {}
+
+
+@pytest.mark.parametrize("path", ["a.txt", LARGE], ids=["single-request", "multipart"])
+def test_a_file_whose_bytes_do_not_match_never_becomes_an_object(
+    large_tree: Path, s3_server: S3Server, s3_bucket: str, path: str
+) -> None:
+    """Contents are checked as they are uploaded (one read per file), not before: a file of
+    the right size but other bytes fails the publish naming it, no object is created for
+    it, no manifest is written, and the claim this run made is withdrawn."""
+    url = f"s3://{s3_bucket}/p"
+    original = (large_tree / path).read_bytes()
+    (large_tree / path).write_bytes(bytes([original[0] ^ 1]) + original[1:])
+    with pytest.raises(VerificationFailed) as failed:
+        publish_remote(large_tree, url, part_size=PART, workers=1, retry=FAST)
+    message = str(failed.value)
+    assert message.startswith(f"{large_tree / path}: does not match the content manifest (")
+    assert "\n" not in message
+    left = _keys(url)
+    assert path not in left
+    assert "content_manifest.json" not in left
+    assert "content_manifest.json.publishing" not in left
+    assert s3_server.incomplete_uploads(s3_bucket) == []
+    (large_tree / path).write_bytes(original)
+    resumed = publish_remote(large_tree, url, part_size=PART, retry=FAST)
+    assert resumed.skipped_files == len(left)
+    assert verify_remote(url, retry=FAST, expect_root=resumed.root_sha256).ok
 
 
 def test_publishing_again_is_already_published_and_changes_nothing(
@@ -214,7 +254,7 @@ def test_a_file_that_changed_after_verification_never_lands(
     location = open_location(url, create=True)
     for path, size in (("a.txt", 6), (LARGE, 2 * PART + 12345)):
         lie = ManifestEntry(path=path, size=size, sha256=hashlib.sha256(b"other").hexdigest())
-        with pytest.raises(IntegrityError, match="changed while it was uploaded"):
+        with pytest.raises(IntegrityError, match="does not match the content manifest"):
             upload_file(
                 location,
                 tree,

@@ -15,20 +15,26 @@ import obstore
 from dataset_devkit.integrity import read_manifest, write_manifest
 from dataset_devkit.integrity.bucket import verify_remote
 from dataset_devkit.objectstore import open_location
-from tests.integrity.bucket.conftest import FAST, run_cli_batch
+from tests.integrity.bucket.conftest import FAST, LARGE, run_cli_batch
 from tests.s3_faults import Fault, FaultProxy
+from tests.s3_server import S3Server
 
 
 def test_a_publish_killed_mid_upload_leaves_no_dataset_and_resumes(
-    large_tree: Path, proxied: FaultProxy, proxied_bucket: str, package_env: dict[str, str]
+    large_tree: Path,
+    s3_server: S3Server,
+    proxied: FaultProxy,
+    proxied_bucket: str,
+    package_env: dict[str, str],
 ) -> None:
     url = f"s3://{proxied_bucket}/killed"
     env = {**package_env, **os.environ}
     # A part of the large file never gets an answer; the publisher is killed (SIGKILL: no
     # cleanup code runs) while it waits, with the claim and other files already there.
     proxied.faults = [Fault("PUT", "partNumber=1", "hold", times=-1)]
+    command = ["publish", str(large_tree), "--out", url, "--part-size", "5MiB"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "dataset_devkit", "publish", str(large_tree), "--out", url],
+        [sys.executable, "-m", "dataset_devkit", *command],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -45,9 +51,14 @@ def test_a_publish_killed_mid_upload_leaves_no_dataset_and_resumes(
     keys = {m["path"] for b in obstore.list(open_location(url).store) for m in b}
     assert "content_manifest.json" not in keys and "content_manifest.json.publishing" in keys
     assert not verify_remote(url, retry=FAST).ok
-    [(code, out, err)] = run_cli_batch(env, ["publish", str(large_tree), "--out", url])
+    # The killed run's multipart upload is invisible to listings but stored (and billed):
+    # the re-run finds it and aborts it.
+    assert s3_server.incomplete_uploads(proxied_bucket) == [f"killed/{LARGE}"]
+    [(code, out, err)] = run_cli_batch(env, command)
     assert code == 0, err
     assert out.startswith(f"published {url}: ")
+    assert "notice: aborted 1 unfinished multipart upload(s)" in err
+    assert s3_server.incomplete_uploads(proxied_bucket) == []
     root = read_manifest(large_tree).root_sha256
     assert verify_remote(url, retry=FAST, expect_root=root).ok
 

@@ -132,11 +132,17 @@ def test_an_object_replaced_while_read_is_raced_not_hashed(published: str) -> No
     sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=4),
     range_size=st.integers(1, 1500),
     workers=st.integers(1, 4),
+    whole_limit=st.sampled_from([0, 2000, 1 << 30]),
 )
 def test_ranges_in_any_order_hash_to_the_whole_object(
-    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], range_size: int, workers: int
+    tmp_path_factory: pytest.TempPathFactory,
+    sizes: list[int],
+    range_size: int,
+    workers: int,
+    whole_limit: int,
 ) -> None:
-    # file:// runs the same range scheduler without a server; sizes straddle range edges.
+    # file:// runs the same range scheduler and streams without a server; sizes straddle
+    # range edges, and the whole-object limit sends some objects each way.
     folder = tmp_path_factory.mktemp("ranges")
     location = open_location(folder.as_uri())
     blobs = {f"o{n}": os.urandom(size) for n, size in enumerate(sizes)}
@@ -153,6 +159,7 @@ def test_ranges_in_any_order_hash_to_the_whole_object(
         workers=workers,
         policy=FAST,
         range_size=range_size,
+        whole_limit=whole_limit,
         window=workers + 1,
     )
     assert found == {key: hashlib.sha256(data).hexdigest() for key, data in blobs.items()}

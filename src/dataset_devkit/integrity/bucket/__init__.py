@@ -9,9 +9,10 @@ Clients come from :mod:`dataset_devkit.objectstore` (obstore), so ``s3://``, ``g
 from __future__ import annotations
 
 from dataset_devkit.integrity.bucket.failures import ObjectStoreError
+from dataset_devkit.integrity.bucket.objects import read_remote_manifest
 from dataset_devkit.integrity.bucket.publish import RemotePublishResult, publish_remote
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
-from dataset_devkit.integrity.bucket.verify import read_remote_manifest, verify_remote
+from dataset_devkit.integrity.bucket.verify import verify_remote
 
 __all__ = [
     "ObjectStoreError",

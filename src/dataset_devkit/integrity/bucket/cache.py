@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataset_devkit.errors import (
-    FormatError,
     IntegrityError,
     MissingPathError,
     ObjectStoreError,
 )
 from dataset_devkit.integrity.bucket.fork_helper import ForkHelper
+from dataset_devkit.integrity.bucket.objects import read_small
+from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME
 from dataset_devkit.integrity.manifest import ContentManifest, ManifestEntry, parse_manifest
 from dataset_devkit.objectstore import (
@@ -56,7 +57,8 @@ ATTEMPTS = 4
 #: ``obstore.store.RetryConfig``. Empty means the policy in :func:`_retry_config`.
 RETRY: dict[str, Any] = {}
 _CHUNK = 8 << 20  # bytes per streamed piece: bounds memory per download
-_MANIFEST_LIMIT = 256 << 20
+#: Tries of the manifest read, backing off as :func:`_retry_config` does per request.
+_MANIFEST_POLICY = RetryPolicy(attempts=ATTEMPTS, initial_backoff=0.05, max_backoff=2.0)
 
 
 def _retry_config() -> RetryConfig:
@@ -174,32 +176,20 @@ class RemoteTree:
         return self._manifest
 
     def manifest_bytes(self) -> bytes:
-        """Download ``content_manifest.json`` (retried; its absence means no dataset)."""
-        import obstore
+        """Download ``content_manifest.json`` (retried; its absence means no dataset).
 
-        key = CONTENT_MANIFEST_NAME
-        for attempt in range(ATTEMPTS):
-            try:
-                result = obstore.get(self.location.store, key)
-                if result.meta["size"] > _MANIFEST_LIMIT:
-                    raise FormatError(
-                        f"{result.meta['size']} bytes is too large for a content manifest",
-                        path=self.location.describe(key),
-                    )
-                return bytes(result.bytes())
-            except FormatError:
-                raise
-            except FileNotFoundError:
-                raise MissingPathError(
-                    "no content_manifest.json here: not a published dataset "
-                    "(or its upload never finished)",
-                    path=self.url,
-                ) from None
-            except Exception as exc:
-                if attempt == ATTEMPTS - 1:
-                    raise self._fail(key, exc) from None
-                time.sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")  # pragma: no cover
+        The same read as publish's and verify's
+        (:func:`~dataset_devkit.integrity.bucket.objects.read_small`), with this cache's
+        retry budget.
+        """
+        raw = read_small(self.location, CONTENT_MANIFEST_NAME, _MANIFEST_POLICY)
+        if raw is None:
+            raise MissingPathError(
+                "no content_manifest.json here: not a published dataset "
+                "(or its upload never finished)",
+                path=self.url,
+            )
+        return raw
 
     def has(self, rel: str) -> bool:
         """Whether the published tree lists *rel*."""

@@ -14,10 +14,10 @@ import contextlib
 from typing import Final
 
 from dataset_devkit.errors import DestinationExistsError, FormatError, PublicationError
-from dataset_devkit.integrity.bucket.objects import read_small
+from dataset_devkit.integrity.bucket.objects import read_remote_manifest, read_small
 from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
 from dataset_devkit.integrity.canonical import canonical_json
-from dataset_devkit.integrity.manifest import ContentManifest, parse_manifest
+from dataset_devkit.integrity.manifest import ContentManifest
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = ["CLAIM_SUFFIX", "claim", "commit", "committed", "release_claim"]
@@ -48,21 +48,12 @@ def _create(location: ObjectLocation, key: str, data: bytes) -> bool:
     return True
 
 
-def _published_root(
-    location: ObjectLocation, key: str, policy: RetryPolicy
-) -> ContentManifest | None:
-    raw = read_small(location, key, policy)
-    if raw is None:
-        return None
-    return parse_manifest(raw, location.describe(key), location=key)
-
-
 def committed(
     location: ObjectLocation, key: str, manifest: ContentManifest, policy: RetryPolicy
 ) -> bool:
     """True when *location* already holds this dataset; raise when it holds another."""
     try:
-        published = _published_root(location, key, policy)
+        published = read_remote_manifest(location, key, policy)
     except FormatError as exc:
         raise DestinationExistsError(
             f"{location.describe(key)}: already exists and is not a valid content manifest "
@@ -83,15 +74,17 @@ def _claim_bytes(root: str) -> bytes:
     return canonical_json({"format": _CLAIM_FORMAT, "root_sha256": root}) + b"\n"
 
 
-def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> None:
+def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> bool:
     """Hold the prefix for *root*; a claim for the same root (a re-run, a twin) is shared.
 
+    Returns True when this call created the claim, False when it joined one already there
+    (an earlier run of the same tree that did not finish, or one still running).
     Raises :class:`PublicationError` when another root's claim is there.
     """
     url = location.describe(claim_key)
     data = _claim_bytes(root)
     if with_retries(policy, url, "claim the prefix", lambda: _create(location, claim_key, data)):
-        return
+        return True
     held = read_small(location, claim_key, policy)
     if held is not None and held != _claim_bytes(root):
         raise PublicationError(
@@ -99,6 +92,7 @@ def claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPoli
             f"({claim_key}: {held[:120].decode('utf-8', 'replace').strip()}); re-run that "
             "publish to finish it, or delete the prefix to start over"
         )
+    return False
 
 
 def release_claim(location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy) -> None:

@@ -73,7 +73,14 @@ def is_transient(exc: BaseException) -> bool:
     missing bucket or missing credentials are answers, not accidents: retrying them only
     delays the message.
     """
-    if isinstance(exc, DevkitError | FileNotFoundError | FileExistsError | PermissionError):
+    if isinstance(exc, DevkitError):
+        return False
+    code = _CODE.search(str(exc))
+    if code and code.group(1) == "NoSuchUpload":
+        # A multipart upload aborted under us: by the stale-upload sweep of another run
+        # of the same publish (see stale_uploads.py). Uploading the file again succeeds.
+        return True
+    if isinstance(exc, FileNotFoundError | FileExistsError | PermissionError):
         return False
     name = type(exc).__name__
     if name in {
@@ -88,7 +95,6 @@ def is_transient(exc: BaseException) -> bool:
     }:
         return False
     text = str(exc)
-    code = _CODE.search(text)
     if code and code.group(1) in _PERMANENT_CODES:
         return False
     return not _is_credentials(text)

@@ -1,4 +1,5 @@
-"""The few object operations publish and verify share: list, read a small object, head.
+"""The few object operations publish, verify and the reader's cache share: list, read a
+small object (the content manifest above all), head.
 
 Every call goes through :func:`~dataset_devkit.integrity.bucket.retry.with_retries`, so a
 flaky server is retried the same way everywhere and a failure names the object.
@@ -11,6 +12,7 @@ from typing import Final
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.bucket.retry import RetryPolicy, with_retries
+from dataset_devkit.integrity.manifest import ContentManifest, parse_manifest
 from dataset_devkit.objectstore import ObjectLocation
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "RemoteObject",
     "keeps_metadata",
     "list_objects",
+    "read_remote_manifest",
     "read_small",
     "recorded_sha256",
 ]
@@ -78,6 +81,21 @@ def read_small(location: ObjectLocation, key: str, policy: RetryPolicy) -> bytes
         return bytes(result.bytes())
 
     return with_retries(policy, location.describe(key), "read", read)
+
+
+def read_remote_manifest(
+    location: ObjectLocation, key: str, policy: RetryPolicy
+) -> ContentManifest | None:
+    """The strictly checked content manifest at *key*, ``None`` when there is none.
+
+    The one read of a remote manifest (publish's commit checks, verify, inspect, the
+    reader's cache): retried like every request, too large a document refused before it
+    is read. Raises :class:`FormatError` naming the object and field for a broken one.
+    """
+    raw = read_small(location, key, policy)
+    if raw is None:
+        return None
+    return parse_manifest(raw, location.describe(key), location=key)
 
 
 def recorded_sha256(location: ObjectLocation, key: str, policy: RetryPolicy) -> str | None:

@@ -2,8 +2,9 @@
 
 The protocol, in order:
 
-1. The local tree is verified against its content manifest (or one is built in memory
-   when the tree has none yet); nothing unverified leaves the machine.
+1. The local tree's listing is checked against its content manifest: the same files, with
+   their sizes, as plain files (no content is read here: step 4 hashes every byte as it
+   sends it). A tree with no manifest yet is hashed into one in memory.
 2. A prefix that already holds a manifest is a published dataset: the same root is
    "already published" (success), another root is refused. A prefix that holds objects
    outside the tree is refused too: a dataset's prefix holds only its files.
@@ -12,10 +13,13 @@ The protocol, in order:
    the identical tree: both may go on, they write the same bytes. A claim for another root
    refuses, so two different trees can never interleave their objects under one prefix.
    The manifest is checked once more after claiming: a winner that committed and released
-   its claim meanwhile is seen here.
-4. Every file is uploaded in parallel (multipart when large, memory bounded, retried);
-   objects already present with the right size and SHA-256 are skipped, so a re-run after
-   an interruption resumes.
+   its claim meanwhile is seen here. A run that found the claim already there (or the
+   dataset already published) aborts the unfinished multipart uploads an earlier, killed
+   run left under the prefix (:mod:`~dataset_devkit.integrity.bucket.stale_uploads`).
+4. Every file is uploaded in parallel (multipart when large, memory bounded, retried),
+   hashed as it is read for sending: bytes that do not match the manifest never become an
+   object and fail the publish naming the file. Objects already present with the right
+   size and SHA-256 are skipped, so a re-run after an interruption resumes.
 5. A final listing proves every file is present with its size and nothing else is there.
 6. ``content_manifest.json`` is written last with a conditional put: exactly one publisher
    commits; a loser whose tree has the same root is told "already published".
@@ -28,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.errors import PublicationError
+from dataset_devkit.errors import PublicationError, VerificationFailed
 from dataset_devkit.integrity.bucket.commit import (
     CLAIM_SUFFIX,
     claim,
@@ -36,8 +40,10 @@ from dataset_devkit.integrity.bucket.commit import (
     committed,
     release_claim,
 )
+from dataset_devkit.integrity.bucket.local_check import check_local_listing
 from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
+from dataset_devkit.integrity.bucket.stale_uploads import StaleUploads, abort_stale_uploads
 from dataset_devkit.integrity.bucket.transfer import Outcome, already_uploaded, upload_all
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.manifest import (
@@ -47,7 +53,6 @@ from dataset_devkit.integrity.manifest import (
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.safefs import path_argument
-from dataset_devkit.integrity.verify import verify_tree
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
 __all__ = ["CLAIM_SUFFIX", "DEFAULT_PART_SIZE", "RemotePublishResult", "publish_remote"]
@@ -73,6 +78,8 @@ class RemotePublishResult:
     uploaded_bytes: int
     skipped_files: int
     already_published: bool
+    aborted_uploads: int = 0
+    notice: str | None = None
 
 
 def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
@@ -80,7 +87,7 @@ def _local_manifest(tree: Path, location: str | None) -> ContentManifest:
         manifest = read_manifest(tree, location=location)
     except ManifestNotFoundError:
         return build_manifest(tree, location=location or CONTENT_MANIFEST_NAME)
-    verify_tree(tree, manifest=manifest).raise_for_issues()
+    check_local_listing(tree, manifest)
     return manifest
 
 
@@ -100,7 +107,8 @@ def publish_remote(
     Parameters
     ----------
     tree
-        A local tree; its content manifest is verified first (or built when it has none).
+        A local tree with its content manifest (or one is built when it has none). Its
+        listing is checked first; every file's SHA-256 is checked as it is uploaded.
     url
         ``s3://bucket/prefix`` (or ``gs://``, ``az://``, ``file://``); endpoint and
         credentials come from the environment.
@@ -108,14 +116,16 @@ def publish_remote(
         Where the manifest lives in the tree (default: found, else the top).
     workers, part_size, part_concurrency
         Files uploaded at once, the multipart part size, and parts in flight per large file:
-        memory stays under ``workers x 8 MiB + 2 x part_concurrency x part_size``.
+        memory stays under ``workers x 8 MiB + 4 x part_concurrency x part_size``.
     retry
         Retries of each request and of each whole object upload.
 
     Raises
     ------
     VerificationFailed
-        The local tree does not match its manifest.
+        The local tree does not match its manifest: a file missing, extra or of another
+        size (found before anything is uploaded), or of other content (found by the upload;
+        no object is created for that file and no manifest is written).
     DestinationExistsError
         *url* holds another dataset (also when a concurrent publisher of another tree
         committed first).
@@ -131,7 +141,13 @@ def publish_remote(
     claim_key = key + CLAIM_SUFFIX
     location = open_location(url, retry=policy.obstore_config(), create=True)
 
+    swept: StaleUploads | None = None
+
     def done(already: bool, outcome: Outcome | None = None) -> RemotePublishResult:
+        nonlocal swept
+        if already and swept is None:  # a killed run may have left uploads behind
+            swept = abort_stale_uploads(location, policy)
+        swept = swept or StaleUploads()
         return RemotePublishResult(
             url=location.url,
             root_sha256=manifest.root_sha256,
@@ -142,6 +158,8 @@ def publish_remote(
             uploaded_bytes=outcome.bytes if outcome else 0,
             skipped_files=outcome.skipped if outcome else manifest.file_count,
             already_published=already,
+            aborted_uploads=swept.aborted,
+            notice=swept.problem,
         )
 
     if committed(location, key, manifest, policy):
@@ -149,10 +167,12 @@ def publish_remote(
         return done(True)
     listed = list_objects(location, policy)
     _refuse_strangers(location, manifest, listed, claim_key)
-    claim(location, claim_key, manifest.root_sha256, policy)
+    fresh_claim = claim(location, claim_key, manifest.root_sha256, policy)
     if committed(location, key, manifest, policy):
         release_claim(location, claim_key, manifest.root_sha256, policy)
         return done(True)
+    if not fresh_claim:  # an earlier run did not finish, or a twin is at work: see above
+        swept = abort_stale_uploads(location, policy)
     outcome = Outcome()
     present = already_uploaded(location, manifest, listed, workers, policy)
     outcome.skipped = len(present)
@@ -165,9 +185,16 @@ def publish_remote(
             total_items=len(todo),
         ),
     )
-    upload_all(
-        location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
-    )
+    try:
+        upload_all(
+            location, tree, todo, outcome, workers, part_size, part_concurrency, policy, progress
+        )
+    except VerificationFailed:
+        # The local tree is wrong, not the transfer: a claim this run made would only
+        # stand in the way of publishing the corrected tree (whose root differs).
+        if fresh_claim:
+            release_claim(location, claim_key, manifest.root_sha256, policy)
+        raise
     _check_complete(location, manifest, list_objects(location, policy), claim_key)
     if not commit(location, key, manifest, policy):
         release_claim(location, claim_key, manifest.root_sha256, policy)

@@ -1,9 +1,12 @@
-"""Upload one file of a verified tree, proving the bytes sent are the bytes in the manifest.
+"""Upload one file of a tree, proving the bytes sent are the bytes in the manifest.
 
-The file is hashed as it is read for sending. A small file is read whole, checked, then
-sent in one request. A large one goes as a multipart upload fed by a generator that checks
-size and SHA-256 when it reaches the end and raises instead of finishing: the upload is then
-aborted, never completed, so a file edited during the publish can never land as an object.
+This is where a publish checks file contents: each file is read once, and hashed as it is
+read for sending. A small file is read whole, checked, then sent in one request (a file
+that does not match is never sent). A large one goes as a multipart upload fed by a
+generator that checks size and SHA-256 when it reaches the end and raises instead of
+finishing: obstore then aborts the upload instead of completing it, so bytes that do not
+match the manifest (a corrupted file, one edited during the publish) never become an
+object, and the manifest, written only after every upload succeeded, is not written.
 
 Where the store keeps user metadata (S3, GCS, Azure) the digest is recorded with the object
 (``x-amz-meta-sha256``), in the same request that creates it. A re-run trusts that record
@@ -19,7 +22,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from dataset_devkit.errors import IntegrityError
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity.bucket.objects import SHA256_METADATA
 from dataset_devkit.integrity.manifest import ManifestEntry
 from dataset_devkit.integrity.safefs import SafeDir
@@ -28,12 +31,12 @@ from dataset_devkit.objectstore import ObjectLocation
 __all__ = ["upload_file"]
 
 
-def _changed(root: Path, entry: ManifestEntry, size: int, digest: str) -> IntegrityError:
+def _mismatch(root: Path, entry: ManifestEntry, size: int, digest: str) -> VerificationFailed:
     found = f"size {size}" if size != entry.size else f"sha256 {digest}"
     expected = f"{entry.size} bytes" if size != entry.size else entry.sha256
-    return IntegrityError(
-        f"{root / entry.path}: changed while it was uploaded ({found}, expected {expected}); "
-        "nothing was published"
+    return VerificationFailed(
+        f"{root / entry.path}: does not match the content manifest ({found}, expected "
+        f"{expected}); it was not uploaded and no manifest was written"
     )
 
 
@@ -56,8 +59,8 @@ def upload_file(
 
     Raises
     ------
-    IntegrityError
-        The file's size or SHA-256 differs from *entry* (it changed after verification).
+    VerificationFailed
+        The file's size or SHA-256 differs from *entry*; no object was created for it.
     """
     import obstore
 
@@ -67,8 +70,13 @@ def upload_file(
             data = handle.read(entry.size + 1)
             digest = hashlib.sha256(data).hexdigest()
             if len(data) != entry.size or digest != entry.sha256:
-                raise _changed(root, entry, len(data), digest)
-            obstore.put(location.store, entry.path, data, attributes=attributes)
+                raise _mismatch(root, entry, len(data), digest)
+            # use_multipart=False: left to itself, obstore sends anything over its 5 MiB
+            # default chunk as a multipart upload of 5 MiB parts (measured: twice the
+            # server's work of one request, on moto).
+            obstore.put(
+                location.store, entry.path, data, attributes=attributes, use_multipart=False
+            )
             if progress is not None:
                 progress(len(data))
             return
@@ -85,7 +93,7 @@ def upload_file(
                 if progress is not None:
                     progress(len(block))
             if sent != entry.size or hasher.hexdigest() != entry.sha256:
-                raise _changed(root, entry, sent, hasher.hexdigest())
+                raise _mismatch(root, entry, sent, hasher.hexdigest())
 
         obstore.put(
             location.store,

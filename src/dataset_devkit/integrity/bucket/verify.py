@@ -14,8 +14,16 @@ from pathlib import PurePosixPath
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.bucket.commit import CLAIM_SUFFIX
-from dataset_devkit.integrity.bucket.objects import RemoteObject, list_objects, read_small
-from dataset_devkit.integrity.bucket.reads import DEFAULT_RANGE_SIZE, hash_objects
+from dataset_devkit.integrity.bucket.objects import (
+    RemoteObject,
+    list_objects,
+    read_remote_manifest,
+)
+from dataset_devkit.integrity.bucket.reads import (
+    DEFAULT_RANGE_SIZE,
+    DEFAULT_WHOLE_LIMIT,
+    hash_objects,
+)
 from dataset_devkit.integrity.bucket.retry import RetryPolicy
 from dataset_devkit.integrity.issues import Issue, IssueKind
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
@@ -23,13 +31,12 @@ from dataset_devkit.integrity.manifest import (
     ContentManifest,
     ManifestEntry,
     compute_root_sha256,
-    parse_manifest,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
-__all__ = ["find_remote_manifest", "read_remote_manifest", "verify_remote"]
+__all__ = ["find_remote_manifest", "verify_remote"]
 
 
 def find_remote_manifest(listed: dict[str, RemoteObject]) -> list[str]:
@@ -41,19 +48,6 @@ def find_remote_manifest(listed: dict[str, RemoteObject]) -> list[str]:
         for key in listed
         if PurePosixPath(key).name == CONTENT_MANIFEST_NAME and key.count("/") == 1
     )
-
-
-def read_remote_manifest(
-    location: ObjectLocation, key: str, policy: RetryPolicy
-) -> ContentManifest | None:
-    """The strictly checked manifest at *key*, ``None`` when absent.
-
-    Raises :class:`FormatError` naming the object and field for a broken document.
-    """
-    raw = read_small(location, key, policy)
-    if raw is None:
-        return None
-    return parse_manifest(raw, location.describe(key), location=key)
 
 
 def _locate(
@@ -102,6 +96,7 @@ def verify_remote(
     expect_root: str | None = None,
     workers: int = 8,
     range_size: int = DEFAULT_RANGE_SIZE,
+    whole_limit: int = DEFAULT_WHOLE_LIMIT,
     retry: RetryPolicy | None = None,
     progress: OnProgress | None = None,
 ) -> VerificationReport:
@@ -110,6 +105,9 @@ def verify_remote(
     The report is the one :func:`~dataset_devkit.integrity.verify_tree` returns for a local
     tree, with ``root`` the URL: missing, extra and changed objects, objects replaced while
     read (raced), and a manifest that is absent, broken or not the pinned *expect_root*.
+
+    Objects up to *whole_limit* bytes are read by one streamed GET each, larger ones by
+    parallel ranged reads of *range_size*; *workers* objects or ranges at once.
 
     Raises
     ------
@@ -162,6 +160,7 @@ def verify_remote(
         workers=workers,
         policy=policy,
         range_size=range_size,
+        whole_limit=whole_limit,
         progress=byte_reporter(progress, "verify", unit="objects"),
         finished=None if progress is None else _counter(progress),
     )
