@@ -1,0 +1,65 @@
+"""The builder's process pool: workers forked from a fork server, gone with the builder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil  # type: ignore[import-untyped]
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+
+_POOL_SCRIPT = """
+import os, sys, time
+from dataset_devkit.vin_store._pool import process_pool
+if __name__ == "__main__":
+    pool = process_pool(2)
+    futures = [pool.submit(time.sleep, 0.5) for _ in range(2)]
+    for future in futures:
+        future.result()
+    print(os.getpid(), flush=True)
+    time.sleep(60)
+"""
+
+
+def test_workers_forked_by_the_fork_server_die_with_the_builder(tmp_path: Path) -> None:
+    script = tmp_path / "builder.py"
+    script.write_text(_POOL_SCRIPT)
+    child = subprocess.Popen(
+        [sys.executable, str(script)], env=ENV, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert int(child.stdout.readline()) == child.pid
+        family = psutil.Process(child.pid).children(recursive=True)
+        workers = [p for p in family if p.ppid() != child.pid]
+        assert len(workers) >= 2, "the workers are the fork server's children, not spawned"
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    _, alive = psutil.wait_procs(family, timeout=5)
+    assert not alive, f"orphaned after the builder was killed: {[p.pid for p in alive]}"
+
+
+def test_a_worker_whose_builder_is_already_gone_exits_at_once() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from dataset_devkit.vin_store._pool import _die_with_builder; "
+            f"_die_with_builder({gone.pid}); print('still running')",
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout) == (1, "")
