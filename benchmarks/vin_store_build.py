@@ -63,9 +63,10 @@ from dataset_devkit.vin_store import (
     DEFAULT_SHARD_BYTES,
     VinOfflineSample,
     VinOfflineShardSource,
+    build_process_pool,
     build_vin_offline_store,
 )
-from dataset_devkit.vin_store._pool import default_workers, process_pool, worker_started
+from dataset_devkit.vin_store._pool import default_workers, worker_started
 
 FIELDS = ("points", "pose", "label")
 
@@ -354,8 +355,8 @@ def _sources_task(name: str, src: Source, data: Path, out: Path, shard_mb: int) 
             )
             options["executor"] = cluster_stack.enter_context(Client(cluster)).get_executor()
         elif name == "vin-sources-warm":
-            pool = cluster_stack.enter_context(process_pool(default_workers()))
-            wait([pool.submit(worker_started) for _ in range(default_workers())])
+            pool = cluster_stack.enter_context(build_process_pool())
+            wait([pool.submit(worker_started) for _ in range(default_workers())])  # all up
             options["executor"] = pool
         watch = WorkerWatch()
         t = time.perf_counter()

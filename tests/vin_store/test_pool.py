@@ -10,6 +10,13 @@ from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
 
+from dataset_devkit.vin_store import (
+    VinOfflineShardSource,
+    build_process_pool,
+    build_vin_offline_store,
+)
+from tests.vin_store import _sources
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
@@ -63,3 +70,23 @@ def test_a_worker_whose_builder_is_already_gone_exits_at_once() -> None:
         timeout=60,
     )
     assert (result.returncode, result.stdout) == (1, "")
+
+
+def _worker_pid(_: int) -> int:
+    return os.getpid()
+
+
+def test_a_kept_pool_serves_several_builds_with_the_same_workers(tmp_path: Path) -> None:
+    sources = [VinOfflineShardSource(_sources.produce, a, a + 4) for a in range(0, 12, 4)]
+    default = build_vin_offline_store(sources, tmp_path / "default", rows_per_shard=3)
+    with build_process_pool(2) as pool:
+        first = build_vin_offline_store(
+            sources, tmp_path / "first", rows_per_shard=3, executor=pool, workers=2
+        )
+        workers = set(pool.map(_worker_pid, range(8)))
+        second = build_vin_offline_store(
+            sources, tmp_path / "second", rows_per_shard=3, executor=pool, workers=2
+        )
+        assert set(pool.map(_worker_pid, range(8))) <= workers  # the same processes
+    assert first.root_sha256 == second.root_sha256 == default.root_sha256
+    assert first.reused_shards == second.reused_shards == 0

@@ -119,16 +119,23 @@ def start_fork_server() -> None:
     forkserver.ensure_running()
 
 
-def process_pool(workers: int) -> ProcessPoolExecutor:
-    """*workers* processes forked from the fork server, which die with this process."""
+def process_pool(workers: int, *, start: bool = False) -> ProcessPoolExecutor:
+    """*workers* processes forked from the fork server, which die with this process.
+
+    *start*: fork them all now (a pool starts a worker only when a task finds none idle).
+    """
     start_fork_server()
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    return ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context(method),
         initializer=_die_with_builder,
         initargs=(os.getpid(),),
     )
+    if start:
+        for _ in range(workers):
+            pool.submit(worker_started)
+    return pool
 
 
 def thread_pool(workers: int) -> Executor:

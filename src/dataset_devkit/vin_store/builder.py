@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ __all__ = [
     "DEFAULT_SHARD_BYTES",
     "VinOfflineBuildResult",
     "VinOfflineSample",
+    "build_process_pool",
     "build_vin_offline_store",
 ]
 
@@ -105,6 +106,25 @@ def _as_sources(samples: object) -> Sequence[VinOfflineShardSource] | None:
             key="samples",
         )
     return None
+
+
+def build_process_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    """The process pool a build from sources starts by default, to keep for several builds.
+
+    Pass it as ``executor=`` to each build: its workers are started now (they get ready
+    while you prepare the first build) and stay up, so a later build starts writing at
+    once instead of starting processes. They die with this process, like the default
+    pool's; shut the pool down (``with build_process_pool() as pool: ...``) when done.
+
+    Parameters
+    ----------
+    workers
+        Worker processes; default one per available core, at most 8. Give builds that
+        share the pool ``workers=`` the same count, which sets how many shards they keep
+        in flight.
+    """
+    count = _positive_int(workers, "workers", allow_none=True) or default_workers()
+    return process_pool(count, start=True)
 
 
 def build_vin_offline_store(
