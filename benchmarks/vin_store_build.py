@@ -454,6 +454,7 @@ def small(start: int, stop: int) -> Iterator[VinOfflineSample]:
 def scale_task(mode: str, n: int, out: Path) -> dict[str, float]:
     step = 100_000
     sources = [VinOfflineShardSource(small, a, min(n, a + step)) for a in range(0, n, step)]
+    watch = WorkerWatch()
     t = time.perf_counter()
     if mode == "dask":
         from dask.distributed import Client, LocalCluster
@@ -462,13 +463,15 @@ def scale_task(mode: str, n: int, out: Path) -> dict[str, float]:
             LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
             Client(cluster) as client,
         ):
+            watch.stop()
+            watch = WorkerWatch()
             t = time.perf_counter()  # cluster start-up excluded
             build_vin_offline_store(sources, out, executor=client.get_executor())
     else:
         build_vin_offline_store(sources, out, workers=int(mode))
     seconds = time.perf_counter() - t
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"s": seconds, "rss_mb": _peak_rss_mb(), "child_rss_mb": child_rss / 1024}
+    _, workers_mb = watch.stop()
+    return {"s": seconds, "rss_mb": _peak_rss_mb(), "child_rss_mb": workers_mb}
 
 
 def scale(args: argparse.Namespace) -> None:
