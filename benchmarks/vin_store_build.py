@@ -14,8 +14,17 @@ reported too:
 - ``mds``: MosaicML Streaming ``MDSWriter`` (uncompressed, 64 MiB shards), per sample;
 - ``lance``: ``lance.write_dataset`` from 1,024-row record batches (its natural API);
 - ``vin``: :func:`build_vin_offline_store` from an iterable of samples, default executor;
-  ``vin-sources``: from partitioned sources produced in a process pool — both including
-  validation, manifest, fsync and atomic publication.
+  ``vin-sources``: from partitioned sources produced in the default process pool (workers
+  forked from a fork server, all started inside the timing) — both including validation,
+  manifest, fsync and atomic publication. Not in the default set: ``vin-sources-spawn``
+  (a spawn process pool, the default before the fork server, started and shut down in
+  the timing), ``vin-sources-warm`` (a :func:`build_process_pool` started before the
+  timing: the figure of a process that builds several stores) and ``vin-sources-dask``
+  (a Dask ``LocalCluster`` of as many single-threaded workers, started before the
+  timing).
+
+CPU seconds and the workers' peak RSS include workers that are not this process's
+children (a fork server's, Dask's): taken from /proc.
 
 Writers run in interleaved rounds (``--repeats``, default 5), each in a fresh process;
 the table gives the median wall time with the range over the rounds, and each ratio as the
@@ -29,6 +38,8 @@ Usage (MDS and Lance: ``pip install -e '.[bench]'``; MDS imports torchvision, wh
 script replaces by a placeholder when it is absent, as the peer harness does)::
 
     python benchmarks/vin_store_build.py --n 20000            # medians of --repeats 5
+    python benchmarks/vin_store_build.py --repeats 9 \\
+        --writers memmap,vin,vin-sources,vin-sources-spawn,vin-sources-warm,vin-sources-dask
     python benchmarks/vin_store_build.py --writers vin --shard-mb 256   # shard size sweep
     python benchmarks/vin_store_build.py --shape large --n 300
     python benchmarks/vin_store_build.py --scale 10000000
