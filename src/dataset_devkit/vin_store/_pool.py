@@ -1,12 +1,15 @@
 """The builder's default executors, whose workers never outlive the builder.
 
-Process workers are forked from a fork server: one clean, single-threaded interpreter that
-imports the shard writer (and the caller's main module, as a spawned worker would) once,
-then forks a worker in milliseconds. A spawned worker pays an interpreter start and every
-import itself (~0.3-0.5 s each, all inside the build's time); forking the builder itself
-would copy a process that may hold threads (numpy's BLAS pool already is one) and an
+Process workers are forked from a fork server: one clean interpreter that imports the
+shard writer (numpy, msgspec, this package) once, then forks a worker in milliseconds; its
+only other thread is numpy's BLAS pool, which OpenBLAS shuts down around a fork. A spawned
+worker pays an interpreter start and every import itself (~0.15 s of CPU each on an idle
+machine, far more under load, all inside the build's time); forking the builder itself
+would copy a process that may hold any threads (the caller's, a Dask client's) and an
 initialized GPU context. The fork server stays up for the life of the builder's process,
-so later builds start their workers at once.
+so later builds start their workers at once. Each worker still runs the caller's main
+module, as a spawned one does, where the fork server is not handed its path to preload
+(Python 3.11 asks for the wrong key).
 
 A ``ProcessPoolExecutor`` worker blocks reading its call queue, whose write end it holds
 itself: when the builder is killed (SIGKILL, the OOM killer), no EOF ever arrives, and the
@@ -42,8 +45,8 @@ __all__ = [
 
 _PR_SET_PDEATHSIG: Final = 1
 #: What the fork server imports before it forks any worker: the shard writer (which brings
-#: numpy and msgspec); ``__main__`` is the multiprocessing default (the caller's script,
-#: whose functions the sources name).
+#: numpy, msgspec and this package); ``__main__`` is the multiprocessing default (the
+#: caller's script, whose functions the sources name), where the server is given its path.
 _PRELOAD: Final = ("__main__", "dataset_devkit.vin_store._shard_task")
 
 

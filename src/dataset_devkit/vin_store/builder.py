@@ -168,8 +168,8 @@ def build_vin_offline_store(
         Where shards are written. Default: threads for an iterable (the driver packs rows;
         writing and hashing release the GIL), a process pool for sources (producing
         samples is Python work), its workers forked from a fork server that imported this
-        package (and your main module) once; both of *workers* workers (default one per
-        core, at most 8) that die with this process. A Dask client's ``get_executor()``
+        package once; both of *workers* workers (default one per core, at most 8) that
+        die with this process. A Dask client's ``get_executor()``
         works too when its workers see the same filesystem.
     max_pending
         Shards in flight at once. Default: *workers* + 1 for an iterable (its driver holds
