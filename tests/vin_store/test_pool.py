@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
+import pytest
 
 from dataset_devkit.vin_store import (
     VinOfflineShardSource,
@@ -90,3 +91,19 @@ def test_a_kept_pool_serves_several_builds_with_the_same_workers(tmp_path: Path)
         assert set(pool.map(_worker_pid, range(8))) <= workers  # the same processes
     assert first.root_sha256 == second.root_sha256 == default.root_sha256
     assert first.reused_shards == second.reused_shards == 0
+
+
+def _environment_and_directory(name: str) -> tuple[str | None, str]:
+    return os.environ.get(name), os.getcwd()
+
+
+def test_workers_see_the_builder_s_environment_and_directory_of_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with build_process_pool(1) as pool:  # the fork server runs from here on
+        pool.submit(_worker_pid, 0).result()
+    monkeypatch.setenv("VIN_POOL_TEST_VARIABLE", "set after the fork server started")
+    monkeypatch.chdir(tmp_path)
+    with build_process_pool(1) as pool:
+        seen = pool.submit(_environment_and_directory, "VIN_POOL_TEST_VARIABLE").result()
+    assert seen == ("set after the fork server started", str(tmp_path))

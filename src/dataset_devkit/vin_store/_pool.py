@@ -7,7 +7,8 @@ worker pays an interpreter start and every import itself (~0.15 s of CPU each on
 machine, far more under load, all inside the build's time); forking the builder itself
 would copy a process that may hold any threads (the caller's, a Dask client's) and an
 initialized GPU context. The fork server stays up for the life of the builder's process,
-so later builds start their workers at once. Each worker still runs the caller's main
+so later builds start their workers at once; a worker takes the builder's environment of
+the moment it starts, as a spawned one would. Each worker still runs the caller's main
 module, as a spawned one does, where the fork server is not handed its path to preload
 (Python 3.11 asks for the wrong key).
 
@@ -85,8 +86,17 @@ def _watch_builder(builder: int, pidfd: int | None) -> None:
         time.sleep(0.5)
 
 
+def _init_worker(builder: int, environ: dict[str, str]) -> None:
+    """Worker initializer: take the builder's environment of now (a fork server keeps the
+    one it started with), and exit as soon as the *builder* process is gone."""
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    _die_with_builder(builder)
+
+
 def _die_with_builder(builder: int) -> None:
-    """Worker initializer: exit as soon as the *builder* process is gone."""
+    """Exit this worker as soon as the *builder* process is gone."""
     if sys.platform.startswith("linux") and os.getppid() == builder:
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -132,8 +142,8 @@ def process_pool(workers: int, *, start: bool = False) -> ProcessPoolExecutor:
     pool = ProcessPoolExecutor(
         workers,
         mp_context=multiprocessing.get_context(method),
-        initializer=_die_with_builder,
-        initargs=(os.getpid(),),
+        initializer=_init_worker,
+        initargs=(os.getpid(), dict(os.environ)),
     )
     if start:
         for _ in range(workers):
