@@ -14,8 +14,17 @@ reported too:
 - ``mds``: MosaicML Streaming ``MDSWriter`` (uncompressed, 64 MiB shards), per sample;
 - ``lance``: ``lance.write_dataset`` from 1,024-row record batches (its natural API);
 - ``vin``: :func:`build_vin_offline_store` from an iterable of samples, default executor;
-  ``vin-sources``: from partitioned sources produced in a process pool — both including
-  validation, manifest, fsync and atomic publication.
+  ``vin-sources``: from partitioned sources produced in the default process pool (workers
+  forked from a fork server, all started inside the timing) — both including validation,
+  manifest, fsync and atomic publication. Not in the default set: ``vin-sources-spawn``
+  (a spawn process pool, the default before the fork server, started and shut down in
+  the timing), ``vin-sources-warm`` (a :func:`build_process_pool` started before the
+  timing: the figure of a process that builds several stores) and ``vin-sources-dask``
+  (a Dask ``LocalCluster`` of as many single-threaded workers, started before the
+  timing).
+
+CPU seconds and the workers' peak RSS include workers that are not this process's
+children (a fork server's, Dask's): taken from /proc.
 
 Writers run in interleaved rounds (``--repeats``, default 5), each in a fresh process;
 the table gives the median wall time with the range over the rounds, and each ratio as the
@@ -29,6 +38,8 @@ Usage (MDS and Lance: ``pip install -e '.[bench]'``; MDS imports torchvision, wh
 script replaces by a placeholder when it is absent, as the peer harness does)::
 
     python benchmarks/vin_store_build.py --n 20000            # medians of --repeats 5
+    python benchmarks/vin_store_build.py --repeats 9 \\
+        --writers memmap,vin,vin-sources,vin-sources-spawn,vin-sources-warm,vin-sources-dask
     python benchmarks/vin_store_build.py --writers vin --shard-mb 256   # shard size sweep
     python benchmarks/vin_store_build.py --shape large --n 300
     python benchmarks/vin_store_build.py --scale 10000000
@@ -39,27 +50,34 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, wait
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
+import psutil  # type: ignore[import-untyped]
 
 from dataset_devkit.vin_store import (
     DEFAULT_SHARD_BYTES,
     VinOfflineSample,
     VinOfflineShardSource,
+    build_process_pool,
     build_vin_offline_store,
 )
+from dataset_devkit.vin_store._pool import default_workers, worker_started
 
 FIELDS = ("points", "pose", "label")
 
@@ -248,6 +266,56 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class WorkerWatch:
+    """CPU time and peak RSS of the work this process starts, wherever its workers live.
+
+    Workers forked by a fork server are not this process's children, and Dask's workers
+    outlive the build, so ``getrusage(RUSAGE_CHILDREN)`` sees neither: the descendants'
+    VmHWM is polled while they live, and their CPU (with what each has reaped: a fork
+    server's workers) is taken from /proc at the start and the end.
+    """
+
+    def __init__(self) -> None:
+        self.peak_kb = 0
+        self._cpu0 = _cpu_s()
+        self._descendants0 = self._descendants_cpu()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _descendants_cpu() -> dict[int, float]:
+        found = {}
+        for child in psutil.Process().children(recursive=True):
+            try:
+                found[child.pid] = sum(child.cpu_times()[:4])
+            except psutil.Error:
+                continue
+        return found
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.1):
+            for child in psutil.Process().children(recursive=True):
+                try:
+                    status = Path(f"/proc/{child.pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+
+    def stop(self) -> tuple[float, float]:
+        """CPU seconds since the start (this process, reaped children, descendants) and
+        the peak RSS in MB of any worker."""
+        self._stop.set()
+        self._thread.join()
+        now = self._descendants_cpu()
+        spent = _cpu_s() - self._cpu0
+        spent += sum(cpu - self._descendants0.get(pid, 0.0) for pid, cpu in now.items())
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        return spent, max(self.peak_kb, reaped) / 1024
+
+
 def task(name: str, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
     """One writer in this (fresh) process; returns seconds and peak RSS."""
     src = Source(data)
@@ -256,7 +324,9 @@ def task(name: str, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
         import streaming  # noqa: F401
     elif name == "lance":
         import lance  # noqa: F401
-    cpu = _cpu_s()
+    if name.startswith("vin-sources"):
+        return _sources_task(name, src, data, out, shard_mb)
+    watch = WorkerWatch()
     t = time.perf_counter()
     if name in ("memmap", "memmap+fsync"):
         write_memmap(src, out, fsync=name.endswith("fsync"))
@@ -268,21 +338,49 @@ def task(name: str, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
         write_lance(src, out)
     elif name == "vin":
         build_vin_offline_store(vin_samples(src, 0, src.n), out, shard_bytes=shard_mb << 20)
-    elif name == "vin-sources":
-        step = 1000
-        sources = [
-            VinOfflineShardSource(partial(produce, str(data)), a, min(src.n, a + step))
-            for a in range(0, src.n, step)
-        ]
-        build_vin_offline_store(sources, out, shard_bytes=shard_mb << 20)
     seconds = time.perf_counter() - t
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {
-        "s": seconds,
-        "cpu_s": _cpu_s() - cpu,
-        "rss_mb": _peak_rss_mb(),
-        "child_rss_mb": child_rss / 1024,
-    }
+    cpu, workers_mb = watch.stop()
+    return {"s": seconds, "cpu_s": cpu, "rss_mb": _peak_rss_mb(), "child_rss_mb": workers_mb}
+
+
+def _sources_task(name: str, src: Source, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
+    """``vin-sources``: the builder's own pool (fork server), started inside the timing;
+    ``-spawn``: a spawn process pool (the default before the fork server), started and shut
+    down inside the timing; ``-dask``: a Dask ``LocalCluster`` of as many single-threaded
+    worker processes, started before the timing (a cluster outlives one build); ``-warm``:
+    the builder's pool, started before the timing and passed in (kept across builds)."""
+    step = 1000
+    sources = [
+        VinOfflineShardSource(partial(produce, str(data)), a, min(src.n, a + step))
+        for a in range(0, src.n, step)
+    ]
+    options: dict[str, Any] = {"shard_bytes": shard_mb << 20}
+    with ExitStack() as cluster_stack:
+        if name == "vin-sources-dask":
+            from dask.distributed import Client, LocalCluster
+
+            cluster = cluster_stack.enter_context(
+                LocalCluster(
+                    n_workers=default_workers(), threads_per_worker=1, dashboard_address=None
+                )
+            )
+            options["executor"] = cluster_stack.enter_context(Client(cluster)).get_executor()
+        elif name == "vin-sources-warm":
+            pool = cluster_stack.enter_context(build_process_pool())
+            wait([pool.submit(worker_started) for _ in range(default_workers())])  # all up
+            options["executor"] = pool
+        watch = WorkerWatch()
+        t = time.perf_counter()
+        with ExitStack() as pool_stack:
+            if name == "vin-sources-spawn":
+                spawn = multiprocessing.get_context("spawn")
+                options["executor"] = pool_stack.enter_context(
+                    ProcessPoolExecutor(default_workers(), mp_context=spawn)
+                )
+            build_vin_offline_store(sources, out, **options)
+        seconds = time.perf_counter() - t
+        cpu, workers_mb = watch.stop()
+    return {"s": seconds, "cpu_s": cpu, "rss_mb": _peak_rss_mb(), "child_rss_mb": workers_mb}
 
 
 def _run_task(name: str, data: Path, out: Path, shard_mb: int) -> dict[str, float]:
@@ -367,6 +465,7 @@ def small(start: int, stop: int) -> Iterator[VinOfflineSample]:
 def scale_task(mode: str, n: int, out: Path) -> dict[str, float]:
     step = 100_000
     sources = [VinOfflineShardSource(small, a, min(n, a + step)) for a in range(0, n, step)]
+    watch = WorkerWatch()
     t = time.perf_counter()
     if mode == "dask":
         from dask.distributed import Client, LocalCluster
@@ -375,13 +474,15 @@ def scale_task(mode: str, n: int, out: Path) -> dict[str, float]:
             LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
             Client(cluster) as client,
         ):
+            watch.stop()
+            watch = WorkerWatch()
             t = time.perf_counter()  # cluster start-up excluded
             build_vin_offline_store(sources, out, executor=client.get_executor())
     else:
         build_vin_offline_store(sources, out, workers=int(mode))
     seconds = time.perf_counter() - t
-    child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return {"s": seconds, "rss_mb": _peak_rss_mb(), "child_rss_mb": child_rss / 1024}
+    _, workers_mb = watch.stop()
+    return {"s": seconds, "rss_mb": _peak_rss_mb(), "child_rss_mb": workers_mb}
 
 
 def scale(args: argparse.Namespace) -> None:

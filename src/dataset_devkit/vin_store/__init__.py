@@ -12,6 +12,7 @@ from dataset_devkit.vin_store.builder import (
     DEFAULT_SHARD_BYTES,
     VinOfflineBuildResult,
     VinOfflineSample,
+    build_process_pool,
     build_vin_offline_store,
 )
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -63,6 +64,7 @@ __all__ = [
     "VinOfflineStoreSummary",
     "VinOfflineTorchDataset",
     "VinOfflineVerifyReport",
+    "build_process_pool",
     "build_vin_offline_store",
     "inspect_store",
     "verify_store",

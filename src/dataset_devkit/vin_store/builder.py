@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,12 @@ from dataset_devkit.integrity import path_argument, publish_tree
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.staging import pin_parent
 from dataset_devkit.vin_store._index_out import IndexWriter
-from dataset_devkit.vin_store._pool import default_workers, process_pool, thread_pool
+from dataset_devkit.vin_store._pool import (
+    default_workers,
+    process_pool,
+    start_fork_server,
+    thread_pool,
+)
 from dataset_devkit.vin_store._publish_files import write_store_files
 from dataset_devkit.vin_store._rows import VinOfflineSample
 from dataset_devkit.vin_store._shard_task import ShardRecord
@@ -36,6 +41,7 @@ __all__ = [
     "DEFAULT_SHARD_BYTES",
     "VinOfflineBuildResult",
     "VinOfflineSample",
+    "build_process_pool",
     "build_vin_offline_store",
 ]
 
@@ -102,6 +108,25 @@ def _as_sources(samples: object) -> Sequence[VinOfflineShardSource] | None:
     return None
 
 
+def build_process_pool(workers: int | None = None) -> ProcessPoolExecutor:
+    """The process pool a build from sources starts by default, to keep for several builds.
+
+    Pass it as ``executor=`` to each build: its workers are started now (they get ready
+    while you prepare the first build) and stay up, so a later build starts writing at
+    once instead of starting processes. They die with this process, like the default
+    pool's; shut the pool down (``with build_process_pool() as pool: ...``) when done.
+
+    Parameters
+    ----------
+    workers
+        Worker processes; default one per available core, at most 8. Give builds that
+        share the pool ``workers=`` the same count, which sets how many shards they keep
+        in flight.
+    """
+    count = _positive_int(workers, "workers", allow_none=True) or default_workers()
+    return process_pool(count, start=True)
+
+
 def build_vin_offline_store(
     samples: Iterable[VinOfflineSample] | Sequence[VinOfflineShardSource],
     out: Path,
@@ -141,10 +166,11 @@ def build_vin_offline_store(
         A sample's own ``split`` always wins.
     executor
         Where shards are written. Default: threads for an iterable (the driver packs rows;
-        writing and hashing release the GIL), a spawn process pool for sources (producing
-        samples is Python work); both of *workers* workers (default one per core, at most
-        8) that die with this process. A Dask client's ``get_executor()`` works too when
-        its workers see the same filesystem.
+        writing and hashing release the GIL), a process pool for sources (producing
+        samples is Python work), its workers forked from a fork server that imported this
+        package once; both of *workers* workers (default one per core, at most 8) that
+        die with this process. A Dask client's ``get_executor()``
+        works too when its workers see the same filesystem.
     max_pending
         Shards in flight at once. Default: *workers* + 1 for an iterable (its driver holds
         at most this many plus one shards of rows), twice *workers* (at least 4) for
@@ -167,6 +193,8 @@ def build_vin_offline_store(
         raise ConfigError(f"resume must be a bool, found {resume!r}", key="resume")
     count = _positive_int(workers, "workers", allow_none=True) or default_workers()
     os.close(pin_parent(out))  # the parent exists and out does not, before anything is made
+    if executor is None and sources is not None:
+        start_fork_server()  # it boots while this process prepares the build
     from dataset_devkit.vin_store.verify import raise_for_store_issues  # imports the reader
 
     dirs = BuildDirs(out, resume=resume)
@@ -184,8 +212,10 @@ def build_vin_offline_store(
         index = IndexWriter(dirs.tree)
         stack.callback(index.abandon)  # a failed build keeps no descriptor open
         if executor is None:
-            pool = thread_pool(count) if sources is None else process_pool(count)
-            executor = stack.enter_context(pool)
+            executor = thread_pool(count) if sources is None else process_pool(count)
+            # Every task has finished (or was cancelled and waited for) when this runs:
+            # idle workers exit on their own, the build does not wait for them.
+            stack.callback(executor.shutdown, wait=False)
         if max_pending is None:  # keep every worker busy; iterable: bound the packed rows
             max_pending = count + 1 if sources is None else max(4, 2 * count)
         run = Run(executor, max_pending, fold)
