@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from dataset_devkit.errors import VerificationFailed
@@ -107,7 +108,10 @@ def snapshot_record(
 
 
 def carry_over(
-    previous: unpack.Release, snapshot: SnapshotRecord, rows: list[FileRow], carried: set[str]
+    previous: unpack.Release,
+    snapshot: SnapshotRecord,
+    rows: Iterable[FileRow],
+    carried: set[str],
 ) -> list[PackageRecord]:
     """Check that *previous* is the same snapshot, cut identically, and return its records
     for the families it already delivered."""
