@@ -45,6 +45,8 @@ def length_problem(path: str) -> str:
     a release holding a longer name packs fine and then cannot be restored anywhere.
     """
     size = len(path.encode("utf-8", "surrogateescape"))
+    if size <= NAME_MAX:  # no component can be longer than the whole path
+        return ""
     if size > PATH_MAX:
         return f"path is {size} bytes; restorable paths have at most {PATH_MAX}"
     for part in path.split("/"):
