@@ -278,7 +278,7 @@ def pack_release(
                 records = collect_read_backs(check.result() for check in checks)
             for flush in flushes:
                 flush.result()
-        snapshot = snapshot_record(files, digests, source)
+        snapshot = snapshot_record(tree, files, digests, source)
         if previous is not None:
             records += carry_over(
                 previous, snapshot, _carried_rows(plans, digests, carried), carried
