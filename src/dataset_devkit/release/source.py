@@ -155,7 +155,7 @@ class SourceReader:
         self._chain = unpack.DirChain(self._root)
         self._label = root
         self._buffer = memoryview(bytearray(CHUNK))
-        self._parent = ""
+        self._parent: str | None = ""  # the folder of the previous file, kept open
         self._folder = self._root
 
     def __enter__(self) -> SourceReader:
@@ -173,6 +173,7 @@ class SourceReader:
     def _open_fd(self, path: str) -> int:
         parent, _, leaf = path.rpartition("/")
         if parent != self._parent:
+            self._parent = None  # a failed walk leaves no stale folder behind
             self._folder = self._chain.goto(parent.split("/") if parent else [], create=False)
             self._parent = parent
         folder = self._folder
