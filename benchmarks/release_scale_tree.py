@@ -73,14 +73,19 @@ def run_sampled(args: list[str], cwd: Path) -> tuple[float, int, int]:
 
 
 def pack_rss(tree: Path, out: Path) -> int:
-    """Peak RSS in MiB of one ``release pack --restore-test none`` run, measured by itself."""
+    """Peak RSS in MiB of one ``release pack --restore-test none`` run, measured by itself.
+
+    The child reports its own VmHWM: ``ru_maxrss`` would not do, Linux carries the
+    parent's high-water mark (this script, which built the trees) across fork and exec.
+    """
     env = dict(os.environ, PYTHONPATH=SRC)
     code = (
         "import resource, sys\n"
         "from dataset_devkit.cli.app import main\n"
         "try:\n    main(sys.argv[1:])\n"
         "finally:\n"
-        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "    hwm = [x for x in open('/proc/self/status') if x.startswith('VmHWM')][0]\n"
+        "    print(hwm.split()[1], file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, "release", "pack", str(tree), "--out", str(out), *NONE],

@@ -9,33 +9,51 @@ import pytest
 
 from dataset_devkit.release import UnsafeTreeError
 from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
-from dataset_devkit.release.tarwriter import TarPackageWriter
+from dataset_devkit.release.tarwriter import ReadInto, TarPackageWriter
 from tests.release.helpers import make_tree, pack
 
 
 def test_file_truncated_while_it_is_archived_is_refused(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "ds", {"a.bin": b"x" * 5000})
+
+    def truncate_then_archive(source: ReadInto) -> str:
+        os.truncate(tree / "a.bin", 100)
+        return tar.add_member("ds/a.bin", 5000, source)
+
     with (
         SourceReader(tree) as reader,
         TarPackageWriter(tmp_path / "p.tar") as tar,
         pytest.raises(UnsafeTreeError, match="changed while packing: shorter"),
-        reader.open(SourceFile("a.bin", 5000)) as fh,
     ):
-        os.truncate(tree / "a.bin", 100)
-        tar.add_member("ds/a.bin", 5000, fh)
+        reader.read(SourceFile("a.bin", 5000), truncate_then_archive)
 
 
 def test_file_grown_while_it_is_archived_is_refused(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "ds", {"a.bin": b"x" * 5000})
+
+    def archive_then_grow(source: ReadInto) -> str:
+        digest = tar.add_member("ds/a.bin", 5000, source)
+        with (tree / "a.bin").open("ab") as grow:
+            grow.write(b"more")
+        return digest
+
     with (
         SourceReader(tree) as reader,
         TarPackageWriter(tmp_path / "p.tar") as tar,
-        pytest.raises(UnsafeTreeError, match="changed while packing"),
-        reader.open(SourceFile("a.bin", 5000)) as fh,
+        pytest.raises(UnsafeTreeError, match=r"a\.bin.*changed while packing"),
     ):
-        tar.add_member("ds/a.bin", 5000, fh)
-        with (tree / "a.bin").open("ab") as grow:
-            grow.write(b"more")
+        reader.read(SourceFile("a.bin", 5000), archive_then_grow)
+
+
+def test_a_file_replaced_by_a_link_after_listing_is_not_followed(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "ds", {"sub/a.bin": b"x" * 10, "outside": b"secret!!!!"})
+    (tree / "sub" / "a.bin").unlink()
+    (tree / "sub" / "a.bin").symlink_to(tree / "outside")
+    with (
+        SourceReader(tree) as reader,
+        pytest.raises(UnsafeTreeError, match=r"sub/a.bin.*without following links"),
+    ):
+        reader.sha256(SourceFile("sub/a.bin", 10))
 
 
 def test_file_changed_after_listing_fails_the_pack_and_nothing_is_published(

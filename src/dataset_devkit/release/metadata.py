@@ -4,9 +4,12 @@ README.md and SHA256SUMS, in that order (the checksums last, over everything els
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import msgspec
 
@@ -14,7 +17,6 @@ from dataset_devkit.integrity import pretty_json
 from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.release import unpack
 from dataset_devkit.release.options import PackOptions
-from dataset_devkit.release.planner import PlannedPackage
 from dataset_devkit.release.readme import render_readme
 from dataset_devkit.release.spec import (
     FILES_NAME,
@@ -26,7 +28,6 @@ from dataset_devkit.release.spec import (
     UNPACK_NAME,
     VALIDATION_NAME,
     FamilyRecord,
-    FileRow,
     PackageRecord,
     ReleaseManifest,
     SnapshotRecord,
@@ -34,7 +35,19 @@ from dataset_devkit.release.spec import (
 )
 from dataset_devkit.release.validate import validate_release
 
-__all__ = ["files_jsonl_bytes", "sums_text", "unpack_py_bytes", "write_metadata"]
+__all__ = [
+    "FamilyTotals",
+    "index_group_order",
+    "index_line",
+    "sums_text",
+    "unpack_py_bytes",
+    "write_files_jsonl",
+    "write_metadata",
+]
+
+#: ``json``'s own encoder of a string as ``ensure_ascii=False`` dumps write it.
+_json_string: Final[Callable[[str], str]] = json.encoder.encode_basestring
+_INDEX_FLUSH: Final = 1 << 20
 
 
 def unpack_py_bytes() -> bytes:
@@ -42,10 +55,81 @@ def unpack_py_bytes() -> bytes:
     return Path(unpack.__file__).read_bytes()
 
 
-def files_jsonl_bytes(rows: Sequence[FileRow]) -> bytes:
-    """One canonical JSON object per file, sorted by path."""
-    lines = [unpack.canonical_json(msgspec.to_builtins(row)) for row in rows]
-    return b"".join(line + b"\n" for line in sorted(lines))
+def index_line(path: str, size: int, sha256: str, family: str, package: str | None) -> bytes:
+    """One ``files.jsonl`` row, byte for byte :func:`unpack.canonical_json` of its fields.
+
+    Formatted directly (keys in sorted order, strings through :mod:`json`'s own string
+    encoder, ints as ``json`` writes them) because building a dict and sorting its keys for
+    every one of 50,000 rows was a measurable share of packing a small-file tree;
+    ``tests/release/test_metadata_index.py`` checks the identity on random rows.
+    """
+    return (
+        f'{{"family":{_json_string(family)},'
+        f'"package":{"null" if package is None else _json_string(package)},'
+        f'"path":{_json_string(path)},"sha256":{_json_string(sha256)},"size":{int(size)}}}\n'
+    ).encode()
+
+
+def index_group_order(family: str, package: str | None) -> bytes:
+    """Where the rows of one package (or of a pending family) fall in ``files.jsonl``.
+
+    The index is sorted by its canonical lines, which start with the family and the
+    package: every row of a group shares this prefix, no prefix extends another, so ordering
+    the groups by it and each group's lines by themselves yields the fully sorted index.
+    """
+    return index_line("", 0, "", family, package).partition(b',"path":')[0]
+
+
+@dataclass(slots=True)
+class FamilyTotals:
+    """A family's file count and bytes, summed while its rows are written."""
+
+    files: int = 0
+    bytes: int = 0
+
+
+def write_files_jsonl(
+    staging: Path, groups: Iterable[tuple[str, str | None, Iterable[tuple[str, int, str]]]]
+) -> tuple[str, dict[str, FamilyTotals]]:
+    """Stream ``files.jsonl`` to disk: one canonical JSON object per file, sorted.
+
+    *groups* are ``(family, package, rows)`` in :func:`index_group_order`, each *rows* being
+    ``(path, size, sha256)``; only one group's lines are held at a time, never the whole
+    index. Returns the file's SHA-256 and every family's totals.
+    """
+    path = staging / FILES_NAME
+    hasher = hashlib.sha256()
+    totals: dict[str, FamilyTotals] = {}
+    pending = bytearray()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with naming(path):  # a full disk names the file, not just the errno
+            for family, package, rows in groups:
+                total = totals.setdefault(family, FamilyTotals())
+                lines = []
+                for rel, size, digest in rows:
+                    lines.append(index_line(rel, size, digest, family, package))
+                    total.files += 1
+                    total.bytes += size
+                lines.sort()
+                for line in lines:
+                    pending += line
+                if len(pending) >= _INDEX_FLUSH:
+                    hasher.update(pending)
+                    _write_all(fd, pending)
+                    pending.clear()
+            hasher.update(pending)
+            _write_all(fd, pending)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    return hasher.hexdigest(), totals
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def sums_text(entries: dict[str, str]) -> str:
@@ -72,31 +156,29 @@ def write_metadata(
     *,
     name: str,
     snapshot: SnapshotRecord,
-    rows: list[FileRow],
+    files_jsonl_sha256: str,
+    family_totals: Mapping[str, FamilyTotals],
     packages: list[PackageRecord],
-    plans: dict[str, list[PlannedPackage]],
+    package_counts: Mapping[str, int],
     delivered: set[str],
     new_families: set[str],
     options: PackOptions,
     previous: unpack.Release | None,
 ) -> tuple[ReleaseManifest, ValidationReport]:
-    """Write every metadata file into *staging*, validating the release before the README."""
-    digests: dict[str, str] = {}
-    files_data = files_jsonl_bytes(rows)
-    digests[FILES_NAME] = _write(staging, FILES_NAME, files_data)
+    """Write the metadata that follows ``files.jsonl`` (already in *staging*, see
+    :func:`write_files_jsonl`), validating the release before the README."""
+    digests: dict[str, str] = {FILES_NAME: files_jsonl_sha256}
     digests[UNPACK_NAME] = _write(staging, UNPACK_NAME, unpack_py_bytes())
-    families = []
-    for family in sorted({r.family for r in rows}):
-        members = [r for r in rows if r.family == family]
-        families.append(
-            FamilyRecord(
-                name=family,
-                status="delivered" if family in delivered else "pending",
-                file_count=len(members),
-                total_bytes=sum(r.size for r in members),
-                package_count=len(plans[family]) if family in delivered else 0,
-            )
+    families = [
+        FamilyRecord(
+            name=family,
+            status="delivered" if family in delivered else "pending",
+            file_count=totals.files,
+            total_bytes=totals.bytes,
+            package_count=package_counts[family] if family in delivered else 0,
         )
+        for family, totals in sorted(family_totals.items())
+    ]
     manifest = ReleaseManifest(
         format=FORMAT,
         format_version=FORMAT_VERSION,

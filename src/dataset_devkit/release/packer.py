@@ -10,9 +10,10 @@ itself, like a nuScenes dataroot's ``mz_extensions/``) the same pass verifies it
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError
@@ -29,7 +30,11 @@ from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_r
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import ReleaseExistsError
-from dataset_devkit.release.metadata import write_metadata
+from dataset_devkit.release.metadata import (
+    index_group_order,
+    write_files_jsonl,
+    write_metadata,
+)
 from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
 from dataset_devkit.release.snapshot import (
@@ -102,10 +107,9 @@ def _write_packages(
                     staging / plan.name, hash_package=hash_package, fsync=False
                 ) as tar:
                     for item in plan.files:
-                        with reader.open(item) as fh:
-                            digests[item.path] = tar.add_member(
-                                f"{name}/{item.path}", item.size, fh, advance
-                            )
+                        member = f"{name}/{item.path}"
+                        archive = partial(tar.add_member, member, item.size, progress=advance)
+                        digests[item.path] = reader.read(item, archive)
                         report(progress, done)
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")
@@ -123,6 +127,44 @@ def _write_packages(
                 }
                 after_package(record, rows)
     return digests, records
+
+
+def _index_groups(
+    plans: dict[str, list[PlannedPackage]], digests: dict[str, str], packaged: set[str]
+) -> list[tuple[str, str | None, Iterator[tuple[str, int, str]]]]:
+    """The rows of ``files.jsonl`` by package (a pending family's as one group), in the
+    index's order; each group's rows are produced only when it is written."""
+    groups: list[tuple[str, str | None, Iterator[tuple[str, int, str]]]] = []
+    for family, packages in plans.items():
+        if family in packaged:
+            groups += [(family, plan.name, _rows_of([plan], digests)) for plan in packages]
+        else:
+            groups.append((family, None, _rows_of(packages, digests)))
+    return sorted(groups, key=lambda group: index_group_order(group[0], group[1]))
+
+
+def _rows_of(
+    packages: list[PlannedPackage], digests: dict[str, str]
+) -> Iterator[tuple[str, int, str]]:
+    for plan in packages:
+        for item in plan.files:
+            yield item.path, item.size, digests[item.path]
+
+
+def _carried_rows(
+    plans: dict[str, list[PlannedPackage]], digests: dict[str, str], carried: set[str]
+) -> Iterator[FileRow]:
+    """The rows of the families an earlier release delivered, to compare with its index."""
+    for family in sorted(carried):
+        for plan in plans[family]:
+            for item in plan.files:
+                yield FileRow(
+                    path=item.path,
+                    size=item.size,
+                    sha256=digests[item.path],
+                    family=family,
+                    package=plan.name,
+                )
 
 
 def _fsync_dir(path: Path) -> None:
@@ -236,28 +278,27 @@ def pack_release(
                 records = collect_read_backs(check.result() for check in checks)
             for flush in flushes:
                 flush.result()
-        snapshot = snapshot_record(files, digests, source)
-        package_of = {f.path: p.name for ps in plans.values() for p in ps for f in p.files}
-        rows = [
-            FileRow(
-                path=f.path,
-                size=f.size,
-                sha256=digests[f.path],
-                family=families[f.path],
-                package=package_of[f.path] if families[f.path] in deliver | carried else None,
-            )
-            for f in files
-        ]
+        snapshot = snapshot_record(tree, files, digests, source)
         if previous is not None:
-            records += carry_over(previous, snapshot, rows, carried)
+            records += carry_over(
+                previous, snapshot, _carried_rows(plans, digests, carried), carried
+            )
+        index_sha256, totals = write_files_jsonl(
+            staging, _index_groups(plans, digests, deliver | carried)
+        )
+        package_counts = {family: len(packages) for family, packages in plans.items()}
+        # The per-file lists are not needed past the index: dropped before the validation
+        # loads the release the way unpack.py does, so the two never add up in memory.
+        del files, families, plans, digests, source
         manifest, validation = write_metadata(
             staging,
             out,
             name=name,
             snapshot=snapshot,
-            rows=rows,
+            files_jsonl_sha256=index_sha256,
+            family_totals=totals,
             packages=sorted(records, key=lambda r: r.name),
-            plans=plans,
+            package_counts=package_counts,
             delivered={*deliver, *carried},
             new_families=deliver,
             options=opts,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
-    ContentManifest,
     ManifestNotFoundError,
     locate_manifest,
     read_manifest,
@@ -17,7 +18,13 @@ from dataset_devkit.release.errors import SnapshotMismatchError
 from dataset_devkit.release.source import SourceFile
 from dataset_devkit.release.spec import FileRow, PackageRecord, SnapshotRecord
 
-__all__ = ["carry_over", "check_source_manifest", "load_previous", "snapshot_record"]
+__all__ = [
+    "SourceManifest",
+    "carry_over",
+    "check_source_manifest",
+    "load_previous",
+    "snapshot_record",
+]
 
 
 def _may_hold_manifest(path: str) -> bool:
@@ -27,7 +34,23 @@ def _may_hold_manifest(path: str) -> bool:
     )
 
 
-def check_source_manifest(tree: Path, files: list[SourceFile]) -> ContentManifest | None:
+@dataclass(frozen=True, slots=True)
+class SourceManifest:
+    """What a pack keeps of the tree's content manifest: its identity, not its entries.
+
+    The entries (one per file) are checked against the listing and dropped; the hashes are
+    checked through the root (:func:`snapshot_record`), so a 50,000-file manifest is not
+    held in memory next to the packer's own index while every file is read.
+    """
+
+    location: str
+    root_sha256: str
+    excluded: tuple[str, ...]
+    file_count: int
+    total_bytes: int
+
+
+def check_source_manifest(tree: Path, files: list[SourceFile]) -> SourceManifest | None:
     """Read the tree's content manifest, if any, and check its listing and sizes (no hashing).
 
     The manifest is found the integrity core's way: ``content_manifest.json`` at the top, or
@@ -54,7 +77,13 @@ def check_source_manifest(tree: Path, files: list[SourceFile]) -> ContentManifes
     ]
     if issues:
         raise VerificationFailed(f"{tree}: does not match its content manifest", sorted(issues))
-    return manifest
+    return SourceManifest(
+        location=location,
+        root_sha256=manifest.root_sha256,
+        excluded=manifest.excluded,
+        file_count=manifest.file_count,
+        total_bytes=manifest.total_bytes,
+    )
 
 
 def load_previous(previous: Path | None, name: str, limit: int) -> unpack.Release | None:
@@ -77,10 +106,15 @@ def load_previous(previous: Path | None, name: str, limit: int) -> unpack.Releas
 
 
 def snapshot_record(
-    files: list[SourceFile], digests: dict[str, str], source: ContentManifest | None
+    tree: Path, files: list[SourceFile], digests: dict[str, str], source: SourceManifest | None
 ) -> SnapshotRecord:
     """The snapshot identity: the content manifest's root (every hash checked against it)
-    or, without one, the same root formula computed over every file."""
+    or, without one, the same root formula computed over every file.
+
+    With a manifest, the root of the hashes just read must be the manifest's root: equal
+    roots mean equal entries. Only when they differ is the manifest read again, to name
+    every file whose hash differs.
+    """
     if source is None:
         return SnapshotRecord(
             root_sha256=unpack.root_sha256((f.path, f.size, digests[f.path]) for f in files),
@@ -89,13 +123,16 @@ def snapshot_record(
             file_count=len(files),
             total_bytes=sum(f.size for f in files),
         )
-    listed = source.by_path()
-    issues = [
-        f"{path}: SHA-256 {digest}, {source.location} says {listed[path].sha256}"
-        for path, digest in sorted(digests.items())
-        if path in listed and listed[path].sha256 != digest
-    ]
-    if issues:
+    found = unpack.root_sha256(
+        (f.path, f.size, digests[f.path]) for f in files if f.path != source.location
+    )
+    if found != source.root_sha256:
+        listed = read_manifest(tree, location=source.location).by_path()
+        issues = [
+            f"{path}: SHA-256 {digest}, {source.location} says {listed[path].sha256}"
+            for path, digest in sorted(digests.items())
+            if path in listed and listed[path].sha256 != digest
+        ] or [f"{source.location}: root {source.root_sha256}, its files hash to root {found}"]
         raise VerificationFailed("the tree does not match its content manifest", issues)
     return SnapshotRecord(
         root_sha256=source.root_sha256,
@@ -107,7 +144,10 @@ def snapshot_record(
 
 
 def carry_over(
-    previous: unpack.Release, snapshot: SnapshotRecord, rows: list[FileRow], carried: set[str]
+    previous: unpack.Release,
+    snapshot: SnapshotRecord,
+    rows: Iterable[FileRow],
+    carried: set[str],
 ) -> list[PackageRecord]:
     """Check that *previous* is the same snapshot, cut identically, and return its records
     for the families it already delivered."""
