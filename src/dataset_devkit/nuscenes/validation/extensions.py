@@ -41,14 +41,40 @@ def _rel(name: str) -> str:
     return f"{spec.EXTENSIONS_DIR}/{name}"
 
 
+def _share_gnss_strings(doc: spec.GnssDocument, tables: LoadedTables) -> None:
+    """Make each GNSS row name its pose, frame and recording with the tables' strings.
+
+    There is one GNSS row per image: decoded, each holds its own copies of two tokens and
+    of its recording's digest, the largest part of the extension documents in memory. A
+    token the tables lack keeps its own string (and is reported by the checks).
+    """
+    poses, frames = tables.index["ego_pose"], tables.index["sample_data"]
+    digests: dict[str, str] = {}
+    for row in doc.rows:
+        pose = poses.get(row.ego_pose_token)
+        if pose is not None:
+            msgspec.structs.force_setattr(row, "ego_pose_token", pose["token"])
+        frame = frames.get(row.sample_data_token)
+        if frame is not None:
+            msgspec.structs.force_setattr(row, "sample_data_token", frame["token"])
+        digest = digests.setdefault(row.source_digest, row.source_digest)
+        msgspec.structs.force_setattr(row, "source_digest", digest)
+
+
 def load_extensions(
-    reader: DatarootReader, issues: list[str], *, manifest: bool
+    reader: DatarootReader,
+    issues: list[str],
+    *,
+    manifest: bool,
+    share_with: LoadedTables | None = None,
 ) -> LoadedExtensions:
     """Read and strictly decode every extension document, reporting unexpected files.
 
     *manifest* says whether ``content_manifest.json`` may be among them: it is part of a
     published dataroot (checked by the integrity core, not decoded here) and unexpected in a
     staging or finalized one, which must not carry a manifest before publication writes it.
+    With *share_with*, the GNSS rows' tokens become the strings of those tables (same
+    values, one copy: see ``_share_gnss_strings``).
     """
     loaded = LoadedExtensions()
     try:
@@ -89,6 +115,8 @@ def load_extensions(
                 f"{_rel(name)} at $.schema_version: expected {expected}, found {doc.schema_version}"
             )
             continue
+        if name == spec.GNSS_FILE and share_with is not None:
+            _share_gnss_strings(doc, share_with)
         loaded.docs[name] = doc
     return loaded
 

@@ -21,6 +21,7 @@ from dataset_devkit.nuscenes.validation.io import DatarootReader
 from dataset_devkit.nuscenes.validation.schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
 
 __all__ = [
+    "CompactRow",
     "LoadedTables",
     "channel_of",
     "check_field",
@@ -31,7 +32,48 @@ __all__ = [
     "sample_data_channels",
 ]
 
-Row = dict[str, Any]
+#: A table row: a dict on the row-by-row path, a :class:`CompactRow` on the typed one. Both
+#: are read the same way (``row["field"]``, ``row.get("field")``).
+Row = Any
+
+
+class CompactRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
+    """Base of the compact rows the final validation keeps instead of dicts.
+
+    A build validates its whole dataroot twice, and a dict per row (with its own copy of
+    every token it names) was the build's peak memory: a struct of slots is a third of the
+    dict, and :func:`load_tables` makes every mention of a token share one string. Rows are
+    read like dicts, so every check serves both kinds; ``gc=False`` because rows hold only
+    strings, numbers and tuples of numbers (no cycle to collect).
+    """
+
+    #: ``row["field"]`` in C: the field is read as an attribute (every field exists).
+    __getitem__ = object.__getattribute__
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """``row.get("field", default)``, as on a dict row."""
+        return getattr(self, name, default)
+
+
+def _compact_type(record: type[msgspec.Struct]) -> type[CompactRow]:
+    """A compact row type with the fields, kinds and strictness of the spec *record*."""
+    fields = [(f.name, f.type) for f in msgspec.structs.fields(record)]
+    compact: type[CompactRow] = msgspec.defstruct(  # type: ignore[assignment]
+        record.__name__,
+        fields,
+        bases=(CompactRow,),
+        module=__name__,
+        kw_only=True,
+        forbid_unknown_fields=True,
+        gc=False,
+    )
+    return compact
+
+
+#: The string fields shared between rows: tokens and links (prev/next, foreign keys) and the
+#: few repeated words (``fileformat``, ``modality``, ``channel``); not names or file names.
+_SHARED_KINDS = ("token", "link")
+_SHARED_WORDS = ("fileformat", "modality", "channel")
 
 
 @dataclass(slots=True)
@@ -247,7 +289,29 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
-def _typed_rows(table: str, data: bytes) -> list[Row] | None:
+#: The same strict decoders, keeping each row as a :class:`CompactRow` (``compact=True``).
+_COMPACT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    table: msgspec.json.Decoder(list[_compact_type(record)])  # type: ignore[misc]
+    for table, record in spec.TABLE_RECORDS.items()
+}
+
+
+def _share_strings(table: str, rows: list[CompactRow], shared: dict[str, str]) -> None:
+    """Make every token (and repeated word) of *rows* the one string *shared* holds for it.
+
+    Each JSON mention decodes to its own 81-byte string; a sample_data row names six
+    tokens, each also named by other rows.
+    """
+    names = [n for n, kind in TABLE_FIELDS[table].items() if kind in _SHARED_KINDS]
+    names += [n for n in _SHARED_WORDS if n in TABLE_FIELDS[table]]
+    setdefault = shared.setdefault
+    for name in names:
+        values = list(map(operator.attrgetter(name), rows))
+        for row, value in zip(rows, map(setdefault, values, values), strict=True):
+            setattr(row, name, value)
+
+
+def _typed_rows(table: str, data: bytes, compact: bool = False) -> list[Row] | None:
     """The rows of a well-formed table through its typed decoder, else None.
 
     The typed decode proves everything but the token shapes in one C pass; the primary
@@ -260,9 +324,15 @@ def _typed_rows(table: str, data: bytes) -> list[Row] | None:
     row-by-row path that names every issue.
     """
     try:
-        structs = _DECODERS[table].decode(data)
+        structs = (_COMPACT_DECODERS if compact else _DECODERS)[table].decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
+    if compact:
+        column = list(map(operator.attrgetter("token"), structs))
+        if not _hex_tokens(column) or len(set(column)) != len(column):
+            return None
+        compact_rows: list[Row] = structs
+        return compact_rows
     # A TypedDict decode would skip the Struct but also silently drop unknown fields, and
     # ``structs.asdict`` per row measured no faster than one ``to_builtins``.
     rows: list[Row] = msgspec.to_builtins(structs)
@@ -287,8 +357,15 @@ def _untyped_rows(
     return _check_rows(table, decoded, rel, issues)
 
 
-def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> LoadedTables:
-    """Read, decode and shape-check every official table of the dataroot behind *reader*."""
+def load_tables(
+    reader: DatarootReader, version: str, issues: list[str], *, compact: bool = False
+) -> LoadedTables:
+    """Read, decode and shape-check every official table of the dataroot behind *reader*.
+
+    With *compact*, well-formed tables are kept as :class:`CompactRow` structs whose
+    mentions of one token share one string (the validation's checks read both kinds);
+    without it, every row is a plain dict (what the SDK hands out).
+    """
     loaded = LoadedTables(version=version)
     try:
         entries = reader.list_dir(version)
@@ -299,6 +376,7 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
     for name, kind in entries:
         if name not in expected:
             issues.append(f"{version}/{name}: unexpected {kind} in the table directory")
+    shared: dict[str, str] = {}
     for table in OFFICIAL_TABLES:
         rel = loaded.rel(table)
         rows: list[Row] = []
@@ -309,8 +387,14 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
             issues.append(f"{rel}: cannot read table ({exc})")
             loaded.broken.add(table)
         if data is not None:
-            rows = _typed_rows(table, data) or _untyped_rows(loaded, table, data, rel, issues)
+            typed = _typed_rows(table, data, compact)
+            if typed is not None and compact:
+                _share_strings(table, typed, shared)
+            rows = typed or _untyped_rows(loaded, table, data, rel, issues)
+            data = None  # the table's bytes are not kept while the next one is read
         loaded.tables[table] = rows
+    del shared  # the index below keeps one entry per row instead
+    for table, rows in loaded.tables.items():
         loaded.index[table] = {row["token"]: row for row in rows}
     return loaded
 
