@@ -255,6 +255,7 @@ def _validate(
             issues.append(f"{root}: cannot list the dataroot ({exc})")
         tables = load_tables(reader, version, issues, compact=True)
         check_graph(tables, issues)
+        tables.forget_derived()  # not needed again: kept, they would add to the peak below
         extensions = load_extensions(reader, issues, manifest=published, share_with=tables)
         check_source_contract(tables, extensions, issues)
         expected = expected_validation_document(tables, passed=state != "staging")

@@ -18,6 +18,7 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation.compact import compact_gnss
 from dataset_devkit.nuscenes.validation.io import DatarootReader
 from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
@@ -41,26 +42,6 @@ def _rel(name: str) -> str:
     return f"{spec.EXTENSIONS_DIR}/{name}"
 
 
-def _share_gnss_strings(doc: spec.GnssDocument, tables: LoadedTables) -> None:
-    """Make each GNSS row name its pose, frame and recording with the tables' strings.
-
-    There is one GNSS row per image: decoded, each holds its own copies of two tokens and
-    of its recording's digest, the largest part of the extension documents in memory. A
-    token the tables lack keeps its own string (and is reported by the checks).
-    """
-    poses, frames = tables.index["ego_pose"], tables.index["sample_data"]
-    digests: dict[str, str] = {}
-    for row in doc.rows:
-        pose = poses.get(row.ego_pose_token)
-        if pose is not None:
-            msgspec.structs.force_setattr(row, "ego_pose_token", pose["token"])
-        frame = frames.get(row.sample_data_token)
-        if frame is not None:
-            msgspec.structs.force_setattr(row, "sample_data_token", frame["token"])
-        digest = digests.setdefault(row.source_digest, row.source_digest)
-        msgspec.structs.force_setattr(row, "source_digest", digest)
-
-
 def load_extensions(
     reader: DatarootReader,
     issues: list[str],
@@ -73,8 +54,8 @@ def load_extensions(
     *manifest* says whether ``content_manifest.json`` may be among them: it is part of a
     published dataroot (checked by the integrity core, not decoded here) and unexpected in a
     staging or finalized one, which must not carry a manifest before publication writes it.
-    With *share_with*, the GNSS rows' tokens become the strings of those tables (same
-    values, one copy: see ``_share_gnss_strings``).
+    With *share_with*, the GNSS rows are decoded a block at a time and name their tokens
+    with the strings of those tables (same values, one copy: see ``compact_gnss``).
     """
     loaded = LoadedExtensions()
     try:
@@ -97,14 +78,17 @@ def load_extensions(
         except DevkitError as exc:
             issues.append(f"{_rel(name)}: cannot read extension document ({exc})")
             continue
+        shared = name == spec.GNSS_FILE and share_with is not None
+        compact = compact_gnss(data, share_with.index) if shared and share_with else None
         try:
-            doc: Any = msgspec.json.decode(data, type=record)
+            doc: Any = compact if compact is not None else msgspec.json.decode(data, type=record)
         except msgspec.ValidationError as exc:
             issues.append(f"{_rel(name)}: does not match {record.__name__} ({exc})")
             continue
         except msgspec.DecodeError as exc:
             issues.append(f"{_rel(name)}: malformed JSON ({exc})")
             continue
+        del data  # not kept while the next document is read (gnss.json is large)
         expected = (
             spec.VALIDITY_SCHEMA_VERSION
             if name == spec.VALIDITY_FILE
@@ -115,8 +99,6 @@ def load_extensions(
                 f"{_rel(name)} at $.schema_version: expected {expected}, found {doc.schema_version}"
             )
             continue
-        if name == spec.GNSS_FILE and share_with is not None:
-            _share_gnss_strings(doc, share_with)
         loaded.docs[name] = doc
     return loaded
 

@@ -17,11 +17,16 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation.compact import compact_rows
 from dataset_devkit.nuscenes.validation.io import DatarootReader
-from dataset_devkit.nuscenes.validation.schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
+from dataset_devkit.nuscenes.validation.schema import (
+    OFFICIAL_TABLES,
+    TABLE_FIELDS,
+    TOKEN_RE,
+    hex_tokens,
+)
 
 __all__ = [
-    "CompactRow",
     "LoadedTables",
     "channel_of",
     "check_field",
@@ -32,48 +37,9 @@ __all__ = [
     "sample_data_channels",
 ]
 
-#: A table row: a dict on the row-by-row path, a :class:`CompactRow` on the typed one. Both
-#: are read the same way (``row["field"]``, ``row.get("field")``).
+#: A table row: a dict, or with ``compact=True`` a :class:`.compact.CompactRow` when its table
+#: is well formed. Both are read the same way (``row["field"]``, ``row.get("field")``).
 Row = Any
-
-
-class CompactRow(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, gc=False):
-    """Base of the compact rows the final validation keeps instead of dicts.
-
-    A build validates its whole dataroot twice, and a dict per row (with its own copy of
-    every token it names) was the build's peak memory: a struct of slots is a third of the
-    dict, and :func:`load_tables` makes every mention of a token share one string. Rows are
-    read like dicts, so every check serves both kinds; ``gc=False`` because rows hold only
-    strings, numbers and tuples of numbers (no cycle to collect).
-    """
-
-    #: ``row["field"]`` in C: the field is read as an attribute (every field exists).
-    __getitem__ = object.__getattribute__
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """``row.get("field", default)``, as on a dict row."""
-        return getattr(self, name, default)
-
-
-def _compact_type(record: type[msgspec.Struct]) -> type[CompactRow]:
-    """A compact row type with the fields, kinds and strictness of the spec *record*."""
-    fields = [(f.name, f.type) for f in msgspec.structs.fields(record)]
-    compact: type[CompactRow] = msgspec.defstruct(  # type: ignore[assignment]
-        record.__name__,
-        fields,
-        bases=(CompactRow,),
-        module=__name__,
-        kw_only=True,
-        forbid_unknown_fields=True,
-        gc=False,
-    )
-    return compact
-
-
-#: The string fields shared between rows: tokens and links (prev/next, foreign keys) and the
-#: few repeated words (``fileformat``, ``modality``, ``channel``); not names or file names.
-_SHARED_KINDS = ("token", "link")
-_SHARED_WORDS = ("fileformat", "modality", "channel")
 
 
 @dataclass(slots=True)
@@ -103,6 +69,12 @@ class LoadedTables:
     sample_data_channels: list[str | None] | None = None
     #: ``(sample_token, channel)`` of every key frame, computed on first use.
     key_frame_channels: list[tuple[str, str | None]] | None = None
+
+    def forget_derived(self) -> None:
+        """Drop the per-row lists derived for the graph checks (recomputed on next use)."""
+        self.channel_of_calibration = None
+        self.sample_data_channels = None
+        self.key_frame_channels = None
 
     def rel(self, table: str) -> str:
         """The dataroot-relative path of *table*'s JSON file."""
@@ -167,21 +139,6 @@ def check_field(kind: str, value: Any) -> str | None:
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - schema bug
 
 
-def _hex_tokens(col: list[str]) -> bool:
-    """Whether every string is 32 lowercase hex characters, in a few C-level passes."""
-    if not col:
-        return True
-    if set(map(len, col)) != {32}:
-        return False
-    joined = "".join(col)
-    try:
-        # fromhex rejects non-hex (and skips whitespace); hex() round-trips only lowercase,
-        # so equality proves every character was a lowercase hex digit.
-        return bytes.fromhex(joined).hex() == joined
-    except ValueError:
-        return False
-
-
 def _types(values: list[Any]) -> set[type]:
     return set(map(type, values))
 
@@ -205,7 +162,7 @@ def _column_ok(kind: str, col: list[Any]) -> bool:
     if kind in ("token", "link"):
         if _types(col) != {str}:
             return False
-        return _hex_tokens(list(filter(None, col)) if kind == "link" else col)
+        return hex_tokens(list(filter(None, col)) if kind == "link" else col)
     if kind in _SCALAR_TYPES:
         return _types(col) == {_SCALAR_TYPES[kind]}
     if kind in ("vec3", "quat"):
@@ -289,29 +246,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 
 
-#: The same strict decoders, keeping each row as a :class:`CompactRow` (``compact=True``).
-_COMPACT_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
-    table: msgspec.json.Decoder(list[_compact_type(record)])  # type: ignore[misc]
-    for table, record in spec.TABLE_RECORDS.items()
-}
-
-
-def _share_strings(table: str, rows: list[CompactRow], shared: dict[str, str]) -> None:
-    """Make every token (and repeated word) of *rows* the one string *shared* holds for it.
-
-    Each JSON mention decodes to its own 81-byte string; a sample_data row names six
-    tokens, each also named by other rows.
-    """
-    names = [n for n, kind in TABLE_FIELDS[table].items() if kind in _SHARED_KINDS]
-    names += [n for n in _SHARED_WORDS if n in TABLE_FIELDS[table]]
-    setdefault = shared.setdefault
-    for name in names:
-        values = list(map(operator.attrgetter(name), rows))
-        for row, value in zip(rows, map(setdefault, values, values), strict=True):
-            setattr(row, name, value)
-
-
-def _typed_rows(table: str, data: bytes, compact: bool = False) -> list[Row] | None:
+def _typed_rows(table: str, data: bytes) -> list[Row] | None:
     """The rows of a well-formed table through its typed decoder, else None.
 
     The typed decode proves everything but the token shapes in one C pass; the primary
@@ -324,20 +259,14 @@ def _typed_rows(table: str, data: bytes, compact: bool = False) -> list[Row] | N
     row-by-row path that names every issue.
     """
     try:
-        structs = (_COMPACT_DECODERS if compact else _DECODERS)[table].decode(data)
+        structs = _DECODERS[table].decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
-    if compact:
-        column = list(map(operator.attrgetter("token"), structs))
-        if not _hex_tokens(column) or len(set(column)) != len(column):
-            return None
-        compact_rows: list[Row] = structs
-        return compact_rows
     # A TypedDict decode would skip the Struct but also silently drop unknown fields, and
     # ``structs.asdict`` per row measured no faster than one ``to_builtins``.
     rows: list[Row] = msgspec.to_builtins(structs)
     column = list(map(operator.itemgetter("token"), rows))
-    if not _hex_tokens(column) or len(set(column)) != len(column):
+    if not hex_tokens(column) or len(set(column)) != len(column):
         return None
     return rows
 
@@ -376,7 +305,7 @@ def load_tables(
     for name, kind in entries:
         if name not in expected:
             issues.append(f"{version}/{name}: unexpected {kind} in the table directory")
-    shared: dict[str, str] = {}
+    words: dict[str, str] = {}
     for table in OFFICIAL_TABLES:
         rel = loaded.rel(table)
         rows: list[Row] = []
@@ -386,16 +315,17 @@ def load_tables(
         except DevkitError as exc:
             issues.append(f"{rel}: cannot read table ({exc})")
             loaded.broken.add(table)
+        index: dict[str, Row] | None = None
         if data is not None:
-            typed = _typed_rows(table, data, compact)
-            if typed is not None and compact:
-                _share_strings(table, typed, shared)
-            rows = typed or _untyped_rows(loaded, table, data, rel, issues)
+            compacted = compact_rows(table, data, loaded.index, words) if compact else None
+            if compacted is not None:
+                rows, index = compacted
+            else:
+                typed = None if compact else _typed_rows(table, data)
+                rows = typed or _untyped_rows(loaded, table, data, rel, issues)
             data = None  # the table's bytes are not kept while the next one is read
         loaded.tables[table] = rows
-    del shared  # the index below keeps one entry per row instead
-    for table, rows in loaded.tables.items():
-        loaded.index[table] = {row["token"]: row for row in rows}
+        loaded.index[table] = {row["token"]: row for row in rows} if index is None else index
     return loaded
 
 
