@@ -179,7 +179,8 @@ def _child(config_path: str) -> None:
         "wall": wall,
         "t0": t0,
         "starts": starts,
-        "peak_rss": peak_kib * 1024,
+        # Resetting VmHWM between stages resets ru_maxrss too: the peak is the stages' max.
+        "peak_rss": max(peak_kib * 1024, *stage_peaks.values()),
         "stage_peaks": stage_peaks,
         "samples": result.samples,
         "images": result.images,
