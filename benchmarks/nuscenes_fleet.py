@@ -5,7 +5,8 @@ at 12 Hz, about 260,000 frames, at reduced resolution so it is quick to generate
 with the real writers (protobuf MCAP with the ``mcap`` writer, or a decoded folder of MP4
 videos through PyAV), then ``build_dataset`` runs in a fresh child process: the child's peak
 RSS is the build's. Printed: wall time, frames/s and MB/s end to end, the share of each
-build stage, peak RSS against the goal of 400 MB + 8 KB per key-frame sample, and the
+build stage, peak RSS against the goal of 400 MB + 8 KB per key-frame sample and per stage
+(the final validation of the finalized tree apart from the official loader), and the
 export's fraction of the bound (read + SHA-256 + copy + strict decode of every exported
 frame, divided by the cores), measured on the same evidence in the same run.
 
@@ -153,25 +154,55 @@ def _child(config_path: str) -> None:
     from dataset_devkit.nuscenes.config import load_build_config
 
     starts: dict[str, float] = {}
+    stage_peaks: dict[str, int] = {}
+    current = ["setup"]
 
-    def progress(stage: str, _done: int, _total: int) -> None:
+    def end_segment(next_segment: str) -> None:
+        stage_peaks[current[0]] = max(stage_peaks.get(current[0], 0), _rss_high_water())
+        current[0] = next_segment
+
+    def progress(stage: str, done: int, total: int) -> None:
         starts.setdefault(stage, time.perf_counter())
+        repeated = current[0] == "final-validation" and stage == "official-loader"
+        if stage != current[0] and not repeated:
+            end_segment(stage)
+        if stage == "official-loader" and total and done == total:
+            # What follows until hashing is the final validation of the finalized tree.
+            end_segment("final-validation")
 
     t0 = time.perf_counter()
     result = build_dataset(load_build_config(config_path), progress=progress)
     wall = time.perf_counter() - t0
+    end_segment("end")
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     report = {
         "wall": wall,
         "t0": t0,
         "starts": starts,
-        "peak_rss": peak_kib * 1024,
+        # Resetting VmHWM between stages resets ru_maxrss too: the peak is the stages' max.
+        "peak_rss": max(peak_kib * 1024, *stage_peaks.values()),
+        "stage_peaks": stage_peaks,
         "samples": result.samples,
         "images": result.images,
         "scenes": result.scenes,
         "root": result.root_sha256,
     }
     print(json.dumps(report))
+
+
+def _rss_high_water() -> int:
+    """Peak RSS since the last call, in bytes (``VmHWM``, then reset through ``clear_refs``).
+
+    0 where ``/proc`` does not offer it; the whole build's peak is still ``ru_maxrss``.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            hwm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # resets VmHWM to the current RSS
+    except (OSError, StopIteration, ValueError):
+        return 0
+    return hwm
 
 
 def _stage_shares(starts: dict[str, float], t0: float, wall: float) -> list[tuple[str, float]]:
@@ -314,6 +345,12 @@ def main() -> None:
         f"{goal / 2**20:.0f} MiB (400 MiB + 8 KiB x {child['samples']:,} samples): "
         f"{'met' if peak <= goal else 'NOT met'}"
     )
+    peaks = child["stage_peaks"]
+    if any(peaks.values()):
+        print(
+            "peak RSS by stage: "
+            + ", ".join(f"{stage} {value / 2**20:.0f} MiB" for stage, value in peaks.items())
+        )
     print(
         f"export of {export['frames']:,.0f} frames: {export['export']:.2f} s; "
         f"read+sha256+copy {export['copy']:.2f} s, strict decode {export['decode']:.2f} s, "

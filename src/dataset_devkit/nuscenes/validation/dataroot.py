@@ -253,9 +253,10 @@ def _validate(
             _check_top_level(reader, issues)
         except DevkitError as exc:
             issues.append(f"{root}: cannot list the dataroot ({exc})")
-        tables = load_tables(reader, version, issues)
+        tables = load_tables(reader, version, issues, compact=True)
         check_graph(tables, issues)
-        extensions = load_extensions(reader, issues, manifest=published)
+        tables.forget_derived()  # not needed again: kept, they would add to the peak below
+        extensions = load_extensions(reader, issues, manifest=published, share_with=tables)
         check_source_contract(tables, extensions, issues)
         expected = expected_validation_document(tables, passed=state != "staging")
         check_evidence(tables, extensions, issues, expected_validation=expected)

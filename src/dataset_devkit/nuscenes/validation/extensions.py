@@ -18,6 +18,7 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation.compact import compact_gnss
 from dataset_devkit.nuscenes.validation.io import DatarootReader
 from dataset_devkit.nuscenes.validation.tables import LoadedTables
 
@@ -42,13 +43,19 @@ def _rel(name: str) -> str:
 
 
 def load_extensions(
-    reader: DatarootReader, issues: list[str], *, manifest: bool
+    reader: DatarootReader,
+    issues: list[str],
+    *,
+    manifest: bool,
+    share_with: LoadedTables | None = None,
 ) -> LoadedExtensions:
     """Read and strictly decode every extension document, reporting unexpected files.
 
     *manifest* says whether ``content_manifest.json`` may be among them: it is part of a
     published dataroot (checked by the integrity core, not decoded here) and unexpected in a
     staging or finalized one, which must not carry a manifest before publication writes it.
+    With *share_with*, the GNSS rows are decoded a block at a time and name their tokens
+    with the strings of those tables (same values, one copy: see ``compact_gnss``).
     """
     loaded = LoadedExtensions()
     try:
@@ -71,14 +78,17 @@ def load_extensions(
         except DevkitError as exc:
             issues.append(f"{_rel(name)}: cannot read extension document ({exc})")
             continue
+        shared = name == spec.GNSS_FILE and share_with is not None
+        compact = compact_gnss(data, share_with.index) if shared and share_with else None
         try:
-            doc: Any = msgspec.json.decode(data, type=record)
+            doc: Any = compact if compact is not None else msgspec.json.decode(data, type=record)
         except msgspec.ValidationError as exc:
             issues.append(f"{_rel(name)}: does not match {record.__name__} ({exc})")
             continue
         except msgspec.DecodeError as exc:
             issues.append(f"{_rel(name)}: malformed JSON ({exc})")
             continue
+        del data  # not kept while the next document is read (gnss.json is large)
         expected = (
             spec.VALIDITY_SCHEMA_VERSION
             if name == spec.VALIDITY_FILE

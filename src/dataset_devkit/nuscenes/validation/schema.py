@@ -25,6 +25,7 @@ __all__ = [
     "TABLE_FIELDS",
     "TOKEN_RE",
     "VERSION_RE",
+    "hex_tokens",
 ]
 
 #: The only dataset version of the v1 contract.
@@ -147,3 +148,18 @@ FOREIGN_KEYS: Final[dict[tuple[str, str], str]] = {
 
 #: Tables whose rows form doubly linked ``prev``/``next`` chains.
 CHAIN_LINKS: Final = ("sample", "sample_data", "sample_annotation")
+
+
+def hex_tokens(col: list[str]) -> bool:
+    """Whether every string is 32 lowercase hex characters, in a few C-level passes."""
+    if not col:
+        return True
+    if set(map(len, col)) != {32}:
+        return False
+    joined = "".join(col)
+    try:
+        # fromhex rejects non-hex (and skips whitespace); hex() round-trips only lowercase,
+        # so equality proves every character was a lowercase hex digit.
+        return bytes.fromhex(joined).hex() == joined
+    except ValueError:
+        return False

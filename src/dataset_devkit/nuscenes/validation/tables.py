@@ -17,8 +17,14 @@ import msgspec
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.validation.compact import compact_rows
 from dataset_devkit.nuscenes.validation.io import DatarootReader
-from dataset_devkit.nuscenes.validation.schema import OFFICIAL_TABLES, TABLE_FIELDS, TOKEN_RE
+from dataset_devkit.nuscenes.validation.schema import (
+    OFFICIAL_TABLES,
+    TABLE_FIELDS,
+    TOKEN_RE,
+    hex_tokens,
+)
 
 __all__ = [
     "LoadedTables",
@@ -31,7 +37,9 @@ __all__ = [
     "sample_data_channels",
 ]
 
-Row = dict[str, Any]
+#: A table row: a dict, or with ``compact=True`` a :class:`.compact.CompactRow` when its table
+#: is well formed. Both are read the same way (``row["field"]``, ``row.get("field")``).
+Row = Any
 
 
 @dataclass(slots=True)
@@ -61,6 +69,12 @@ class LoadedTables:
     sample_data_channels: list[str | None] | None = None
     #: ``(sample_token, channel)`` of every key frame, computed on first use.
     key_frame_channels: list[tuple[str, str | None]] | None = None
+
+    def forget_derived(self) -> None:
+        """Drop the per-row lists derived for the graph checks (recomputed on next use)."""
+        self.channel_of_calibration = None
+        self.sample_data_channels = None
+        self.key_frame_channels = None
 
     def rel(self, table: str) -> str:
         """The dataroot-relative path of *table*'s JSON file."""
@@ -125,21 +139,6 @@ def check_field(kind: str, value: Any) -> str | None:
     raise AssertionError(f"unknown field kind {kind}")  # pragma: no cover - schema bug
 
 
-def _hex_tokens(col: list[str]) -> bool:
-    """Whether every string is 32 lowercase hex characters, in a few C-level passes."""
-    if not col:
-        return True
-    if set(map(len, col)) != {32}:
-        return False
-    joined = "".join(col)
-    try:
-        # fromhex rejects non-hex (and skips whitespace); hex() round-trips only lowercase,
-        # so equality proves every character was a lowercase hex digit.
-        return bytes.fromhex(joined).hex() == joined
-    except ValueError:
-        return False
-
-
 def _types(values: list[Any]) -> set[type]:
     return set(map(type, values))
 
@@ -163,7 +162,7 @@ def _column_ok(kind: str, col: list[Any]) -> bool:
     if kind in ("token", "link"):
         if _types(col) != {str}:
             return False
-        return _hex_tokens(list(filter(None, col)) if kind == "link" else col)
+        return hex_tokens(list(filter(None, col)) if kind == "link" else col)
     if kind in _SCALAR_TYPES:
         return _types(col) == {_SCALAR_TYPES[kind]}
     if kind in ("vec3", "quat"):
@@ -267,7 +266,7 @@ def _typed_rows(table: str, data: bytes) -> list[Row] | None:
     # ``structs.asdict`` per row measured no faster than one ``to_builtins``.
     rows: list[Row] = msgspec.to_builtins(structs)
     column = list(map(operator.itemgetter("token"), rows))
-    if not _hex_tokens(column) or len(set(column)) != len(column):
+    if not hex_tokens(column) or len(set(column)) != len(column):
         return None
     return rows
 
@@ -287,8 +286,15 @@ def _untyped_rows(
     return _check_rows(table, decoded, rel, issues)
 
 
-def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> LoadedTables:
-    """Read, decode and shape-check every official table of the dataroot behind *reader*."""
+def load_tables(
+    reader: DatarootReader, version: str, issues: list[str], *, compact: bool = False
+) -> LoadedTables:
+    """Read, decode and shape-check every official table of the dataroot behind *reader*.
+
+    With *compact*, well-formed tables are kept as :class:`CompactRow` structs whose
+    mentions of one token share one string (the validation's checks read both kinds);
+    without it, every row is a plain dict (what the SDK hands out).
+    """
     loaded = LoadedTables(version=version)
     try:
         entries = reader.list_dir(version)
@@ -299,6 +305,7 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
     for name, kind in entries:
         if name not in expected:
             issues.append(f"{version}/{name}: unexpected {kind} in the table directory")
+    words: dict[str, str] = {}
     for table in OFFICIAL_TABLES:
         rel = loaded.rel(table)
         rows: list[Row] = []
@@ -308,10 +315,17 @@ def load_tables(reader: DatarootReader, version: str, issues: list[str]) -> Load
         except DevkitError as exc:
             issues.append(f"{rel}: cannot read table ({exc})")
             loaded.broken.add(table)
+        index: dict[str, Row] | None = None
         if data is not None:
-            rows = _typed_rows(table, data) or _untyped_rows(loaded, table, data, rel, issues)
+            compacted = compact_rows(table, data, loaded.index, words) if compact else None
+            if compacted is not None:
+                rows, index = compacted
+            else:
+                typed = None if compact else _typed_rows(table, data)
+                rows = typed or _untyped_rows(loaded, table, data, rel, issues)
+            data = None  # the table's bytes are not kept while the next one is read
         loaded.tables[table] = rows
-        loaded.index[table] = {row["token"]: row for row in rows}
+        loaded.index[table] = {row["token"]: row for row in rows} if index is None else index
     return loaded
 
 
