@@ -3,7 +3,6 @@ exists, whenever it appeared, is never opened for writing, replaced or removed."
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 

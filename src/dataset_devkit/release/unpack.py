@@ -9,25 +9,29 @@ newer and no third-party package. Typical use, from the release directory::
     python unpack.py --depth --output ./data      # later: add a family into the same output
     python unpack.py --all --output ./data
 
-Why not ``tarfile.extractall``: Python's extraction filters could be made to write outside the
-output on unpatched releases (CVE-2025-4517), GNU tar follows symlinks planted in the output,
-and both tarfile and bsdtar stop or skip silently on a damaged header. This script never calls
-``extract()``; it authenticates ``files.jsonl`` against ``manifest.json``, checks every chosen
-package's size, parses each tar by hand (exactly the indexed members, regular files only, no
-duplicates, valid checksums, no truncation, only zeros after the end marker, a member cap)
-while hashing the whole package in the same read, and writes every file itself through a
-temporary name, relative to directory descriptors opened one level at a time without
-following links, moving it into place only after its SHA-256 and its whole package's SHA-256
-matched and only with a primitive that fails if the name exists (``renameat2``
-``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Each file's data is
-durable before it gets its name and every name before ``OK`` (one ``syncfs`` per batch on
-Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). Existing
-identical files are verified and skipped; an existing file that differs is reported and
-kept. Any failure exits non-zero. Descriptors stay bounded by the tree depth (58,000 files
-restore under ``ulimit -n 256``). One run at a time writes into an output (an advisory
-lock); re-running the same command after a kill removes that run's temporary files and
-finishes the restore. Modes come from ``--readable-by`` (owner-only by default), never from
-the archive.
+Why hand-written, and why not ``tarfile.extractall``: the script must run on a bare
+Python with nothing installed, so no third-party extractor can be used; Python's extraction
+filters could be made to write outside the output on unpatched releases (CVE-2025-4517), GNU
+tar follows symlinks planted in the output, and both tarfile and bsdtar stop or skip
+silently on a damaged header. This script never calls ``extract()``; it authenticates
+``files.jsonl`` against ``manifest.json``, checks every chosen package's size, parses each
+tar by hand (exactly the indexed members, regular files only, no duplicates, valid
+checksums, no truncation, only zeros after the end marker, a member cap) while hashing the
+whole package in the same read, and writes every file itself at its final name, created
+with ``O_CREAT|O_EXCL|O_NOFOLLOW`` relative to directory descriptors opened one level at a
+time without following links (an existing name is never opened for writing). A file whose
+SHA-256 differs from ``files.jsonl`` is removed at once, and every file of a package whose
+own SHA-256 or structure fails is removed again. Before the first file is created, a small
+journal (``OUTPUT/NAME.unpack-journal.json``, written whole and fsynced) names the packages
+being written; it goes only once every file, name and directory is durable (one ``syncfs``
+on Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). A run killed
+or cut off at any moment leaves that journal: the next run of the same command removes or
+rewrites the files of those packages that are incomplete or differ, verifies the rest, and
+finishes. Files it did not write (present before, or appearing meanwhile) are verified and
+skipped when identical, else reported and kept. Any failure exits non-zero. Descriptors
+stay bounded by the tree depth (58,000 files restore under ``ulimit -n 256``). One run at a
+time writes into an output (an advisory lock). Modes come from ``--readable-by``
+(owner-only by default), never from the archive.
 
 Sections, in order: hashing, names, release metadata, family choice, tar parsing, packages,
 output side (directories, placing, the lock, restore), command line.
@@ -72,7 +76,8 @@ JOURNAL_SUFFIX = ".unpack-journal.json"
 #: --readable-by: (file mode, directory mode) of a restored tree.
 READABLE_BY = {"owner": (0o400, 0o500), "group": (0o440, 0o550), "all": (0o444, 0o555)}
 _UMASK = [0o022]  # the process umask, read when a restore starts
-#: Temporary names of files being restored; removed on a re-run (under the output lock).
+#: Temporary names earlier versions restored files through; a killed run of one may have
+#: left some: removed on a re-run (under the output lock).
 _TEMP_NAME = re.compile(r"\.unpack-[0-9a-f]{12}\.tmp\Z")
 BLOCK = 512
 CHUNK = 1 << 20
@@ -1563,27 +1568,31 @@ def unpack_release(
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
-    Files are written through a temporary name and moved into place only after their
-    SHA-256 matched ``files.jsonl``. Re-runs verify and skip identical files; a differing
-    existing file is an error and is kept. *only_packages* restricts the run to some
-    packages (the packer's sample restore test); the structure check then covers their files.
-    With *fsync* (the default) every file is fsynced before it is moved into place and every
-    directory that gained entries is fsynced after them, so a success message survives a
-    power cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
+    Files are written at their final names, each hashed as it is written; one whose
+    SHA-256 differs from ``files.jsonl``, and every file of a package that does not verify,
+    is removed again. ``OUTPUT/NAME.unpack-journal.json`` names the packages being written
+    from before the first file is created until all is durable: a re-run after a kill or a
+    crash rewrites their incomplete files. Re-runs verify and skip identical files; a
+    differing file this restore did not write is an error and is kept. *only_packages*
+    restricts the run to some packages (the packer's sample restore test); the structure
+    check then covers their files. With *fsync* (the default) every file, name and
+    directory is durable before the journal goes and before the return (one ``syncfs`` on
+    Linux, else an fsync per file and per directory), so a success message survives a power
+    cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
 
     One run at a time writes into an output: an advisory lock on ``OUTPUT/NAME.unpack.lock``
     makes a second run wait (or, with ``wait=False``, fail naming the first one's pid). Under
-    the lock, temporary files of killed runs are removed, so re-running the same command
-    finishes an interrupted restore. *readable_by* (``owner``, ``group``, ``all``) sets the
-    restored files' and directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves
-    the modes the umask gives (scratch restores that are deleted right after). Modes are
-    never taken from the archive (no setuid, setgid or sticky bit is ever restored).
+    the lock, the journal of a killed run is read and its partial files are removed or
+    rewritten, so re-running the same command finishes an interrupted restore.
+    *readable_by* (``owner``, ``group``, ``all``) sets the restored files' and
+    directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves the modes the
+    umask gives (scratch restores that are deleted right after). Modes are never taken
+    from the archive (no setuid, setgid or sticky bit is ever restored).
     *expect_root* fails the run, before anything is written, unless the release is the
     snapshot with that root hash. *progress* is called with ``(bytes done, bytes in all)``
-    once per member as its data is restored or verified; *check_progress* likewise as the
-    packages are hashed first, where the platform makes that a separate pass (without
-    ``syncfs`` the whole check runs before anything is written; with it, each package is
-    hashed in the read that restores it and nothing is reported here).
+    once per member as its data is restored or verified; *check_progress* is kept for
+    callers of earlier versions and no longer called (each package is hashed in the read
+    that restores it, never in a pass of its own).
     """
     modes = file_modes(readable_by)
     _UMASK[0] = os.umask(0o022)  # read it (no call only reads it); set it back at once
