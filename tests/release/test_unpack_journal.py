@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.release import unpack
-from tests.release.helpers import SAMPLE, make_tree, pack, read_tree
+from tests.release.helpers import (
+    SAMPLE,
+    craft_release,
+    file_info,
+    make_tree,
+    pack,
+    read_tree,
+    row,
+    tar_bytes,
+)
 
 SRC = str(Path(unpack.__file__).resolve().parents[2])
 BIG = "ue5-pro/map0001/scene0001/cams01/videos/left.mp4"
@@ -144,3 +153,27 @@ def test_a_journal_of_another_snapshot_is_refused(release: Path, tmp_path: Path)
     (out / "ds.unpack-journal.json").write_text(json.dumps(journal))
     with pytest.raises(unpack.UnpackError, match="interrupted restore of snapshot 0000"):
         unpack.unpack_release(str(release), str(out), everything=True)
+
+
+def test_a_failed_package_whose_files_cannot_be_removed_keeps_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package fails after a member was written and removing it fails too: the journal
+    stays, so the next run knows that file as its own."""
+    package = tar_bytes([file_info("ds/a.txt", b"a\n"), file_info("ds/b.txt", b"evil\n")])
+    rows = [row("a.txt", b"a\n"), {"path": "b.txt", "size": 5, "sha256": "ab" * 32}]
+    release = craft_release(tmp_path / "release", package, rows)
+    out = tmp_path / "out"
+
+    real_unlink = unpack.PinnedDir.unlink
+
+    def cannot_unlink(self: unpack.PinnedDir, name: str) -> None:
+        if name.endswith(".txt"):
+            raise PermissionError(13, "Permission denied", name)
+        real_unlink(self, name)
+
+    monkeypatch.setattr(unpack.PinnedDir, "unlink", cannot_unlink)
+    with pytest.raises(unpack.UnpackError, match=r"differs from files\.jsonl"):
+        unpack.unpack_release(str(release), str(out), ["base"])
+    assert (out / "ds" / "a.txt").exists()
+    assert _journal(out)["writing"] == ["base/base-0001.tar"]

@@ -915,6 +915,7 @@ class Summary:
         self.package_bytes = 0
         self.written = 0
         self.skipped = 0
+        self.leftovers = 0  # files of a failed restore left in place (named by the journal)
         self.families: list[str] = []
         self.output: str | None = None
 
@@ -1653,7 +1654,7 @@ def unpack_release(
                         kept=kept,
                     )
                 except BaseException:
-                    if not journal and not summary.written and not kept:
+                    if not (journal or summary.written or summary.leftovers or kept):
                         _remove_journal(out, release)  # nothing of this run to recognise
                     raise
                 del present
@@ -1935,6 +1936,7 @@ def _restore_packages(
     for job in jobs:
         summary.written += job.written
         summary.skipped += job.skipped
+        summary.leftovers += job.leftovers
         issues.extend(job.issues)
         if kept is not None:
             kept.extend(job.kept)
@@ -1985,6 +1987,7 @@ class _Job:
         self.skipped = 0
         self.issues: list[str] = []
         self.kept: list[str] = []
+        self.leftovers = 0  # files of failed packages that could not be removed
         self.created: list[tuple[list[str], int, str]] = []  # this package's new files
 
     def restore(self, pkg: dict[str, Any]) -> None:
@@ -2015,10 +2018,13 @@ class _Job:
         chain = DirChain(self.root)
         try:
             for parts, ino, leaf in self.created:
-                with contextlib.suppress(OSError, UnpackError):
+                try:
                     folder = chain.goto(parts, create=False)
-                    if folder.ino == ino:
-                        folder.unlink(leaf)
+                    if folder.ino != ino:
+                        raise UnpackError(f"{folder.path}: replaced while restoring")
+                    folder.unlink(leaf)
+                except (OSError, UnpackError):
+                    self.leftovers += 1  # the journal must stay to name them
         finally:
             chain.close()
             self.created = []
