@@ -1909,9 +1909,7 @@ def _restore_packages(
 
     def worker() -> None:
         chain = DirChain(root, leave)
-        job = _Job(
-            release, root, chain, file_mode, advance, present, ours, foreign, each, bool(syncfs)
-        )
+        job = _Job(release, root, chain, file_mode, advance, present, ours, foreign, each)
         with lock:
             jobs.append(job)
         try:
@@ -1970,12 +1968,10 @@ class _Job:
         ours: frozenset[str],
         foreign: frozenset[str],
         fsync_each: bool,
-        durable_at_end: bool = False,
     ) -> None:
         self.release, self.root, self.chain = release, root, chain
         self.file_mode, self.advance, self.present = file_mode, advance, present
         self.ours, self.foreign, self.fsync_each = ours, foreign, fsync_each
-        self.early = _sync_file_range_function() if durable_at_end else None
         # Created with its final mode when the umask keeps it whole (no fchmod: one
         # metadata update less per file); else 0600 and fchmod after the data.
         keeps = file_mode is not None and not file_mode & _UMASK[0]
@@ -2055,10 +2051,7 @@ class _Job:
         self.created.append((parts[:-1], folder.ino, leaf))
         folder.dirty = True
         try:
-            if self.early is not None and m.size >= EARLY_WRITEBACK:
-                digest = _hash_member(stream, m.size, _EarlyWriteback(fd, where, self.early))
-            else:
-                digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
+            digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
             if digest != row.sha256:
                 raise UnpackError(
                     f"{self.pkg_name}: member {m.path!r} SHA-256 {digest} differs from {FILES_NAME}"
@@ -2127,50 +2120,6 @@ class _Job:
 
 
 _DIFFERS = f"existing file differs from {FILES_NAME}"
-#: Files this large have their writeback started as they are written (see _EarlyWriteback).
-EARLY_WRITEBACK = 8 << 20
-_sync_file_range_cache: list[Any] = []
-
-
-def _sync_file_range_function() -> Callable[[int, int, int], None] | None:
-    """``sync_file_range(fd, offset, n, SYNC_FILE_RANGE_WRITE)`` through :mod:`ctypes` on
-    Linux: starts writing a range to disk and returns at once (None elsewhere)."""
-    if _sync_file_range_cache:
-        return _sync_file_range_cache[0]  # type: ignore[no-any-return]
-    call = None
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            func = ctypes.CDLL(None, use_errno=True).sync_file_range
-            func.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-            func.restype = ctypes.c_int
-        except (ImportError, OSError, AttributeError, TypeError):
-            func = None
-        if func is not None:
-
-            def call(fd: int, offset: int, count: int) -> None:
-                func(fd, offset, count, 2)  # only a hint: the final syncfs reports errors
-
-    _sync_file_range_cache.append(call)
-    return call
-
-
-class _EarlyWriteback:
-    """A sink writing a large file and starting its writeback every 8 MiB: the disk works
-    while the rest is read and hashed, so the one ``syncfs`` at the end finds little left
-    to write (a 512 MiB restore otherwise waits for all of it there)."""
-
-    def __init__(self, fd: int, where: str, start: Callable[[int, int, int], None]) -> None:
-        self.fd, self.where, self.start = fd, where, start
-        self.written = self.started = 0
-
-    def __call__(self, data: bytes) -> None:
-        _write_all(self.fd, data, self.where)
-        self.written += len(data)
-        if self.written - self.started >= EARLY_WRITEBACK:
-            self.start(self.fd, self.started, self.written - self.started)
-            self.started = self.written
 
 
 def _check_package_digest(pkg: dict[str, Any], digest: str) -> None:
