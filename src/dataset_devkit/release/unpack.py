@@ -1624,7 +1624,10 @@ def unpack_release(
             kept: list[str] = list(journal["kept"]) if journal else []
             finished = set(state.get("families", []) if state else [])
             # Packages of families an earlier run finished are not journaled: a file of
-            # theirs that differs now was changed by someone else and is kept.
+            # theirs that differs now was changed by someone else and is kept. What the
+            # journal cannot tell apart: a file someone placed, identical to the release's,
+            # before the first run, then changed between a kill and the re-run; it is taken
+            # for that run's partial file and rewritten with the release's bytes.
             writing = ours | {p["name"] for p in packages if p["family"] not in finished}
             try:
                 present: set[str] = set()
