@@ -5,21 +5,22 @@ Builds a tree (a few large files, many small ones, a depth family), then times:
 * ``pack_release`` (one read per file, hashed while archived; read-back of every package
   and, separately, without read-back) against ``tar -cf`` of the tree followed by
   ``sha256sum`` over every file and over the package (the two-pass way);
-* the shipped ``unpack.py --all`` (package SHA-256 check, strict parse, every member hashed
-  before its no-replace placement, every file and directory fsynced) and ``unpack.py --all
+* the shipped ``unpack.py --all`` (package SHA-256 in the restoring read, strict parse,
+  every member hashed as it is written at its final name under the restore journal, every
+  file and directory durable before ``OK``: one ``syncfs``) and ``unpack.py --all
   --no-fsync`` (like ``tar``, no fsync) against ``tar -xf`` of every package followed by
   ``sha256sum -c SHA256SUMS``;
 * ``tar -xf`` of every package alone, with no verification at all and no fsync: the floor
   of writing these files, to say how close a restore that verifies every byte gets;
 * peak RSS of the pack and unpack processes, next to the largest file size.
 
-``unpack.py --all`` makes every file durable (``syncfs`` batches) and ``tar`` does not: the
+``unpack.py --all`` makes every file durable (one ``syncfs``) and ``tar`` does not: the
 ``--no-fsync`` row is the like-for-like comparison, both are printed.
 
 Two shapes, each measured in its own rounds: ``large`` (the tree above) and ``small``,
 the GenVR-duo layout at the real release's size with tiny files (2,008 stereo pairs:
-58,233 files in 14,580 directories, ~35 packages), where per-file costs (create, rename,
-fsync) dominate instead of bytes.
+58,233 files in 14,580 directories, ~35 packages), where per-file costs (create, write,
+sync) dominate instead of bytes.
 
 Goals: pack <= 0.6x of the peer; unpack <= 0.6x of ``tar -xf`` + ``sha256sum -c`` on
 large files and <= 1.0x on the small-file tree (ratios: our time / the peer's time);

@@ -8,8 +8,9 @@ far less:
 * ``tar -xf`` of every package + ``sha256sum -c`` of the packages (the shell peer);
 * the shipped ``unpack.py --all`` (every check, every byte verified);
 * a Python loop with no parsing, hashing or checks: per directory ``mkdir`` + ``open``, per
-  file create (``O_EXCL``) + write + close + rename (the temporary-name design), and the
-  same without the rename.
+  file create (``O_EXCL``) + write + close (what ``unpack.py`` does per file: it writes at
+  the final name under a restore journal), and the same plus a rename (the temporary-name
+  design of earlier versions).
 
 Usage (a release made by ``release pack``, e.g. by ``release_pack_unpack.py --shape small``)::
 

@@ -246,7 +246,7 @@ def test_readme_states_the_disk_space_needed_per_family_and_in_total(tmp_path: P
     assert f"- **depth** (pending): restored files {depth['total_bytes']:,} bytes" in readme
     total = packed + base["total_bytes"] + 2 * depth["total_bytes"]
     assert f"restoring every family needs about {total / 1000:.1f} kB" in readme  # not 0.0 GB
-    assert "never replacing an existing file" in readme and "--no-fsync" in readme
+    assert "never opening an existing file" in readme and "--no-fsync" in readme
 
 
 @pytest.mark.parametrize("read_back", [True, False])

@@ -51,6 +51,8 @@ def _attempt(
     new = [rel for rel in after if rel.endswith(".tmp") and rel not in before_output]
     assert not new, "temporary files left behind"
     assert (world["output"] / "ds.unpack-state.json").exists() is False
+    # Nothing was written: no journal claims the output's files for a later run.
+    assert not (world["output"] / "ds.unpack-journal.json").exists()
 
 
 def test_absolute_member_path_is_refused(world: dict[str, Path]) -> None:

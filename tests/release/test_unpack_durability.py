@@ -1,4 +1,5 @@
-"""unpack.py makes each file durable before its name, and each directory after its entries."""
+"""unpack.py's journal is on disk before any file it covers, and every file, name and
+directory is on disk before the journal goes and before ``OK``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from dataset_devkit.release import unpack
 from tests.release.helpers import SAMPLE, make_tree, pack, read_tree
 
-Event = tuple[str, int, int]  # ("fsync", inode, 0) or ("place", directory inode, file inode)
+Event = tuple[str, str]  # ("fsync", path), ("create", path), ("syncfs", ""), ("journal", ...)
 
 
 @pytest.fixture
@@ -19,53 +20,97 @@ def release(tmp_path: Path) -> Path:
     return pack(make_tree(tmp_path / "ds"), tmp_path / "rel", restore_test="none")
 
 
-@pytest.fixture
-def per_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The portable mode (no ``syncfs``): each file fsynced, each directory after it."""
-    monkeypatch.setattr(unpack, "_syncfs_cache", [None])
+def _path(fd: int) -> str:
+    return os.readlink(f"/proc/self/fd/{fd}")
 
 
 @pytest.fixture
-def events(monkeypatch: pytest.MonkeyPatch, per_file: None) -> list[Event]:
-    """Record every fsync (by inode) and every placement (directory and file inode)."""
+def events(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
+    """Record every fsync and file creation (by path), syncfs call and journal change."""
     log: list[Event] = []
-    real_fsync, real_place = os.fsync, unpack._place_noreplace
+    real_fsync, real_open_new = os.fsync, unpack.PinnedDir.open_new
+    real_syncfs = unpack._syncfs_function()
+    real_write, real_remove = unpack._write_journal, unpack._remove_journal
 
     def fsync(fd: int) -> None:
-        log.append(("fsync", os.fstat(fd).st_ino, 0))
+        log.append(("fsync", _path(fd)))
         real_fsync(fd)
 
-    def place(dir_fd: int | None, src: str, dst: str) -> None:
-        assert dir_fd is not None
-        ino = os.stat(src, dir_fd=dir_fd, follow_symlinks=False).st_ino
-        log.append(("place", os.fstat(dir_fd).st_ino, ino))
-        real_place(dir_fd, src, dst)
+    def open_new(self: unpack.PinnedDir, name: str, mode: int = 0o644) -> int:
+        fd = real_open_new(self, name, mode)
+        log.append(("create", _path(fd)))
+        return fd
+
+    def syncfs(fd: int, where: str) -> None:
+        log.append(("syncfs", ""))
+        assert real_syncfs is not None
+        real_syncfs(fd, where)
+
+    def write_journal(*args: object) -> None:
+        real_write(*args)  # type: ignore[arg-type]
+        log.append(("journal", "written"))
+
+    def remove_journal(*args: object) -> None:
+        log.append(("journal", "removed"))
+        real_remove(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(unpack, "_place_noreplace", place)
+    monkeypatch.setattr(unpack.PinnedDir, "open_new", open_new)
+    monkeypatch.setattr(unpack, "_syncfs_cache", [syncfs if real_syncfs else None])
+    monkeypatch.setattr(unpack, "_write_journal", write_journal)
+    monkeypatch.setattr(unpack, "_remove_journal", remove_journal)
     return log
 
 
-def test_every_file_is_fsynced_before_it_is_placed_and_every_directory_after(
+def _restored(events: list[Event], data: Path) -> list[int]:
+    """Indexes of the creations of restored files (not the journal's or state's temps)."""
+    root = str(data / "ds") + "/"
+    return [
+        i for i, (kind, path) in enumerate(events) if kind == "create" and path.startswith(root)
+    ]
+
+
+def test_syncfs_mode_journal_first_then_one_syncfs_after_every_file_then_journal_removed(
     release: Path, tmp_path: Path, events: list[Event]
 ) -> None:
+    if unpack._syncfs_function() is None:
+        pytest.skip("syncfs is Linux only")
     data = tmp_path / "data"
     summary = unpack.unpack_release(str(release), str(data), everything=True)
     assert read_tree(data / "ds") == SAMPLE
-    placements = [(i, e) for i, e in enumerate(events) if e[0] == "place"]
-    assert len(placements) == summary.written == len(SAMPLE)
-    for index, (_kind, _folder, ino) in placements:
-        assert ("fsync", ino, 0) in events[:index], "file placed before its data was fsynced"
-    last_entry: dict[int, int] = {}
-    for index, (_kind, folder, _ino) in placements:
-        last_entry[folder] = index
-    for dirpath, _dirs, _files in os.walk(data):
-        ino = os.lstat(dirpath).st_ino
-        assert ("fsync", ino, 0) in events, f"{dirpath} was never fsynced"
-        if ino in last_entry:
-            later = events[last_entry[ino] + 1 :]
-            assert ("fsync", ino, 0) in later, f"{dirpath} not fsynced after its last entry"
-    assert ("fsync", os.lstat(data / "ds.unpack-state.json").st_ino, 0) in events
+    created = _restored(events, data)
+    assert len(created) == summary.written == len(SAMPLE)
+    journal = events.index(("journal", "written"))
+    assert journal < created[0], "a file was created before the journal was on disk"
+    syncs = [i for i, e in enumerate(events) if e == ("syncfs", "")]
+    assert len(syncs) == 1, "one syncfs for the whole restore"
+    removed = events.index(("journal", "removed"))
+    assert created[-1] < syncs[0] < removed
+    journal_fsync = [i for i, (k, p) in enumerate(events) if k == "fsync" and "journal" in p]
+    assert journal_fsync and journal_fsync[0] < created[0], "journal not fsynced first"
+    assert any(
+        kind == "fsync" and "ds.unpack-state.json" in path for kind, path in events[syncs[0] :]
+    )
+    assert not (data / "ds.unpack-journal.json").exists()
+
+
+def test_per_file_mode_fsyncs_each_file_and_directory_before_the_journal_goes(
+    release: Path, tmp_path: Path, events: list[Event], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without syncfs (macOS, BSD): each file fsynced after its data, each directory after
+    its entries, all before the journal is removed."""
+    monkeypatch.setattr(unpack, "_syncfs_cache", [None])
+    data = tmp_path / "data"
+    unpack.unpack_release(str(release), str(data), everything=True)
+    assert read_tree(data / "ds") == SAMPLE
+    removed = events.index(("journal", "removed"))
+    created = _restored(events, data)
+    assert events.index(("journal", "written")) < created[0]
+    for index in created:
+        path = events[index][1]
+        assert ("fsync", path) in events[index:removed], f"{path} not fsynced before the end"
+        folder = os.path.dirname(path)
+        assert ("fsync", folder) in events[index:removed], f"{folder} not fsynced after {path}"
 
 
 def test_no_fsync_option_skips_every_fsync_and_still_restores(
@@ -75,75 +120,33 @@ def test_no_fsync_option_skips_every_fsync_and_still_restores(
     argv = ["--all", "--quiet", "--no-fsync", "--release-dir", str(release), "--output", str(data)]
     assert unpack.main(argv) == 0
     assert read_tree(data / "ds") == SAMPLE
-    assert [e for e in events if e[0] == "fsync"] == []
-    assert len([e for e in events if e[0] == "place"]) == len(SAMPLE)
+    assert [e for e in events if e[0] in ("fsync", "syncfs")] == []
+    assert len(_restored(events, data)) == len(SAMPLE)
 
 
-def test_a_failing_fsync_fails_the_restore_and_leaves_no_temporary_file(
-    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, per_file: None
+def test_a_failing_fsync_fails_the_restore_and_the_rerun_finishes(
+    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(unpack, "_syncfs_cache", [None])
     real_fsync = os.fsync
+    data = tmp_path / "data"
 
     def failing_disk(fd: int) -> None:
-        if os.readlink(f"/proc/self/fd/{fd}").endswith(".tmp"):
+        if _path(fd).startswith(str(data / "ds") + "/"):
             raise OSError(errno.EIO, "I/O error")
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", failing_disk)
-    data = tmp_path / "data"
     argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
     assert unpack.main(argv) == 1
-    assert read_tree(data) == {}
+    assert not [p for p in (data / "ds").rglob("*") if p.is_file()], "a failed file kept"
     assert not (data / "ds.unpack-state.json").exists()
-
-
-@pytest.fixture
-def batched(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
-    """Linux's batched mode: record temporary files created, syncfs calls, placements."""
-    log: list[Event] = []
-    real_syncfs = unpack._syncfs_function()
-    assert real_syncfs is not None, "syncfs is available on Linux"
-    real_open_new, real_place = unpack.PinnedDir.open_new, unpack._place_noreplace
-
-    def syncfs(fd: int, where: str) -> None:
-        log.append(("syncfs", 0, 0))
-        real_syncfs(fd, where)
-
-    def open_new(self: unpack.PinnedDir, name: str, mode: int = 0o644) -> int:
-        fd = real_open_new(self, name, mode)
-        log.append(("create", os.fstat(fd).st_ino, 0))
-        return fd
-
-    def place(dir_fd: int | None, src: str, dst: str) -> None:
-        assert dir_fd is not None
-        ino = os.stat(src, dir_fd=dir_fd, follow_symlinks=False).st_ino
-        log.append(("place", os.fstat(dir_fd).st_ino, ino))
-        real_place(dir_fd, src, dst)
-
-    monkeypatch.setattr(unpack, "_syncfs_cache", [syncfs])
-    monkeypatch.setattr(unpack.PinnedDir, "open_new", open_new)
-    monkeypatch.setattr(unpack, "_place_noreplace", place)
-    return log
-
-
-def test_batched_mode_makes_every_file_durable_before_its_name_and_names_before_ok(
-    release: Path, tmp_path: Path, batched: list[Event]
-) -> None:
-    data = tmp_path / "data"
-    summary = unpack.unpack_release(str(release), str(data), everything=True)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert unpack.main(argv) == 0
     assert read_tree(data / "ds") == SAMPLE
-    placed = [(i, e) for i, e in enumerate(batched) if e[0] == "place"]
-    assert len(placed) == summary.written == len(SAMPLE)
-    for index, (_kind, _folder, ino) in placed:
-        created = max(i for i, e in enumerate(batched[:index]) if e == ("create", ino, 0))
-        between = batched[created:index]
-        assert ("syncfs", 0, 0) in between, "file named before a syncfs made its data durable"
-    last_place = placed[-1][0]
-    assert ("syncfs", 0, 0) in batched[last_place:], "names not made durable before OK"
-    assert len([e for e in batched if e[0] == "syncfs"]) < len(SAMPLE)
 
 
-def test_batched_mode_a_failing_syncfs_fails_the_restore_and_names_nothing(
+def test_a_failing_syncfs_fails_the_restore_keeps_the_journal_and_the_rerun_finishes(
     release: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -157,10 +160,9 @@ def test_batched_mode_a_failing_syncfs_fails_the_restore_and_names_nothing(
     argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
     assert unpack.main(argv) == 1
     assert capsys.readouterr().err.startswith(f"FAILED: Input/output error: {data / 'ds'}")
-    assert [p.name for p in (data / "ds").rglob("*") if p.is_file()] == [] or all(
-        p.name.startswith(".unpack-") for p in (data / "ds").rglob("*") if p.is_file()
-    )
+    assert (data / "ds.unpack-journal.json").exists(), "the journal says the files may be partial"
     assert not (data / "ds.unpack-state.json").exists()
     monkeypatch.setattr(unpack, "_syncfs_cache", [])
-    assert unpack.main(argv) == 0  # the re-run removes the leftovers and finishes
+    assert unpack.main(argv) == 0  # the re-run checks what is there and finishes
     assert read_tree(data / "ds") == SAMPLE
+    assert not (data / "ds.unpack-journal.json").exists()

@@ -9,25 +9,29 @@ newer and no third-party package. Typical use, from the release directory::
     python unpack.py --depth --output ./data      # later: add a family into the same output
     python unpack.py --all --output ./data
 
-Why not ``tarfile.extractall``: Python's extraction filters could be made to write outside the
-output on unpatched releases (CVE-2025-4517), GNU tar follows symlinks planted in the output,
-and both tarfile and bsdtar stop or skip silently on a damaged header. This script never calls
-``extract()``; it authenticates ``files.jsonl`` against ``manifest.json``, checks every chosen
-package's size, parses each tar by hand (exactly the indexed members, regular files only, no
-duplicates, valid checksums, no truncation, only zeros after the end marker, a member cap)
-while hashing the whole package in the same read, and writes every file itself through a
-temporary name, relative to directory descriptors opened one level at a time without
-following links, moving it into place only after its SHA-256 and its whole package's SHA-256
-matched and only with a primitive that fails if the name exists (``renameat2``
-``RENAME_NOREPLACE``, ``renameatx_np`` ``RENAME_EXCL`` or a hard link). Each file's data is
-durable before it gets its name and every name before ``OK`` (one ``syncfs`` per batch on
-Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). Existing
-identical files are verified and skipped; an existing file that differs is reported and
-kept. Any failure exits non-zero. Descriptors stay bounded by the tree depth (58,000 files
-restore under ``ulimit -n 256``). One run at a time writes into an output (an advisory
-lock); re-running the same command after a kill removes that run's temporary files and
-finishes the restore. Modes come from ``--readable-by`` (owner-only by default), never from
-the archive.
+Why hand-written, and why not ``tarfile.extractall``: the script must run on a bare
+Python with nothing installed, so no third-party extractor can be used; Python's extraction
+filters could be made to write outside the output on unpatched releases (CVE-2025-4517), GNU
+tar follows symlinks planted in the output, and both tarfile and bsdtar stop or skip
+silently on a damaged header. This script never calls ``extract()``; it authenticates
+``files.jsonl`` against ``manifest.json``, checks every chosen package's size, parses each
+tar by hand (exactly the indexed members, regular files only, no duplicates, valid
+checksums, no truncation, only zeros after the end marker, a member cap) while hashing the
+whole package in the same read, and writes every file itself at its final name, created
+with ``O_CREAT|O_EXCL|O_NOFOLLOW`` relative to directory descriptors opened one level at a
+time without following links (an existing name is never opened for writing). A file whose
+SHA-256 differs from ``files.jsonl`` is removed at once, and every file of a package whose
+own SHA-256 or structure fails is removed again. Before the first file is created, a small
+journal (``OUTPUT/NAME.unpack-journal.json``, written whole and fsynced) names the packages
+being written; it goes only once every file, name and directory is durable (one ``syncfs``
+on Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). A run killed
+or cut off at any moment leaves that journal: the next run of the same command removes or
+rewrites the files of those packages that are incomplete or differ, verifies the rest, and
+finishes. Files it did not write (present before, or appearing meanwhile) are verified and
+skipped when identical, else reported and kept. Any failure exits non-zero. Descriptors
+stay bounded by the tree depth (58,000 files restore under ``ulimit -n 256``). One run at a
+time writes into an output (an advisory lock). Modes come from ``--readable-by``
+(owner-only by default), never from the archive.
 
 Sections, in order: hashing, names, release metadata, family choice, tar parsing, packages,
 output side (directories, placing, the lock, restore), command line.
@@ -38,7 +42,7 @@ concurrent attacker in the output directory but still never follows a link it ha
 """
 
 # dir_fd-relative os calls on str paths are the point here; pathlib has no equivalent.
-# ruff: noqa: PTH100, PTH102, PTH103, PTH104, PTH105, PTH108, PTH116, PTH118, PTH119, PTH120, PTH208
+# ruff: noqa: PTH100, PTH102, PTH103, PTH105, PTH108, PTH116, PTH118, PTH119, PTH120, PTH208
 from __future__ import annotations
 
 import argparse
@@ -46,7 +50,6 @@ import contextlib
 import errno
 import hashlib
 import io
-import itertools
 import json
 import os
 import re
@@ -69,10 +72,12 @@ MAX_NAME_BYTES = 255  # one path component (Linux, macOS, NTFS in UTF-16 units)
 MAX_PATH_BYTES = 4095  # a whole path below the output (Linux PATH_MAX - 1)
 INDEX_SUFFIX = ".unpack-index.jsonl"
 LOCK_SUFFIX = ".unpack.lock"
+JOURNAL_SUFFIX = ".unpack-journal.json"
 #: --readable-by: (file mode, directory mode) of a restored tree.
 READABLE_BY = {"owner": (0o400, 0o500), "group": (0o440, 0o550), "all": (0o444, 0o555)}
 _UMASK = [0o022]  # the process umask, read when a restore starts
-#: Temporary names of files being restored; removed on a re-run (under the output lock).
+#: Temporary names earlier versions restored files through; a killed run of one may have
+#: left some: removed on a re-run (under the output lock).
 _TEMP_NAME = re.compile(r"\.unpack-[0-9a-f]{12}\.tmp\Z")
 BLOCK = 512
 CHUNK = 1 << 20
@@ -910,6 +915,7 @@ class Summary:
         self.package_bytes = 0
         self.written = 0
         self.skipped = 0
+        self.leftovers = 0  # files of a failed restore left in place (named by the journal)
         self.families: list[str] = []
         self.output: str | None = None
 
@@ -1080,95 +1086,6 @@ def verify_release(
 _UNSUPPORTED = frozenset(
     getattr(errno, n) for n in ("ENOSYS", "EINVAL", "ENOTSUP", "EOPNOTSUPP") if hasattr(errno, n)
 )
-_NO_HARD_LINKS = _UNSUPPORTED | {errno.EPERM, errno.EMLINK, errno.EXDEV}
-_RENAMEAT_FLAGS = {"linux": ("renameat2", 1), "darwin": ("renameatx_np", 4)}
-_renameat_cache: list[Any] = []
-
-
-def _renameat_noreplace() -> Callable[[int, str, str], None] | None:
-    """``renameat2(RENAME_NOREPLACE)`` (Linux) or ``renameatx_np(RENAME_EXCL)`` (macOS).
-
-    Loaded through :mod:`ctypes` from the C library on first use; ``None`` where neither
-    exists (other systems, old glibc, no ctypes). The call raises :class:`OSError` with the
-    C ``errno``; ``EEXIST`` means the name is taken and nothing was renamed.
-    """
-    if _renameat_cache:
-        return _renameat_cache[0]  # type: ignore[no-any-return]
-    call = None
-    name, flag = _RENAMEAT_FLAGS.get(
-        "linux" if sys.platform.startswith("linux") else sys.platform, ("", 0)
-    )
-    try:
-        import ctypes
-
-        func = getattr(ctypes.CDLL(None, use_errno=True), name) if name else None
-    except (ImportError, OSError, AttributeError, TypeError):
-        func = None
-    if func is not None:
-        func.argtypes = [
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_uint,
-        ]
-        func.restype = ctypes.c_int
-
-        def call(dir_fd: int, src: str, dst: str) -> None:
-            if func(dir_fd, os.fsencode(src), dir_fd, os.fsencode(dst), flag) != 0:
-                code = ctypes.get_errno()
-                raise OSError(code, os.strerror(code), dst)
-
-    _renameat_cache.append(call)
-    return call
-
-
-def _place_noreplace(dir_fd: int | None, src: str, dst: str) -> None:
-    """Rename *src* to *dst* (names in *dir_fd*, or paths) so that an existing *dst* is kept.
-
-    Raises :class:`FileExistsError` when *dst* exists, whenever it appeared. The primitive
-    is atomic with respect to the name, tried in this order: ``renameat2`` with
-    ``RENAME_NOREPLACE`` (Linux) / ``renameatx_np`` with ``RENAME_EXCL`` (macOS); a hard
-    link to the new name (fails when the name exists; Linux, macOS, NTFS) followed by
-    unlinking the temporary name; on Windows without descriptors, ``os.rename`` (which
-    never replaces there). Only on a filesystem with none of these (e.g. exFAT on macOS)
-    the name is first claimed with ``O_CREAT|O_EXCL`` and the temporary file then renamed
-    over that empty placeholder: a concurrent creator still fails or makes this fail.
-    """
-    if dir_fd is not None:
-        renameat = _renameat_noreplace()
-        if renameat is not None:
-            try:
-                renameat(dir_fd, src, dst)
-                return
-            except OSError as exc:
-                if exc.errno == errno.EEXIST:
-                    raise FileExistsError(errno.EEXIST, "exists", dst) from None
-                if exc.errno not in _UNSUPPORTED:
-                    raise
-    elif os.name == "nt":
-        os.rename(src, dst)  # MoveFileExW without REPLACE_EXISTING: FileExistsError
-        return
-    fds = {} if dir_fd is None else {"src_dir_fd": dir_fd, "dst_dir_fd": dir_fd}
-    at = {} if dir_fd is None else {"dir_fd": dir_fd}
-    if hasattr(os, "link") and (dir_fd is None or os.link in os.supports_dir_fd):
-        nofollow = {"follow_symlinks": False} if os.link in os.supports_follow_symlinks else {}
-        try:
-            os.link(src, dst, **fds, **nofollow)  # type: ignore[arg-type]
-        except FileExistsError:
-            raise
-        except OSError as exc:
-            if exc.errno not in _NO_HARD_LINKS:
-                raise
-        else:
-            os.unlink(src, **at)
-            return
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
-    os.close(os.open(dst, flags, 0o644, **at))
-    if dir_fd is not None:
-        os.replace(src, dst, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    else:
-        os.replace(src, dst)
 
 
 def _fsync_dir(fd: int) -> None:
@@ -1457,18 +1374,25 @@ def _preflight(
     log: Callable[[str], None],
     writable: bool,
     present: set[str] | None = None,
+    ours: frozenset[str] = frozenset(),
+    kept: Sequence[str] = (),
 ) -> list[str]:
     """Check what the output already holds before anything is written.
 
-    Runs under the output lock, so a ``.unpack-<12 hex>.tmp`` file is a leftover of a killed
-    run, never a live peer's: it is removed. With *writable*, directories sealed read-only
-    by an earlier run are opened for the owner again (sealed at the end of this run). The
-    paths of release files found (right size, to be verified) are added to *present*: the
-    restore then looks at no other name before writing it.
+    Runs under the output lock, so a ``.unpack-<12 hex>.tmp`` file (an earlier version's
+    temporary name) is a leftover of a killed run, never a live peer's: it is removed, and
+    so is a file of a package in *ours* (the journal's: packages an interrupted run was
+    writing) whose size differs, or that differs and is not restored now: that run's
+    partial file. Paths in *kept* were found by that run and are never removed. With
+    *writable*, directories sealed read-only by an earlier run are opened for the owner
+    again (sealed at the end of this run). The paths of release files found (right size,
+    to be verified) are added to *present*: the restore then looks at no other name before
+    writing it.
     """
     rows = release.by_path
     issues = []
-    removed = 0
+    removed = partial = 0
+    foreign = set(kept)
 
     def unseal(folder: PinnedDir) -> None:
         if writable and folder.fd is not None:
@@ -1489,6 +1413,15 @@ def _preflight(
                 f"{where}: exists in the output but is not part of snapshot "
                 f"{release.snapshot_root[:16]}; never mix snapshots"
             )
+        elif (
+            row.package in ours
+            and rel not in foreign
+            and (
+                st.st_size != row.size or (row.family not in chosen and not _same(folder, rel, row))
+            )
+        ):
+            folder.unlink(os.path.basename(rel))
+            partial += 1
         elif st.st_size != row.size:
             issues.append(
                 f"{where}: existing file has {st.st_size} bytes, this release has {row.size}; kept"
@@ -1496,13 +1429,19 @@ def _preflight(
         else:
             if present is not None:
                 present.add(rel)
-            if state is None and row.family not in chosen:
-                with folder.open_read(os.path.basename(rel)) as fh:
-                    if _hash_open(fh)[1] != row.sha256:
-                        issues.append(f"{where}: existing file differs from this snapshot; kept")
+            if state is None and row.family not in chosen and not _same(folder, rel, row):
+                issues.append(f"{where}: existing file differs from this snapshot; kept")
     if removed:
         log(f"removed {removed} temporary files left by an interrupted run")
+    if partial:
+        log(f"removed {partial} partly written files left by an interrupted run")
     return issues
+
+
+def _same(folder: PinnedDir, rel: str, row: FileRow) -> bool:
+    """Whether the file *rel* (in *folder*) holds exactly *row*'s bytes."""
+    with folder.open_read(os.path.basename(rel)) as fh:
+        return _hash_open(fh) == (row.size, row.sha256)
 
 
 def _read_state(output: PinnedDir, release: Release) -> dict[str, Any] | None:
@@ -1579,7 +1518,9 @@ def _write_state(output: PinnedDir, release: Release, families: list[str], fsync
 
 def _remove_stale_metadata(output: PinnedDir, release: Release) -> None:
     """Remove ``.NAME.unpack-state.json.PID.tmp`` files of killed runs (under the lock)."""
-    prefixes = tuple(f".{release.name}{suffix}." for suffix in (STATE_SUFFIX, INDEX_SUFFIX))
+    prefixes = tuple(
+        f".{release.name}{suffix}." for suffix in (STATE_SUFFIX, INDEX_SUFFIX, JOURNAL_SUFFIX)
+    )
     for name, st in output.entries():
         if name.startswith(prefixes) and name.endswith(".tmp") and stat.S_ISREG(st.st_mode):
             output.unlink(name)
@@ -1628,27 +1569,31 @@ def unpack_release(
 ) -> Summary:
     """Verify the chosen families' packages, then restore them into ``output/NAME``.
 
-    Files are written through a temporary name and moved into place only after their
-    SHA-256 matched ``files.jsonl``. Re-runs verify and skip identical files; a differing
-    existing file is an error and is kept. *only_packages* restricts the run to some
-    packages (the packer's sample restore test); the structure check then covers their files.
-    With *fsync* (the default) every file is fsynced before it is moved into place and every
-    directory that gained entries is fsynced after them, so a success message survives a
-    power cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
+    Files are written at their final names, each hashed as it is written; one whose
+    SHA-256 differs from ``files.jsonl``, and every file of a package that does not verify,
+    is removed again. ``OUTPUT/NAME.unpack-journal.json`` names the packages being written
+    from before the first file is created until all is durable: a re-run after a kill or a
+    crash rewrites their incomplete files. Re-runs verify and skip identical files; a
+    differing file this restore did not write is an error and is kept. *only_packages*
+    restricts the run to some packages (the packer's sample restore test); the structure
+    check then covers their files. With *fsync* (the default) every file, name and
+    directory is durable before the journal goes and before the return (one ``syncfs`` on
+    Linux, else an fsync per file and per directory), so a success message survives a power
+    cut; ``fsync=False`` trades that for speed (scratch restores, fast disks).
 
     One run at a time writes into an output: an advisory lock on ``OUTPUT/NAME.unpack.lock``
     makes a second run wait (or, with ``wait=False``, fail naming the first one's pid). Under
-    the lock, temporary files of killed runs are removed, so re-running the same command
-    finishes an interrupted restore. *readable_by* (``owner``, ``group``, ``all``) sets the
-    restored files' and directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves
-    the modes the umask gives (scratch restores that are deleted right after). Modes are
-    never taken from the archive (no setuid, setgid or sticky bit is ever restored).
+    the lock, the journal of a killed run is read and its partial files are removed or
+    rewritten, so re-running the same command finishes an interrupted restore.
+    *readable_by* (``owner``, ``group``, ``all``) sets the restored files' and
+    directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves the modes the
+    umask gives (scratch restores that are deleted right after). Modes are never taken
+    from the archive (no setuid, setgid or sticky bit is ever restored).
     *expect_root* fails the run, before anything is written, unless the release is the
     snapshot with that root hash. *progress* is called with ``(bytes done, bytes in all)``
-    once per member as its data is restored or verified; *check_progress* likewise as the
-    packages are hashed first, where the platform makes that a separate pass (without
-    ``syncfs`` the whole check runs before anything is written; with it, each package is
-    hashed in the read that restores it and nothing is reported here).
+    once per member as its data is restored or verified; *check_progress* is kept for
+    callers of earlier versions and no longer called (each package is hashed in the read
+    that restores it, never in a pass of its own).
     """
     modes = file_modes(readable_by)
     _UMASK[0] = os.umask(0o022)  # read it (no call only reads it); set it back at once
@@ -1659,19 +1604,13 @@ def unpack_release(
     packages = release.packages_of(chosen)
     if only_packages is not None:
         packages = [p for p in packages if p["name"] in set(only_packages)]
-    if _DIR_FD and (not fsync or _syncfs_function() is not None):  # see _batched
-        # Each package is hashed in the read that restores it; its files get their names
-        # only after the whole package matched (_BatchPlacer): one read instead of two.
-        _note_unlisted(release, packages, log)
-        problems = stat_packages(release, packages)
-        if problems:
-            raise UnpackError("packages do not verify", problems)
-        log(f"{len(packages)} packages present with the expected size")
-    else:
-        check_packages(
-            release, packages, workers=min(4, os.cpu_count() or 1), log=log, progress=check_progress
-        )
-        log(f"{len(packages)} packages present with the expected size and SHA-256")
+    # Each package is hashed in the read that restores it; a package that does not match
+    # has its files removed again (_Job): one read instead of two.
+    _note_unlisted(release, packages, log)
+    problems = stat_packages(release, packages)
+    if problems:
+        raise UnpackError("packages do not verify", problems)
+    log(f"{len(packages)} packages present with the expected size")
     out = PinnedDir.open_root(output, create=True, sync=fsync)
     summary = Summary()
     summary.families, summary.output = chosen, os.path.join(output, release.name)
@@ -1679,27 +1618,51 @@ def unpack_release(
         with _OutputLock(out, release.name + LOCK_SUFFIX, output, log, wait):
             _remove_stale_metadata(out, release)
             state = _read_state(out, release)
+            journal = _read_journal(out, release)
+            ours = frozenset(journal["writing"]) if journal else frozenset()
             root = out.child(release.name, create=True)
+            kept: list[str] = list(journal["kept"]) if journal else []
+            finished = set(state.get("families", []) if state else [])
+            # Packages of families an earlier run finished are not journaled: a file of
+            # theirs that differs now was changed by someone else and is kept. What the
+            # journal cannot tell apart: a file someone placed, identical to the release's,
+            # before the first run, then changed between a kill and the re-run; it is taken
+            # for that run's partial file and rewritten with the release's bytes.
+            writing = ours | {p["name"] for p in packages if p["family"] not in finished}
             try:
                 present: set[str] = set()
-                issues = _preflight(release, root, chosen, state, log, modes is not None, present)
+                issues = _preflight(
+                    release, root, chosen, state, log, modes is not None, present, ours, kept
+                )
                 if issues:
                     raise UnpackError(
                         "the output already holds conflicting files; nothing was written", issues
                     )
-                issues = _restore_packages(
-                    release,
-                    root,
-                    packages,
-                    summary,
-                    fsync,
-                    log,
-                    modes and modes[0],
-                    progress,
-                    present=present,
-                )
+                if writing != ours:
+                    # Durable before the first file is created: after a crash at any moment
+                    # the next run knows which files may be its own partial ones.
+                    _write_journal(out, release, writing, kept, fsync)
+                try:
+                    issues = _restore_packages(
+                        release,
+                        root,
+                        packages,
+                        summary,
+                        fsync,
+                        log,
+                        modes and modes[0],
+                        progress,
+                        present=present,
+                        ours=ours,
+                        kept=kept,
+                    )
+                except BaseException:
+                    if not (journal or summary.written or summary.leftovers or kept):
+                        _remove_journal(out, release)  # nothing of this run to recognise
+                    raise
                 del present
                 if issues:
+                    _write_journal(out, release, writing, kept, fsync)
                     raise UnpackError(
                         "restore incomplete: existing files differ or appeared meanwhile (kept)",
                         issues,
@@ -1709,13 +1672,81 @@ def unpack_release(
             finally:
                 root.close()
             if only_packages is None:
-                done = set(chosen) | set(state.get("families", []) if state else [])
+                done = set(chosen) | finished
                 _write_state(out, release, sorted(done), fsync)
+            left = writing - {p["name"] for p in packages}
+            if left:
+                if left != writing:
+                    _write_journal(out, release, left, kept, fsync)
+            else:
+                _remove_journal(out, release)
     finally:
         out.close()
     summary.packages = len(packages)
     summary.package_bytes = sum(p["size"] for p in packages)
     return summary
+
+
+def _read_journal(output: PinnedDir, release: Release) -> dict[str, list[str]] | None:
+    """The journal of an interrupted run: the packages it was writing (their files at
+    their final names may be partial) and the paths it found and kept (someone else's)."""
+    name = release.name + JOURNAL_SUFFIX
+    where = f"{output.path}/{name}"
+    st = output.lstat(name)
+    if st is None:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise UnpackError(f"{where}: not a regular file")
+    with output.open_read(name) as fh:
+        raw = fh.read(1 << 26)
+    try:
+        journal = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        journal = None
+    if (
+        not isinstance(journal, dict)
+        or not isinstance(journal.get("writing"), list)
+        or not isinstance(journal.get("kept"), list)
+        or not all(isinstance(x, str) for x in journal["writing"] + journal["kept"])
+        or not _is_sha(journal.get("snapshot_root_sha256"))
+    ):
+        raise UnpackError(
+            f"{where}: damaged restore journal (this script writes it whole through a "
+            "temporary name, so something else changed it); to restore again, delete it and "
+            f"the folder {release.name} it describes"
+        )
+    if journal["snapshot_root_sha256"] != release.snapshot_root:
+        raise UnpackError(
+            f"{output.path}/{release.name} holds an interrupted restore of snapshot "
+            f"{journal['snapshot_root_sha256']}, this release is snapshot "
+            f"{release.snapshot_root}; finish that restore with its own release, or "
+            "restore into another folder"
+        )
+    return {"writing": journal["writing"], "kept": journal["kept"]}
+
+
+def _write_journal(
+    output: PinnedDir, release: Release, writing: Iterable[str], kept: list[str], fsync: bool
+) -> None:
+    """Write ``NAME.unpack-journal.json`` whole (temporary name, fsync, rename, directory
+    fsync): it is never torn, and it is on disk before any file it covers is."""
+    body = canonical_json(
+        {
+            "snapshot_root_sha256": release.snapshot_root,
+            "writing": sorted(writing),
+            "kept": sorted(set(kept)),
+        }
+    )
+    _write_small(output, release.name + JOURNAL_SUFFIX, body + b"\n", fsync)
+    if fsync and output.fd is not None:
+        _fsync_dir(output.fd)
+
+
+def _remove_journal(output: PinnedDir, release: Release) -> None:
+    """The restore it described finished (or never wrote a file): remove the journal."""
+    with contextlib.suppress(FileNotFoundError):
+        output.unlink(release.name + JOURNAL_SUFFIX)
+        output.dirty = True
 
 
 def _lock_fd(fd: int, blocking: bool) -> None:
@@ -1805,252 +1836,6 @@ class _OutputLock:
                 self.fd = None
 
 
-class _Placer:
-    """Fsync verified temporary files and move them into place, many at a time.
-
-    One ``fsync`` per small file is a disk round trip; done one after another they dominate
-    a restore. With *fsync*, each verified file goes to a worker thread that fsyncs it and
-    only then places it (no-replace), while the main thread parses the next members; the
-    filesystem journal commits concurrent fsyncs together. A directory the walk has left is
-    fsynced and closed by a worker once its last file is placed (:meth:`leave`), so each
-    directory costs one fsync and descriptors stay bounded: at most ``2 * workers`` jobs are
-    in flight, each holding one file and one directory. Without *fsync* files are placed
-    inline. :meth:`drain` waits for every job and re-raises the first failure.
-    """
-
-    verifies_packages = False  # packages are hashed before the restore starts
-
-    def __init__(self, fsync: bool, workers: int = 8) -> None:
-        self.fsync = fsync
-        self.limit = 2 * workers
-        self.pool = ThreadPoolExecutor(max_workers=workers) if fsync else None
-        self.pending: deque[tuple[Any, PinnedDir | None]] = deque()
-        self.jobs: dict[int, int] = {}  # id(folder) -> files in flight there
-        self.left: set[int] = set()  # folders the walk has left, closed after their jobs
-        self.written = 0
-        self.issues: list[str] = []
-        self.failure: BaseException | None = None
-
-    def submit(
-        self, folder: PinnedDir, fd: int, tmp: str, leaf: str, where: str, parts: list[str]
-    ) -> None:
-        """Take over *fd* (the verified temporary file *tmp* in *folder*) and place it."""
-        folder.dirty = True
-        prefix = "" if folder.fd is not None else folder.path
-        if self.pool is None:
-            self._collect(self._place(folder.fd, prefix, fd, tmp, leaf, where))
-            return
-        self.jobs[id(folder)] = self.jobs.get(id(folder), 0) + 1
-        job = self.pool.submit(self._place, folder.fd, prefix, fd, tmp, leaf, where)
-        self.pending.append((job, folder))
-        self._bound()
-
-    def leave(self, folder: PinnedDir) -> None:
-        """The walk is done with *folder*: fsync and close it once its files are placed."""
-        if self.pool is None or folder.fd is None:
-            folder.close()
-        elif self.jobs.get(id(folder)):
-            self.left.add(id(folder))
-        else:
-            self.pending.append((self.pool.submit(folder.close), None))
-            self._bound()
-
-    def _bound(self) -> None:
-        while len(self.pending) > self.limit:
-            self._finish_one()
-
-    def _finish_one(self) -> None:
-        job, folder = self.pending.popleft()
-        try:
-            issue = job.result()
-        except BaseException as exc:  # every job must finish; the first failure is raised
-            self.failure = self.failure or exc
-            issue = None
-        if folder is not None:
-            key = id(folder)
-            self.jobs[key] -= 1
-            if not self.jobs[key]:
-                del self.jobs[key]
-                if key in self.left:
-                    self.left.discard(key)
-                    if self.failure is not None or self.pool is None:
-                        folder.close()
-                    else:
-                        self.pending.append((self.pool.submit(folder.close), None))
-        if issue:
-            self.issues.append(issue)
-        elif issue is not None:
-            self.written += 1
-
-    def _place(
-        self, dir_fd: int | None, prefix: str, fd: int, tmp: str, leaf: str, where: str
-    ) -> str:
-        try:
-            if self.fsync:
-                os.fsync(fd)  # the data is durable before its name is
-        except OSError as exc:
-            _unlink(dir_fd, os.path.join(prefix, tmp))
-            raise _named(exc, where) from None
-        except BaseException:
-            _unlink(dir_fd, os.path.join(prefix, tmp))
-            raise
-        finally:
-            os.close(fd)
-        src, dst = os.path.join(prefix, tmp), os.path.join(prefix, leaf)
-        try:
-            _place_noreplace(dir_fd, src, dst)
-        except FileExistsError:
-            _unlink(dir_fd, src)
-            return f"{where}: appeared while restoring (another writer?); kept, not replaced"
-        except OSError as exc:
-            _unlink(dir_fd, src)
-            raise _named(exc, where) from None
-        except BaseException:
-            _unlink(dir_fd, src)
-            raise
-        return ""
-
-    def _collect(self, issue: str) -> None:
-        if issue:
-            self.issues.append(issue)
-        else:
-            self.written += 1
-
-    def drain(self) -> None:
-        """Wait for every job in flight; re-raise the first failure."""
-        while self.pending:
-            self._finish_one()
-        failure, self.failure = self.failure, None
-        if failure is not None:
-            raise failure
-
-    def package_verified(self) -> None:
-        """Nothing to do: the packages were verified before the restore."""
-
-    def discard(self) -> None:
-        """Nothing to do: files of a verified package are placed as they verify."""
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
-class _BatchPlacer:
-    """Place verified files in batches, after their whole package verified (POSIX).
-
-    Per-file ``fsync`` costs a journal commit each: 58,000 small files took ~47 s on a VM
-    disk where writing them took ~20 s. Here each verified temporary file is closed and
-    queued. Files of a package are held back until the package's own SHA-256 matched (it
-    is computed in the same read that restores the members): no name ever points at a file
-    of a package that does not verify. Every *batch_files* files (or *batch_bytes*) of
-    verified packages, with *syncfs* (Linux), one ``syncfs`` of the output's filesystem
-    makes all their data durable, and only then are they moved to their final names, so a
-    name never points at data that is not on disk; without it (``--no-fsync``) they are
-    named at once. Directory entries are made durable by one last ``syncfs`` after every
-    package (``_restore_packages``). A full batch is flushed by a background thread while
-    the next one is written (one batch in flight at a time). The queue holds names, not
-    descriptors: each file's folder is reopened for the rename by walking again from the
-    pinned release root (no-follow, one level at a time) and must be the very directory it
-    was written in (same inode), so descriptors stay bounded by the tree depth however large
-    the batch.
-    """
-
-    verifies_packages = True  # the restore hashes each package as it reads it
-
-    def __init__(
-        self,
-        root: PinnedDir,
-        syncfs: Callable[[int, str], None] | None,
-        batch_files: int = 4096,
-        batch_bytes: int = 128 << 20,
-    ) -> None:
-        self.root, self.syncfs = root, syncfs
-        self.batch_files, self.batch_bytes = batch_files, batch_bytes
-        self.chain = DirChain(root)
-        self.pool = ThreadPoolExecutor(max_workers=1)
-        self.flushing: Any = None  # the batch being flushed in the background
-        self.current: list[tuple[list[str], int, str, str]] = []  # this package's files
-        self.pending: list[tuple[list[str], int, str, str]] = []  # verified, not yet named
-        self.bytes = 0
-        self.written = 0
-        self.issues: list[str] = []
-
-    def submit(self, folder: PinnedDir, parts: list[str], tmp: str, leaf: str, size: int) -> None:
-        """Queue the closed, verified temporary file *tmp* in *folder* (at *parts*)."""
-        folder.dirty = True
-        self.current.append((parts, folder.ino, tmp, leaf))
-        self.bytes += size
-
-    def package_verified(self) -> None:
-        """The package's SHA-256 matched: its files may be named (with the next batch)."""
-        self.pending.extend(self.current)
-        self.current = []
-        if len(self.pending) >= self.batch_files or self.bytes >= self.batch_bytes:
-            self._wait()
-            batch, self.pending, self.bytes = self.pending, [], 0
-            self.flushing = self.pool.submit(self._flush, batch)
-
-    def discard(self) -> None:
-        """Remove the temporary files of a package that failed: they never get a name."""
-        batch, self.current = self.current, []
-        chain = DirChain(self.root)  # the background flush owns self.chain
-        try:
-            for parts, ino, tmp, _leaf in batch:
-                with contextlib.suppress(OSError, UnpackError):
-                    folder = chain.goto(parts, create=False)
-                    if folder.ino == ino:
-                        folder.unlink(tmp)
-        finally:
-            chain.close()
-
-    def leave(self, folder: PinnedDir) -> None:
-        """Close *folder*: its entries become durable with the final ``syncfs``."""
-        folder.sync = False
-        folder.close()
-
-    def _wait(self) -> None:
-        if self.flushing is not None:
-            job, self.flushing = self.flushing, None
-            job.result()
-
-    def drain(self) -> None:
-        """Flush every queued file of verified packages: one ``syncfs``, then their names."""
-        self._wait()
-        batch, self.pending, self.bytes = self.pending, [], 0
-        self._flush(batch)
-
-    def _flush(self, batch: list[tuple[list[str], int, str, str]]) -> None:
-        if not batch:
-            return
-        assert self.root.fd is not None
-        if self.syncfs is not None:
-            self.syncfs(self.root.fd, self.root.path)
-        for parts, ino, tmp, leaf in batch:
-            folder = self.chain.goto(parts, create=False)
-            assert folder.fd is not None
-            if folder.ino != ino:
-                raise UnsafeNameError(f"{folder.path}: replaced while restoring")
-            try:
-                _place_noreplace(folder.fd, tmp, leaf)
-            except FileExistsError:
-                folder.unlink(tmp)
-                self.issues.append(
-                    f"{os.path.join(folder.path, leaf)}: appeared while restoring "
-                    "(another writer?); kept, not replaced"
-                )
-            except OSError as exc:
-                folder.unlink(tmp)
-                raise _named(exc, os.path.join(folder.path, leaf)) from None
-            else:
-                self.written += 1
-
-    def close(self) -> None:
-        with contextlib.suppress(BaseException):  # a failure was raised by drain already
-            self._wait()
-        self.pool.shutdown()
-        self.chain.close()
-
-
 _syncfs_cache: list[Any] = []
 
 
@@ -2078,19 +1863,6 @@ def _syncfs_function() -> Callable[[int, str], None] | None:
     return call
 
 
-def _unlink(dir_fd: int | None, path: str) -> None:
-    if dir_fd is not None:
-        os.unlink(path, dir_fd=dir_fd)
-    else:
-        os.unlink(path)
-
-
-def _batched(root: PinnedDir, fsync: bool) -> bool:
-    """Whether files are placed by :class:`_BatchPlacer` (each package hashed in the read
-    that restores it) rather than per-file fsync (packages hashed before the restore)."""
-    return root.fd is not None and (not fsync or _syncfs_function() is not None)
-
-
 def _restore_packages(
     release: Release,
     root: PinnedDir,
@@ -2102,27 +1874,27 @@ def _restore_packages(
     progress: Callable[[int, int], None] | None = None,
     workers: int = 2,
     present: set[str] | None = None,
+    ours: frozenset[str] = frozenset(),
+    kept: list[str] | None = None,
 ) -> list[str]:
     """Restore *packages* on *workers* threads, each taking the next package in turn.
 
-    Packages hold disjoint files, so each worker has its own directory chain, placer and
-    tallies (merged at the end); hashing and writing then use both cores. After a failure
-    no worker starts another package. *present* names the files the output held before
-    (the preflight's listing; None: look at each name). Returns the kept-file issues;
-    raises the first error.
+    Packages hold disjoint files, so each worker has its own directory chain and tallies
+    (merged at the end); hashing and writing then use both cores. After a failure no
+    worker starts another package. *present* names the files the output held before (the
+    preflight's listing; None: look at each name). *ours* names the packages the journal
+    says an interrupted run was writing: a differing file of theirs is that run's partial
+    file and is rewritten. Paths kept as found (not ours, differing) are added to *kept*.
+    With *fsync*, everything written is durable on return: one ``syncfs`` (Linux) or an
+    fsync per file and per directory. Returns the kept-file issues; raises the first error.
     """
     todo = deque(packages)
     lock = threading.Lock()
     names = {p["name"] for p in packages}
     total = sum(r.size for r in release.rows if r.package in names)
     done = [0]
-    batched = _batched(root, fsync)
-    syncfs = _syncfs_function() if fsync and batched else None
-    counter = itertools.count()
-    prefix = os.urandom(2).hex()
-
-    def temp_name() -> str:
-        return f".unpack-{prefix}{next(counter) & 0xFFFFFFFF:08x}.tmp"  # matches _TEMP_NAME
+    syncfs = _syncfs_function() if fsync and root.fd is not None else None
+    each = fsync and syncfs is None  # fsync every file, and every directory after its entries
 
     def advance(n: int) -> None:
         if progress is not None:
@@ -2130,17 +1902,19 @@ def _restore_packages(
                 done[0] += n
                 progress(done[0], total)
 
+    def leave(folder: PinnedDir) -> None:
+        folder.sync = each
+        folder.close()
+
     failed: list[BaseException] = []
-    tallies: list[tuple[Summary, list[str]]] = []
+    jobs: list[_Job] = []
+    foreign = frozenset(kept or ())
 
     def worker() -> None:
-        mine = Summary()
-        issues: list[str] = []
+        chain = DirChain(root, leave)
+        job = _Job(release, root, chain, file_mode, advance, present, ours, foreign, each)
         with lock:
-            tallies.append((mine, issues))
-        placer: _Placer | _BatchPlacer = _BatchPlacer(root, syncfs) if batched else _Placer(fsync)
-        chain = DirChain(root, placer.leave)
-        job = _Job(release, chain, mine, placer, file_mode, advance, temp_name, present)
+            jobs.append(job)
         try:
             while True:
                 with lock:
@@ -2149,52 +1923,58 @@ def _restore_packages(
                     pkg = todo.popleft()
                 job.restore(pkg)
                 log(f"restored {pkg['name']}")
-            chain.close()  # hands the open directories to the placer: fsync, close
-            placer.drain()
         except BaseException as exc:
             with lock:
                 failed.append(exc)
-            chain.close()
-            with contextlib.suppress(BaseException):  # the first failure is the one reported
-                placer.drain()
             raise
         finally:
-            mine.written += placer.written
-            issues.extend(job.issues + placer.issues)
-            placer.close()
+            chain.close()  # with per-file fsync: each directory fsynced after its entries
 
     count = max(1, min(workers, len(todo)))
     with ThreadPoolExecutor(max_workers=count) as pool:
         futures = [pool.submit(worker) for _ in range(count)]
     issues: list[str] = []
-    for mine, found in tallies:
-        summary.written += mine.written
-        summary.skipped += mine.skipped
-        issues.extend(found)
+    for job in jobs:
+        summary.written += job.written
+        summary.skipped += job.skipped
+        summary.leftovers += job.leftovers
+        issues.extend(job.issues)
+        if kept is not None:
+            kept.extend(job.kept)
     for future in futures:
         future.result()  # re-raises a worker's error (the first one in submission order)
     if syncfs is not None and packages and root.fd is not None:
-        syncfs(root.fd, root.path)  # the last batch's names and every new directory
+        syncfs(root.fd, root.path)  # every file's data, every name, every new directory
     return issues
 
 
 class _Job:
-    """One worker's restore of packages, member by member (see :func:`_restore_packages`)."""
+    """One worker's restore of packages, member by member (see :func:`_restore_packages`).
+
+    Each file is created at its final name (``O_CREAT|O_EXCL|O_NOFOLLOW`` relative to its
+    pinned directory: an existing name is never opened for writing) and written while its
+    bytes are hashed. A file whose SHA-256 differs from ``files.jsonl`` is removed at once;
+    if the package as a whole then fails (its SHA-256, its structure), every file this job
+    created for it is removed again. A kill leaves at most the files of the packages in
+    flight partly written; the journal (``NAME.unpack-journal.json``, written and made
+    durable before the first file) lets the next run recognise them as its own.
+    """
 
     def __init__(
         self,
         release: Release,
+        root: PinnedDir,
         chain: DirChain,
-        summary: Summary,
-        placer: _Placer | _BatchPlacer,
         file_mode: int | None,
         advance: Callable[[int], None],
-        temp_name: Callable[[], str],
         present: set[str] | None,
+        ours: frozenset[str],
+        foreign: frozenset[str],
+        fsync_each: bool,
     ) -> None:
-        self.release, self.chain, self.summary, self.placer = release, chain, summary, placer
-        self.file_mode, self.advance, self.temp_name = file_mode, advance, temp_name
-        self.present = present
+        self.release, self.root, self.chain = release, root, chain
+        self.file_mode, self.advance, self.present = file_mode, advance, present
+        self.ours, self.foreign, self.fsync_each = ours, foreign, fsync_each
         # Created with its final mode when the umask keeps it whole (no fchmod: one
         # metadata update less per file); else 0600 and fchmod after the data.
         keeps = file_mode is not None and not file_mode & _UMASK[0]
@@ -2202,53 +1982,77 @@ class _Job:
         if file_mode is None:
             self.create_mode = 0o644
         self.pkg_name = ""
+        self.written = 0
+        self.skipped = 0
         self.issues: list[str] = []
+        self.kept: list[str] = []
+        self.leftovers = 0  # files of failed packages that could not be removed
+        self.created: list[tuple[list[str], int, str]] = []  # this package's new files
 
     def restore(self, pkg: dict[str, Any]) -> None:
-        """Restore one package. With a batch placer its SHA-256 is computed in this same
-        read and its files are named only once it matched; a failure removes them."""
+        """Restore one package, hashing it whole in the same read; on any failure remove
+        the files created for it (none keeps a name unless its whole package matched)."""
         self.pkg_name = name = pkg["name"]
-        placer = self.placer
-        hasher = hashlib.sha256() if placer.verifies_packages else None
+        hasher = hashlib.sha256()
         rows = self.release.rows_of(name)
+        self.created = []
         try:
             with _open_read_path(_package_path(self.release, name), buffered=True) as fh:
                 try:
                     scan_package(fh, name, self.release.name, rows, self.member, hasher)
-                except UnpackError:
-                    if hasher is not None:  # a damaged download is the better diagnosis
-                        for data in iter(lambda: fh.read(CHUNK), b""):
-                            hasher.update(data)
-                        _check_package_digest(pkg, hasher.hexdigest())
+                except UnpackError:  # a damaged download is the better diagnosis
+                    for data in iter(lambda: fh.read(CHUNK), b""):
+                        hasher.update(data)
+                    _check_package_digest(pkg, hasher.hexdigest())
                     raise
-            if hasher is not None:
-                _check_package_digest(pkg, hasher.hexdigest())
+            _check_package_digest(pkg, hasher.hexdigest())
         except BaseException:
-            placer.discard()
+            self._discard()
             raise
+        self.written += len(self.created)
+        self.created = []
+
+    def _discard(self) -> None:
+        """Remove the files created for the failed package (walking again from the root)."""
+        chain = DirChain(self.root)
+        try:
+            for parts, ino, leaf in self.created:
+                try:
+                    folder = chain.goto(parts, create=False)
+                    if folder.ino != ino:
+                        raise UnpackError(f"{folder.path}: replaced while restoring")
+                    folder.unlink(leaf)
+                except (OSError, UnpackError):
+                    self.leftovers += 1  # the journal must stay to name them
         finally:
-            if not placer.verifies_packages:
-                placer.drain()
-        placer.package_verified()
+            chain.close()
+            self.created = []
 
     def member(self, m: Member, row: FileRow, stream: _Stream) -> None:
         self.advance(m.size)
         parts = m.path.split("/")
         folder = self.chain.goto(parts[:-1], create=True)
         leaf = parts[-1]
-        if self.present is None or m.path in self.present:
-            issue = self._existing(folder, leaf, row)
-            if issue is not None:
-                if issue:
-                    self.issues.append(issue)
+        if (self.present is None or m.path in self.present) and not self._settle(
+            folder, leaf, row, m.path, False
+        ):
+            stream.skip(m.size)
+            return
+        where = os.path.join(folder.path, leaf)
+        try:
+            fd = folder.open_new(leaf, 0o600 if self.create_mode is None else self.create_mode)
+        except FileExistsError:  # appeared since the output was looked at: never replaced
+            if not self._settle(folder, leaf, row, m.path, True):
                 stream.skip(m.size)
                 return
-        where = os.path.join(folder.path, leaf)
-        tmp = self.temp_name()
-        try:
-            fd = folder.open_new(tmp, 0o600 if self.create_mode is None else self.create_mode)
+            try:
+                fd = folder.open_new(leaf, 0o600 if self.create_mode is None else self.create_mode)
+            except OSError as exc:
+                raise _named(exc, where) from None
         except OSError as exc:
             raise _named(exc, where) from None
+        self.created.append((parts[:-1], folder.ino, leaf))
+        folder.dirty = True
         try:
             digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
             if digest != row.sha256:
@@ -2257,18 +2061,38 @@ class _Job:
                 )
             if self.file_mode is not None and self.create_mode is None:
                 _fchmod(fd, self.file_mode)
-        except BaseException:
+            if self.fsync_each:
+                try:
+                    os.fsync(fd)
+                except OSError as exc:
+                    raise _named(exc, where) from None
+        finally:
             os.close(fd)
-            folder.unlink(tmp)
-            raise
-        if isinstance(self.placer, _BatchPlacer):
-            os.close(fd)
-            self.placer.submit(folder, parts[:-1], tmp, leaf, m.size)
-        else:
-            self.placer.submit(folder, fd, tmp, leaf, where, parts[:-1])
+
+    def _settle(self, folder: PinnedDir, leaf: str, row: FileRow, rel: str, raced: bool) -> bool:
+        """Deal with an existing *leaf*: True when it is (now) free to be written.
+
+        An identical file is verified and skipped; a differing regular file of a package
+        an interrupted run was writing (the journal's) is that run's and is removed; any
+        other is kept and reported."""
+        found = self._existing(folder, leaf, row)
+        if found is None:
+            return True
+        if found == "":
+            return False
+        if row.package in self.ours and rel not in self.foreign and found == _DIFFERS and not raced:
+            folder.unlink(leaf)
+            folder.dirty = True
+            return True
+        where = os.path.join(folder.path, leaf)
+        if raced:
+            found = "appeared while restoring (another writer?)"
+        self.issues.append(f"{where}: {found}; kept" + (", not replaced" if raced else ""))
+        self.kept.append(rel)
+        return False
 
     def _existing(self, folder: PinnedDir, leaf: str, row: FileRow) -> str | None:
-        """None if *leaf* does not exist; else "" (verified, skipped) or the issue."""
+        """None if *leaf* does not exist; else "" (verified, skipped) or what is wrong."""
         where = os.path.join(folder.path, leaf)
         flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
         flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
@@ -2278,24 +2102,27 @@ class _Job:
             else:
                 st = os.lstat(where)
                 if stat.S_ISLNK(st.st_mode):
-                    return f"{where}: exists and is not a regular file; kept"
+                    return "exists and is not a regular file"
                 fd = os.open(where, flags)
         except FileNotFoundError:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                return f"{where}: exists and is not a regular file; kept"
+                return "exists and is not a regular file"
             raise _named(exc, where) from None
         with os.fdopen(fd, "rb", buffering=0) as fh:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
-                return f"{where}: exists and is not a regular file; kept"
+                return "exists and is not a regular file"
             if _hash_open(fh) != (row.size, row.sha256):
-                return f"{where}: existing file differs from {FILES_NAME}; kept"
-            self.summary.skipped += 1
+                return _DIFFERS
+            self.skipped += 1
             if self.file_mode is not None and stat.S_IMODE(st.st_mode) != self.file_mode:
                 _fchmod(fd, self.file_mode)
         return ""
+
+
+_DIFFERS = f"existing file differs from {FILES_NAME}"
 
 
 def _check_package_digest(pkg: dict[str, Any], digest: str) -> None:
