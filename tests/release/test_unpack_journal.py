@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,10 @@ def test_a_run_killed_mid_file_leaves_the_journal_and_the_rerun_rewrites_the_fil
     notes: list[str] = []
     summary = unpack.unpack_release(str(release), str(out), everything=True, log=notes.append)
     assert read_tree(out / "ds") == SAMPLE
-    assert "removed 1 partly written files left by an interrupted run" in notes
+    # Packages restore concurrently: the kill may catch another package's file mid-write too.
+    pattern = r"removed (\d+) partly written files? left by an interrupted run"
+    counts = [int(m.group(1)) for m in (re.fullmatch(pattern, note) for note in notes) if m]
+    assert len(counts) == 1 and counts[0] >= 1, notes
     assert summary.written + summary.skipped == len(SAMPLE)
     assert sorted(os.listdir(out)) == ["ds", "ds.unpack-index.jsonl", "ds.unpack-state.json"]
 
