@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 from dataset_devkit.integrity import write_manifest
 from dataset_devkit.integrity.bucket import RetryPolicy
 from tests.integrity.helpers import SAMPLE, make_tree
-from tests.s3_faults import FaultProxy, fault_proxy
+from tests.s3_faults import Fault, FaultProxy, fault_proxy
 from tests.s3_server import S3Server
 
 #: Retries that give up in well under a second, so a dead object fails a test fast.
@@ -71,6 +73,30 @@ def run_cli_batch(env: dict[str, str], *commands: Sequence[str]) -> list[tuple[i
         check=True,
     )
     return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+
+
+def kill_publish_while_held(
+    command: Sequence[str], env: dict[str, str], proxy: FaultProxy, held: Fault
+) -> None:
+    """Run the CLI *command* in a child and SIGKILL it (no cleanup code runs) once the proxy
+    holds the request *held* matches, so the kill lands mid-upload with the claim and the
+    earlier files already stored."""
+    proxy.faults = [held]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "dataset_devkit", *command],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while held.fired == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held.fired, "the upload never reached the held request"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    proxy.faults = []
 
 
 @pytest.fixture

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import base64
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +17,13 @@ from dataset_devkit.integrity import read_manifest
 from dataset_devkit.integrity.bucket import RetryPolicy, publish_remote, verify_remote
 from dataset_devkit.objectstore import open_location
 from tests.azurite import ACCOUNT, AzuriteServer
-from tests.integrity.bucket.conftest import FAST, LARGE, PART, run_cli_batch
+from tests.integrity.bucket.conftest import (
+    FAST,
+    LARGE,
+    PART,
+    kill_publish_while_held,
+    run_cli_batch,
+)
 from tests.s3_faults import Fault, FaultProxy, fault_proxy
 
 
@@ -116,27 +118,10 @@ def test_a_publish_killed_mid_upload_to_azure_resumes(
     container, proxy = az_proxied
     url = f"az://{container}/killed"
     env = {**package_env, **os.environ}
-    # A block of the large file never gets an answer; the publisher is killed (SIGKILL: no
-    # cleanup code runs) while it waits, with the claim and other files already there.
-    proxy.faults = [Fault("PUT", "comp=block&", "hold", times=-1)]
     # 5 MiB parts: the large file goes in blocks (with the default 32 MiB parts a file up to
-    # 64 MiB goes in one request).
+    # 64 MiB goes in one request). A block never gets an answer while the publisher is killed.
     command = ["publish", str(large_tree), "--out", url, "--part-size", "5MiB"]
-    child = subprocess.Popen(
-        [sys.executable, "-m", "dataset_devkit", *command],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while proxy.faults[0].fired == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert proxy.faults[0].fired, "the upload never reached the large file"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    proxy.faults = []
+    kill_publish_while_held(command, env, proxy, Fault("PUT", "comp=block&", "hold", times=-1))
     keys = {m["path"] for b in obstore.list(open_location(url).store) for m in b}
     assert "content_manifest.json" not in keys and "content_manifest.json.publishing" in keys
     assert LARGE not in keys  # uncommitted blocks are no blob

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import resource
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import obstore
@@ -15,7 +13,7 @@ import obstore
 from dataset_devkit.integrity import read_manifest, write_manifest
 from dataset_devkit.integrity.bucket import verify_remote
 from dataset_devkit.objectstore import open_location
-from tests.integrity.bucket.conftest import FAST, LARGE, run_cli_batch
+from tests.integrity.bucket.conftest import FAST, LARGE, kill_publish_while_held, run_cli_batch
 from tests.s3_faults import Fault, FaultProxy
 from tests.s3_server import S3Server
 
@@ -29,25 +27,10 @@ def test_a_publish_killed_mid_upload_leaves_no_dataset_and_resumes(
 ) -> None:
     url = f"s3://{proxied_bucket}/killed"
     env = {**package_env, **os.environ}
-    # A part of the large file never gets an answer; the publisher is killed (SIGKILL: no
-    # cleanup code runs) while it waits, with the claim and other files already there.
-    proxied.faults = [Fault("PUT", "partNumber=1", "hold", times=-1)]
+    # A part of the large file never gets an answer while the publisher is killed.
     command = ["publish", str(large_tree), "--out", url, "--part-size", "5MiB"]
-    child = subprocess.Popen(
-        [sys.executable, "-m", "dataset_devkit", *command],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while proxied.faults[0].fired == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert proxied.faults[0].fired, "the upload never reached the large file"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    proxied.faults = []
+    held = Fault("PUT", "partNumber=1", "hold", times=-1)
+    kill_publish_while_held(command, env, proxied, held)
     keys = {m["path"] for b in obstore.list(open_location(url).store) for m in b}
     assert "content_manifest.json" not in keys and "content_manifest.json.publishing" in keys
     assert not verify_remote(url, retry=FAST).ok
