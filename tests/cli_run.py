@@ -34,8 +34,8 @@ for argv in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             main(argv)
-        except SystemExit as exc:
-            code = exc.code
+        except SystemExit as exc:  # None is success; a message (not a number) is failure
+            code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     results.append([code, out.getvalue(), err.getvalue()])
 print(json.dumps(results))
 """

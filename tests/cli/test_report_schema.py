@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from dataset_devkit.cli.output import REPORT_SCHEMA
 from tests.cli.report_check import check_report, problems
-from tests.cli_run import run_devkit
+from tests.cli_run import run_devkit, run_many
 
 
 def test_the_checker_catches_what_the_schema_forbids() -> None:
@@ -48,25 +46,6 @@ FAILING = [
 ]
 
 
-#: One child process runs every failing command line through the real entry point, each
-#: with its own stdout/stderr (a process per command line costs a second each).
-_RUN_ALL = """
-import contextlib, io, json, sys
-from dataset_devkit.cli.app import main
-results = []
-for argv in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exc:
-            code = exc.code
-    results.append([code, out.getvalue(), err.getvalue()])
-print(json.dumps(results))
-"""
-
-
 def test_a_failure_prints_the_report_with_its_exit_code_and_one_stderr_line(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:
@@ -75,15 +54,7 @@ def test_a_failure_prints_the_report_with_its_exit_code_and_one_stderr_line(
         [a.format(missing=tmp_path / "missing", tmp=tmp_path) for a in (*args, "--json")]
         for args in FAILING
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN_ALL, json.dumps(argvs)],
-        capture_output=True,
-        text=True,
-        env=package_env,
-        timeout=300,
-        check=True,
-    )
-    for argv, (code, stdout, stderr) in zip(argvs, json.loads(done.stdout), strict=True):
+    for argv, (code, stdout, stderr) in zip(argvs, run_many(package_env, argvs), strict=True):
         assert code == 1, (argv, stderr)
         report = check_report(stdout, ok=False)
         assert report["exit_code"] == 1

@@ -30,12 +30,9 @@ from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_mcap
 _PER_SWEEP_FRAME = 150
 
 
-def _peak(tmp: Path, name: str, duration_s: float, fps: float) -> tuple[int, int, int]:
-    """Peak traced bytes of build_evidence + export_dataset, samples exported, frames read."""
-    drive = SampleDrive(
-        cameras=("cam_front", "cam_back"), duration_s=duration_s, fps=fps, width=16, height=8
-    )
-    mcap = write_sample_mcap(tmp / f"{name}.mcap", drive, chunk_size=8192)
+def _traced_build(tmp: Path, name: str, drive: SampleDrive, chunk_size: int) -> tuple[int, int]:
+    """Peak traced bytes of build_evidence + export_dataset of *drive*; samples exported."""
+    mcap = write_sample_mcap(tmp / f"{name}.mcap", drive, chunk_size=chunk_size)
     config = PipelineConfig(namespace="mem", scenario=ScenarioConfig(scene_duration_s=20.0))
     gc.collect()
     tracemalloc.start()
@@ -45,7 +42,16 @@ def _peak(tmp: Path, name: str, duration_s: float, fps: float) -> tuple[int, int
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return peak, result.table_counts["sample"], int(duration_s * fps) * len(drive.cameras)
+    return peak, result.table_counts["sample"]
+
+
+def _peak(tmp: Path, name: str, duration_s: float, fps: float) -> tuple[int, int, int]:
+    """Peak traced bytes of a two-camera drive, samples exported, frames read."""
+    drive = SampleDrive(
+        cameras=("cam_front", "cam_back"), duration_s=duration_s, fps=fps, width=16, height=8
+    )
+    peak, samples = _traced_build(tmp, name, drive, chunk_size=8192)
+    return peak, samples, int(duration_s * fps) * len(drive.cameras)
 
 
 def test_peak_memory_is_flat_in_sweep_frames(
@@ -80,19 +86,9 @@ _SIX_CAMERAS = (
 
 
 def _peak_per_sample(tmp: Path, name: str, duration_s: float) -> tuple[int, int]:
-    """Peak traced bytes of build_evidence + export_dataset of a six-camera drive; samples."""
+    """Peak traced bytes of a six-camera drive; samples exported."""
     drive = SampleDrive(cameras=_SIX_CAMERAS, duration_s=duration_s, fps=4.0, width=16, height=8)
-    mcap = write_sample_mcap(tmp / f"{name}.mcap", drive, chunk_size=65536)
-    config = PipelineConfig(namespace="mem", scenario=ScenarioConfig(scene_duration_s=20.0))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        evidence = build_evidence([mcap], config, tmp / f"evidence-{name}")
-        result = export_dataset(tmp / f"staging-{name}", evidence, workers=1)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak, result.table_counts["sample"]
+    return _traced_build(tmp, name, drive, chunk_size=65536)
 
 
 def test_peak_memory_per_key_frame_sample_is_bounded(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,6 +14,7 @@ import pytest
 
 from dataset_devkit.integrity import write_manifest
 from dataset_devkit.integrity.bucket import RetryPolicy
+from tests.cli_run import run_many
 from tests.integrity.helpers import SAMPLE, make_tree
 from tests.s3_faults import Fault, FaultProxy, fault_proxy
 from tests.s3_server import S3Server
@@ -44,35 +44,10 @@ def large_tree(tmp_path: Path) -> Path:
     return root
 
 
-_BATCH = """
-import contextlib, io, json, sys
-from dataset_devkit.cli.app import main
-runs = []
-for args in json.loads(sys.argv[1]):
-    out, err = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(args)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    runs.append([code, out.getvalue(), err.getvalue()])
-print(json.dumps(runs))
-"""
-
-
 def run_cli_batch(env: dict[str, str], *commands: Sequence[str]) -> list[tuple[int, str, str]]:
     """Run several ``dataset-devkit`` command lines in one child process (a process per
     command costs a second or two of imports): ``(exit code, stdout, stderr)`` each."""
-    done = subprocess.run(
-        [sys.executable, "-c", _BATCH, json.dumps([list(c) for c in commands])],
-        capture_output=True,
-        text=True,
-        env={**env, "COLUMNS": "200"},
-        timeout=300,
-        check=True,
-    )
-    return [(code, out, err) for code, out, err in json.loads(done.stdout)]
+    return run_many(env, [list(c) for c in commands])
 
 
 def kill_publish_while_held(
