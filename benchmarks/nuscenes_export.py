@@ -10,6 +10,10 @@ run on the same JPEG files: read each, SHA-256 it, write it to a new file. Two f
   for the export, because the JPEG decode that proves each frame valid costs in proportion to
   the entropy-coded bytes while the limit is dominated by per-file costs.
 
+The bound is ``(limit + one strict decode per frame) / cores``; the same work is also run on
+``--workers`` threads with nothing else around it, which shows what the cores give at that
+moment (on a shared machine another job's load moves it; the export is compared to both).
+
 The work directory defaults to ``/dev/shm`` (tmpfs) where it exists: there the limit is the
 CPU cost of the copy and repeats within 2%, while on this machine's ext4 disk the very same
 limit drifted from 0.34 s to 2.05 s over eight consecutive runs (file creation after deletes),
