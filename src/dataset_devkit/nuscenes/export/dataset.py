@@ -311,8 +311,10 @@ def _folder_and_name(filename: str) -> tuple[str, str]:
     return folder, name
 
 
-#: Rows of a table encoded at once by :func:`_write_rows`.
-_ROWS_PER_BLOCK = 4096
+#: Rows of a table encoded at once by :func:`_write_rows`. The tables are written while the
+#: frames copy, and one JSON encode holds the GIL throughout: a small block (a few hundred
+#: microseconds) lets the copying threads take their turns between blocks.
+_ROWS_PER_BLOCK = 256
 
 
 def _write_tables(root: SafeDir, tables: Tables) -> None:
