@@ -209,3 +209,14 @@ def test_a_staging_root_inside_the_evidence_is_refused_and_the_evidence_stays_in
         assert info.value.key == "staging_dataroot"
         assert not inside.exists()
     assert verify_tree(mcap_evidence.root).ok
+
+
+def test_export_is_the_same_bytes_whatever_the_number_of_copying_threads(
+    tmp_path: Path, mcap_evidence: Evidence
+) -> None:
+    # the tables and extensions are written while the frames copy: never a different byte
+    roots = {}
+    for workers in (1, 2, 3):
+        export_dataset(tmp_path / f"w{workers}", mcap_evidence, workers=workers)
+        roots[workers] = build_manifest(tmp_path / f"w{workers}").root_sha256
+    assert len(set(roots.values())) == 1, roots

@@ -247,9 +247,18 @@ def export_dataset(
     if not doc.derived.selected_scene_ids:
         raise FormatError(_why_no_scene(doc.derived), path=ev.root)
     tables = build_tables(doc)
-    extensions = build_extensions(doc, tables, ev.root_sha256)
     staging = Path(staging_dataroot)
     with _open_destination(staging) as root, FrameSource(ev.root, ev.manifest) as source:
+
+        def write_the_rest() -> None:
+            extensions = build_extensions(doc, tables, ev.root_sha256)
+            with root.mkdir(MAP_FILENAME.split("/")[0]) as maps:
+                maps.write_bytes(MAP_FILENAME.split("/", 1)[1], scaffold_png())
+            _write_tables(root, tables)
+            with root.mkdir(EXTENSIONS_DIR) as ext:
+                for name in EXTENSION_FILES:
+                    ext.write_bytes(name, encode_canonical(extensions[name]))
+
         pairs = sorted({tuple(f.record.filename.split("/")[:2]) for f in tables.frames})
         dirs: dict[tuple[str, ...], SafeDir] = {}
         try:
@@ -267,6 +276,7 @@ def export_dataset(
                     [(f.image, *_folder_and_name(f.record.filename)) for f in tables.frames],
                     report,
                 )
+                write_the_rest()
             else:
                 jobs = [
                     (
@@ -276,16 +286,13 @@ def export_dataset(
                     )
                     for f in tables.frames
                 ]
-                image_bytes = copy_all(source, jobs, workers=workers, report=report)
+                # the tables and extensions are written while the frames copy
+                image_bytes = copy_all(
+                    source, jobs, workers=workers, report=report, alongside=write_the_rest
+                )
         finally:
             for d in dirs.values():
                 d.close()
-        with root.mkdir(MAP_FILENAME.split("/")[0]) as maps:
-            maps.write_bytes(MAP_FILENAME.split("/", 1)[1], scaffold_png())
-        _write_tables(root, tables)
-        with root.mkdir(EXTENSIONS_DIR) as ext:
-            for name in EXTENSION_FILES:
-                ext.write_bytes(name, encode_canonical(extensions[name]))
     counts = {
         name: len(getattr(tables, name)) if name not in EMPTY_TABLES else 0 for name in TABLE_NAMES
     }
@@ -304,8 +311,10 @@ def _folder_and_name(filename: str) -> tuple[str, str]:
     return folder, name
 
 
-#: Rows of a table encoded at once by :func:`_write_rows`.
-_ROWS_PER_BLOCK = 4096
+#: Rows of a table encoded at once by :func:`_write_rows`. The tables are written while the
+#: frames copy, and one JSON encode holds the GIL throughout: a small block (a few hundred
+#: microseconds) lets the copying threads take their turns between blocks.
+_ROWS_PER_BLOCK = 256
 
 
 def _write_tables(root: SafeDir, tables: Tables) -> None:

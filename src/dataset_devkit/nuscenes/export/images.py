@@ -116,10 +116,15 @@ def copy_all(
     *,
     workers: int | None = None,
     report: Callable[[str, int, int], None] | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> int:
     """Run :func:`copy_verified` for every job on a thread pool; returns the bytes copied.
 
-    The first failure (in job order) is raised after the pending copies are cancelled.
+    *alongside* runs in the calling thread while the pool copies: the rest of an export
+    (tables, extensions) is Python that holds the GIL, which the copying threads need only
+    between decodes, so it fills the cores instead of waiting for the copies to end. With
+    one worker it runs after the copies. The first failing copy (in job order) is raised
+    after the pending copies are cancelled; else a failure of *alongside* is.
     """
     source.pin(image.path.rsplit("/", 1)[0] for image, _, _ in jobs)
     count = workers if workers is not None else min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1)
@@ -129,6 +134,8 @@ def copy_all(
             total += copy_verified(source, image, dest, name)
             if report is not None:
                 report("images", i + 1, len(jobs))
+        if alongside is not None:
+            alongside()
         return total
     # Frames go to the pool in batches: one task per frame would cost the pool's own
     # queueing and wake-ups per frame, while holding the GIL, which small frames notice.
@@ -138,11 +145,23 @@ def copy_all(
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="nuscenes-copy") as pool:
         futures: list[Future[int]] = [pool.submit(_copy_batch, source, b) for b in batches]
         try:
+            side_failure: BaseException | None = None
+            if alongside is not None:
+                try:
+                    alongside()
+                except BaseException as exc:  # a failing copy, if any, is the first cause
+                    side_failure = exc
+                    for future in futures:
+                        future.cancel()
             for batch, future in zip(batches, futures, strict=True):
+                if future.cancelled():
+                    break
                 total += future.result()
                 done += len(batch)
                 if report is not None:
                     report("images", done, len(jobs))
+            if side_failure is not None:
+                raise side_failure
         except BaseException:
             for future in futures:
                 future.cancel()
