@@ -107,19 +107,25 @@ def _timed(section: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+def _read_hash_write(source: Path, destination: Path) -> bytes:
+    """The floor's work for one frame: read it whole, SHA-256 it, write it to a new file."""
+    with source.open("rb") as f:
+        data = f.read()
+    hashlib.sha256(data).hexdigest()
+    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return data
+
+
 def _limit(evidence: Evidence, target: Path) -> int:
     """Read, hash and copy every exported JPEG once: the physical floor of an export."""
     target.mkdir()
     total = 0
     for i, image in enumerate(evidence.document.images):
-        with (evidence.root / image.path).open("rb") as f:
-            data = f.read()
-        hashlib.sha256(data).hexdigest()
-        fd = os.open(target / f"{i}.jpg", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+        data = _read_hash_write(evidence.root / image.path, target / f"{i}.jpg")
         total += len(data)
     return total
 
@@ -132,14 +138,7 @@ def _bound_run(evidence: Evidence, target: Path, workers: int) -> None:
 
     def part(k: int) -> None:
         for i in range(k, len(images), workers):
-            with (evidence.root / images[i].path).open("rb") as f:
-                data = f.read()
-            hashlib.sha256(data).hexdigest()
-            fd = os.open(target / f"{i}.jpg", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                os.write(fd, data)
-            finally:
-                os.close(fd)
+            data = _read_hash_write(evidence.root / images[i].path, target / f"{i}.jpg")
             decode_jpeg(data)
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
