@@ -47,6 +47,7 @@ from dataset_devkit.integrity.safefs import (
     path_argument,
 )
 from dataset_devkit.integrity.scan import ScanResult, hash_fd, hash_file, scan_tree
+from dataset_devkit.integrity.suggest import close_matches, did_you_mean
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex, verify_tree
 
 __all__ = [
@@ -71,8 +72,10 @@ __all__ = [
     "check_manifest_location",
     "check_relative_path",
     "check_root_hex",
+    "close_matches",
     "compute_root_sha256",
     "decode_json_record",
+    "did_you_mean",
     "hash_fd",
     "hash_file",
     "load_npy",
