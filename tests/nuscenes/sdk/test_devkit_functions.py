@@ -19,20 +19,18 @@ from typing import Any
 import av
 import cv2
 import matplotlib
+import matplotlib.pyplot as plt
 import pytest
+from nuscenes.map_expansion.map_api import NuScenesMap
+from nuscenes.nuscenes import NuScenes
+from PIL import Image
 
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-from nuscenes.map_expansion.map_api import NuScenesMap  # noqa: E402
-from nuscenes.nuscenes import NuScenes  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from dataset_devkit.demo import nuscenes_publish  # noqa: E402
+from dataset_devkit.demo import nuscenes_publish
 
 
 @pytest.fixture(scope="module")
 def nusc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NuScenes]:
+    matplotlib.use("Agg")  # the devkit draws with pyplot; no display here
     out = tmp_path_factory.mktemp("devkit")
     nuscenes_publish.run(out)
     yield NuScenes(version="v1.0-trainval", dataroot=str(out / "out" / "v1.0-trainval"),
