@@ -129,3 +129,23 @@ def test_verify_reports_dimension_names_that_are_not_the_formats(store: Path) ->
         "lengths/zarr.json at $.dimension_names: expected ['row', 'vin.lengths.dim1']" in issue
         for issue in issues
     ), issues
+
+
+def test_a_build_resumed_after_the_upgrade_rewrites_the_shards_written_without_names(
+    tmp_path: Path, samples: list[VinOfflineSample], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crashing() -> Iterator[VinOfflineSample]:
+        yield from samples[:9]
+        raise OSError("the camera archive went away")
+
+    with monkeypatch.context() as old_version:
+        old_version.setattr("dataset_devkit.vin_store.writer.array_metadata", _unnamed)
+        old_version.setattr("dataset_devkit.vin_store._submit.SHARD_LAYOUT", 1)
+        with pytest.raises(OSError, match="went away"):
+            build_vin_offline_store(crashing(), tmp_path / "out", rows_per_shard=ROWS_PER_SHARD)
+    resumed = build_vin_offline_store(samples, tmp_path / "out", rows_per_shard=ROWS_PER_SHARD)
+    fresh = build_vin_offline_store(samples, tmp_path / "fresh", rows_per_shard=ROWS_PER_SHARD)
+    assert resumed.reused_shards == 0  # the two finished old-layout shards are not mixed in
+    assert resumed.root_sha256 == fresh.root_sha256
+    for path in [*(tmp_path / "out").rglob("*"), *(tmp_path / "fresh").rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)
