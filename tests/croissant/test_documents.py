@@ -209,3 +209,15 @@ def test_mlcroissant_refuses_a_file_whose_bytes_differ_from_the_recorded_sha256(
         chain.append(error)
         error = error.__cause__ or error.__context__
     assert any("is not identical with the reference" in str(e) for e in chain), chain
+
+
+def test_a_copy_with_the_document_at_its_root_loads_by_the_file_alone(
+    demo_trees: dict[str, Path], tmp_path: Path
+) -> None:
+    copy = tmp_path / "GenVR-duo-20261023"
+    shutil.copytree(demo_trees["stereo-dataset"], copy)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    (copy / "croissant.json").write_bytes(croissant_document(copy).to_bytes())
+    pairs = list(mlc.Dataset(jsonld=str(copy / "croissant.json")).records("pairs"))
+    assert len(pairs) == len((copy / "genvr_i2s.jsonl").read_text().splitlines())
