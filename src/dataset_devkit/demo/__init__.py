@@ -20,4 +20,5 @@ DEMO_STEPS: tuple[str, ...] = (
     "vin_store",
     "stereo",
     "preview",
+    "croissant",
 )
