@@ -19,6 +19,6 @@ DEMO_STEPS: tuple[str, ...] = (
     "release",
     "vin_store",
     "stereo",
-    "preview",
     "croissant",
+    "preview",
 )
