@@ -256,3 +256,15 @@ def test_objectstore_imports_only_the_errors() -> None:
         and name.split(".")[1] not in ("objectstore", "errors")
     ]
     assert violations == []
+
+
+def test_no_system_and_not_the_integrity_core_imports_the_croissant_package() -> None:
+    # Croissant describes finished trees from the outside: a system's build never needs it.
+    violations = [
+        f"{module} imports {name}"
+        for module, path in _modules()
+        if module.split(".")[1] in (*SYSTEMS, "integrity", "objectstore", "kinds", "errors")
+        for name in _imports(path)
+        if name.startswith("dataset_devkit.croissant")
+    ]
+    assert violations == []

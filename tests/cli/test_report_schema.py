@@ -42,6 +42,7 @@ FAILING = [
     ("store", "sample", "{missing}", "0"),
     ("stereo", "build", "{missing}", "--out", "{tmp}/ds"),
     ("stereo", "validate", "{missing}"),
+    ("croissant", "{missing}", "--out", "{tmp}/croissant.json"),
     ("demo", "{tmp}/afile/demo"),
 ]
 

@@ -46,7 +46,15 @@ def progress_seen() -> dict[Kind, list[ProgressUpdate]]:
 
 
 #: Renderer modules that write matplotlib figures through ``figures.save``.
-RENDERERS = ("manifest", "nuscenes", "nuscenes_validity", "release", "stereo", "vin")
+RENDERERS = (
+    "manifest",
+    "nuscenes",
+    "nuscenes_ego",
+    "nuscenes_validity",
+    "release",
+    "stereo",
+    "vin",
+)
 
 
 @pytest.fixture(scope="session")

@@ -113,7 +113,9 @@ def test_the_fifty_scene_page_counts_every_window_and_draws_only_the_sample(
         "nuscenes_log000_ego.png",
         "nuscenes_log000_validity.png",
         "nuscenes_scene000.png",
+        "nuscenes_scene000_ego.png",
         "nuscenes_scene001.png",
+        "nuscenes_scene001_ego.png",
     ]
     assert f"camera grids for 2 of {FLEET_SCENES} scenes" in html
     assert "2 of 3 key-frame samples" in html

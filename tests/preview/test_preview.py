@@ -24,6 +24,7 @@ EXPECTED: dict[Kind, list[str]] = {
         "nuscenes_log000_ego.png",
         "nuscenes_log000_validity.png",
         "nuscenes_scene000.png",
+        "nuscenes_scene000_ego.png",
     ],
     Kind.RELEASE: ["release_packages.png"],
     Kind.RESTORED: ["manifest_sizes.png"],
@@ -235,6 +236,13 @@ FIGURE_LABELS: dict[tuple[Kind, str], list[str]] = {
         "y (m) from",
         "(o start, X end)",
         "mz-0ee142b79d57-0000",
+    ],
+    (Kind.NUSCENES, "nuscenes_scene000_ego.png"): [
+        "path, arrow = heading (o start, X end)",
+        "time (s) from the scene's first pose",
+        "heading (deg, CCW from +x)",
+        "speed (m/s)",
+        "8 ego poses of CAM_FRONT frames over 3.5 s",
     ],
     (Kind.NUSCENES, "nuscenes_log000_validity.png"): [
         "CAM_FRONT",

@@ -184,3 +184,61 @@ def test_each_needed_chunk_file_is_read_once_per_call(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "read_chunk", counting)
     reader.read("left", [9, 1, 0, 8, 3, 2])
     assert calls == [0, 2]  # frames 0-3 share chunk 0, 8-9 are chunk 2; chunk 1 not needed
+
+
+def test_xarray_opens_both_eyes_lazily_with_named_dimensions(tmp_path):
+    import xarray as xr
+
+    path, depth = _write(tmp_path, 10)
+    dataset = xr.open_zarr(path, zarr_format=2, consolidated=False, chunks=None)
+    assert sorted(dataset.data_vars) == ["left", "right"]
+    assert dataset["left"].dims == ("frame", "y", "x")
+    assert dict(dataset.sizes) == {"frame": 10, "y": 3, "x": 5}
+    assert not dataset["left"].variable._in_memory  # lazy until asked
+    expected, _ = encode_depth_mm(depth * 2, None, where="", first=0)
+    # xarray reads the fill value (0 = invalid) as missing: NaN in float, as the docs say
+    masked = dataset["right"].isel(frame=[9, 2]).values
+    np.testing.assert_array_equal(masked, np.where(expected == 0, np.nan, expected)[[9, 2]])
+    raw = xr.open_zarr(path, zarr_format=2, consolidated=False, mask_and_scale=False)
+    assert raw["right"].dtype == np.dtype("<u4")
+    np.testing.assert_array_equal(raw["right"].isel(frame=[9, 2]).values, expected[[9, 2]])
+
+
+def _drop_dimension_names(path: Path) -> None:
+    """Make *path* a depth group as written before the axes were named."""
+    for eye in ("left", "right"):
+        attrs = path / eye / ".zattrs"
+        document = json.loads(attrs.read_text())
+        del document["_ARRAY_DIMENSIONS"]
+        attrs.write_text(json.dumps(document))
+
+
+def test_depth_written_without_dimension_names_still_checks_and_reads(tmp_path):
+    import tensorstore as ts
+
+    path, depth = _write(tmp_path, 10)
+    _drop_dimension_names(path)
+    assert depth_problems(path, 10, 3, 5) == []
+    expected, _ = encode_depth_mm(depth, None, where="", first=0)
+    got = DepthReader(path, 10, 3, 5).read("left", [7])
+    assert np.array_equal(got, expected[[7]].astype(np.float32) / 1000)
+    array = zarr.open_group(str(path), mode="r", zarr_format=2)["left"]
+    assert isinstance(array, zarr.Array)
+    np.testing.assert_array_equal(array[7], expected[7])
+    spec = {"driver": "zarr", "kvstore": {"driver": "file", "path": str(path / "left")}}
+    np.testing.assert_array_equal(ts.open(spec, read=True).result()[7].read().result(), expected[7])
+
+
+def test_dimension_names_other_than_the_formats_are_a_problem(tmp_path):
+    path, _ = _write(tmp_path, 10)
+    attrs = path / "right" / ".zattrs"
+    document = json.loads(attrs.read_text())
+    document["_ARRAY_DIMENSIONS"] = ["t", "h", "w"]
+    attrs.write_text(json.dumps(document))
+    (path / "left" / ".zattrs").write_text("[]")
+    problems = depth_problems(path, 10, 3, 5)
+    assert any(
+        "right/.zattrs at $._ARRAY_DIMENSIONS: found ['t', 'h', 'w'], expected" in p
+        for p in problems
+    ), problems
+    assert any("left/.zattrs: is a JSON list, expected an object" in p for p in problems)

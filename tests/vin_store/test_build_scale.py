@@ -143,7 +143,7 @@ def test_block_files_are_byte_identical_to_zarr_python(tmp_path: Path, dtype: st
     reference = zarr.create_array(
         store=LocalStore(tmp_path / "zarr"), name="a/b", shape=data.shape, dtype=data.dtype,
         chunks=(1, 4, 3), shards=data.shape, compressors=None, filters=None, fill_value=0,
-        config={"write_empty_chunks": True},
+        config={"write_empty_chunks": True}, dimension_names=["row", "a.b.dim1", "a.b.dim2"],
     )  # fmt: skip
     reference[...] = data
     ours, theirs = _files(tmp_path / "ours"), _files(tmp_path / "zarr")

@@ -45,6 +45,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "stereo",
     "kinds",
     "preview",
+    "croissant",
 )
 
 # Typer >= 0.2x vendors Click: its exception classes are found from Typer's public ones.

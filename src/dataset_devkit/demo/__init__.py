@@ -19,5 +19,6 @@ DEMO_STEPS: tuple[str, ...] = (
     "release",
     "vin_store",
     "stereo",
+    "croissant",
     "preview",
 )

@@ -15,6 +15,7 @@ from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.nuscenes import Dataset
 from dataset_devkit.nuscenes.spec import TABLE_NAMES
 from dataset_devkit.preview.figures import figure, font, save, save_image
+from dataset_devkit.preview.nuscenes_ego import render_ego_poses
 from dataset_devkit.preview.nuscenes_validity import render_validity
 from dataset_devkit.preview.page import Section, Table, Text
 
@@ -82,6 +83,7 @@ def render_nuscenes(
     )
     sections = [overview, _trajectories(ds, all_scenes, logs, out, progress)]
     sections.append(render_validity(ds, logs, out, limit=scenes))
+    sections.append(render_ego_poses(ds, picked, out))
     for n, scene in enumerate(picked):
         sections.append(_scene_grid(ds, scene, out, n, samples))
         report(progress, ProgressUpdate("scenes", items=1, total_items=count, unit="scenes"))

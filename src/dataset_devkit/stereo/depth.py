@@ -24,6 +24,7 @@ from dataset_devkit.stereo.errors import DepthOverflowError, SourceError
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
     DEPTH_COMPRESSOR,
+    DEPTH_DIMENSIONS,
     DEPTH_DTYPE,
     DEPTH_INVALID,
     DEPTH_SCALE,
@@ -114,7 +115,7 @@ def write_depth_group(
             fill_value=DEPTH_INVALID,
             order="C",
             chunk_key_encoding={"name": "v2", "separator": "."},
-            attributes={**attributes, "eye": eye},
+            attributes={**attributes, "eye": eye, "_ARRAY_DIMENSIONS": list(DEPTH_DIMENSIONS)},
             config={"write_empty_chunks": True},
         )
         invalid[eye] = 0
@@ -157,6 +158,26 @@ def _json(path: Path) -> Any:
     return decode_json_record(path.read_bytes(), Any, path)
 
 
+def _attribute_problems(path: Path) -> list[str]:
+    """An eye's ``.zattrs``: present, an object, and naming its axes right if it names them."""
+    if not path.is_file():
+        return [f"{path}: missing"]
+    try:
+        require_regular(path)
+        found = _json(path)
+    except OSError as exc:
+        return [f"{path}: cannot be read ({exc})"]
+    except FormatError as exc:
+        return [str(exc)]
+    if not isinstance(found, dict):
+        return [f"{path}: is a JSON {type(found).__name__}, expected an object"]
+    names = found.get("_ARRAY_DIMENSIONS", list(DEPTH_DIMENSIONS))
+    if names != list(DEPTH_DIMENSIONS):
+        expected = list(DEPTH_DIMENSIONS)
+        return [f"{path} at $._ARRAY_DIMENSIONS: found {names!r}, expected {expected!r} (or none)"]
+    return []
+
+
 def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -> list[str]:
     """Every difference between a depth group on disk and the exact expected layout."""
     problems: list[str] = []
@@ -195,8 +216,7 @@ def depth_problems(group_path: Path, num_frames: int, height: int, width: int) -
                     f"{array_dir / '.zarray'} at $.{key}: found {found.get(key, '<missing>')!r}, "
                     f"expected {expected.get(key, '<absent>')!r}"
                 )
-        if not (array_dir / ".zattrs").is_file():
-            problems.append(f"{array_dir / '.zattrs'}: missing")
+        problems.extend(_attribute_problems(array_dir / ".zattrs"))
         present = {p.name for p in array_dir.iterdir() if not p.name.startswith(".")}
         for name in sorted(names - present, key=lambda n: int(n.split(".")[0])):
             problems.append(f"{array_dir / name}: chunk file missing")

@@ -47,6 +47,9 @@ DEPTH_COMPRESSOR: Final[dict[str, Any]] = {
     "shuffle": 1,
     "blocksize": 0,
 }
+#: Each eye's axes, named in its ``.zattrs`` as ``_ARRAY_DIMENSIONS`` (the Zarr v2
+#: convention xarray reads). Depth written before the names were added has none.
+DEPTH_DIMENSIONS: Final = ("frame", "y", "x")
 DEPTH_FAMILY: Final = "depth"
 BASE_FAMILY: Final = "base"
 

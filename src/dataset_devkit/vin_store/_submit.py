@@ -42,9 +42,21 @@ def _rows_for(schema: Schema, shard_bytes: int | None, cap: int | None) -> int:
     return min(rows, cap) if cap is not None and rows is not None else int(rows or 1)
 
 
+#: The bytes a shard's files take for the same rows: 2 since block arrays name their
+#: dimensions. Part of every resume key, so a build resumed after an upgrade rewrites the
+#: shards an earlier version wrote instead of mixing both layouts in one store.
+SHARD_LAYOUT = 2
+
+
 def _options_key(schema: Schema, rows: int, val_fraction: float) -> str:
     described = msgspec.json.encode(
-        {"format": OFFLINE_DATASET_VERSION, "rows": rows, "val": val_fraction, "schema": schema}
+        {
+            "format": OFFLINE_DATASET_VERSION,
+            "layout": SHARD_LAYOUT,
+            "rows": rows,
+            "val": val_fraction,
+            "schema": schema,
+        }
     )
     return hashlib.sha256(described).hexdigest()
 

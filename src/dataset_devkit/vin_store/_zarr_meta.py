@@ -8,6 +8,12 @@ metadata below is byte for byte what ``zarr.create_array`` writes for it (a test
 the two for every numeric dtype), except that the format names the little-endian byte
 order for 1-byte types too, where zarr leaves it out; and the index is arithmetic plus a
 CRC32C.
+
+Every array names its dimensions (Zarr v3 ``dimension_names``): ``row`` for axis 0, then
+``<block>.dim<i>``. Without names xarray shows no variable in a shard group; with them
+``xarray.open_zarr(shard, group="vin")`` gives one lazy variable per block, all sharing the
+``row`` dimension. Stores written before the names were added have none, and every reader
+(ours, zarr-python, TensorStore, numpy) reads both.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any, Final
 import google_crc32c
 import numpy as np
 
-__all__ = ["GROUP_METADATA", "array_metadata", "shard_index"]
+__all__ = ["GROUP_METADATA", "ROW_DIMENSION", "array_metadata", "dimension_names", "shard_index"]
 
 _LITTLE: Final = {"name": "bytes", "configuration": {"endian": "little"}}
 
@@ -29,14 +35,28 @@ GROUP_METADATA: Final = json.dumps(
 ).encode()
 
 
+#: The name of axis 0 of every block array: one row per sample of the shard.
+ROW_DIMENSION: Final = "row"
+
+
+def dimension_names(block: str, ndim: int) -> list[str]:
+    """The ``dimension_names`` of block *block*'s array of *ndim* axes.
+
+    Unique per block past axis 0, so that the arrays of one group open together in xarray
+    (two arrays may share a dimension name only when they share its size).
+    """
+    return [ROW_DIMENSION, *(f"{block}.dim{axis}" for axis in range(1, ndim))]
+
+
 def _fill_value(dtype: np.dtype[Any]) -> bool | int | float:
     if dtype.kind == "b":
         return False
     return 0.0 if dtype.kind == "f" else 0
 
 
-def array_metadata(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
-    """``zarr.json`` of a block array of *shape* (rows first), as zarr-python writes it."""
+def array_metadata(block: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
+    """``zarr.json`` of block *block*'s array of *shape* (rows first), as zarr-python
+    writes it with :func:`dimension_names`."""
     metadata = {
         "shape": list(shape),
         "data_type": dtype.name,
@@ -55,6 +75,7 @@ def array_metadata(dtype: np.dtype[Any], shape: tuple[int, ...]) -> bytes:
             }
         ],
         "attributes": {},
+        "dimension_names": dimension_names(block, len(shape)),
         "zarr_format": 3,
         "node_type": "array",
         "storage_transformers": [],

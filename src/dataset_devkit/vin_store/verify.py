@@ -26,6 +26,7 @@ from dataset_devkit.integrity import (
 from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
+from dataset_devkit.vin_store._zarr_meta import dimension_names
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import VinOfflineFormatError
 from dataset_devkit.vin_store.spec import (
@@ -112,6 +113,11 @@ def _check_zarr_metadata(path: Path, block: VinOfflineBlockSpec) -> Iterator[str
     for key, value in expected.items():
         if meta.get(key) != value:
             yield f"{path} at $.{key}: expected {value!r}, found {meta.get(key)!r}"
+    # Stores written before arrays named their dimensions have none: still valid.
+    names = dimension_names(block.name, len(shape))
+    if "dimension_names" in meta and meta["dimension_names"] != names:
+        found = meta["dimension_names"]
+        yield f"{path} at $.dimension_names: expected {names!r} (or none), found {found!r}"
     inner = {
         "chunk_shape": [1, *shape[1:]],
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],

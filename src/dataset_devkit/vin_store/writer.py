@@ -147,7 +147,7 @@ class NumericBlockStream:
         self._file.write(shard_index(rows, self.row_nbytes))
         self.writer.files[self._relative] = self._file.close()
         shape = (rows, *self.row_shape)
-        self.writer.add_file(f"{self.path}/zarr.json", array_metadata(self.dtype, shape))
+        self.writer.add_file(f"{self.path}/zarr.json", array_metadata(self.name, self.dtype, shape))
         spec = VinOfflineBlockSpec.for_zarr_array(
             self.name, self.path, self.dtype.name, list(shape), optional=self.optional
         )
