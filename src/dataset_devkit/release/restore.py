@@ -222,13 +222,13 @@ def sums_lines(data: bytes, known: set[str]) -> tuple[list[tuple[int, str, str]]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        return [], [f"{SUMS_NAME} line {line}: not UTF-8 text ({exc.reason})"]
+        at = data.count(b"\n", 0, exc.start) + 1
+        return [], [f"{SUMS_NAME} line {at}: not UTF-8 text ({exc.reason})"]
     if text and not text.endswith("\n"):
         issues.append(f"{SUMS_NAME}: the last line has no line feed; expected LF-terminated lines")
     if "\r" in text:
-        line = text.count("\n", 0, text.index("\r")) + 1
-        issues.append(f"{SUMS_NAME} line {line}: CR in a line (CRLF line endings?); expected LF")
+        at = text.count("\n", 0, text.index("\r")) + 1
+        issues.append(f"{SUMS_NAME} line {at}: CR in a line (CRLF line endings?); expected LF")
     seen: dict[str, tuple[int, str]] = {}
     lines = []
     pieces = text.split("\n")
