@@ -44,7 +44,7 @@ LABELS: dict[Kind, list[str]] = {
     ],
     Kind.RELEASE: ["delivered: base, depth", "pending: none"],
     Kind.RESTORED: ["snapshot_root_sha256", "families"],
-    Kind.VIN_STORE: ["vin.points_world", "float32", "absent families", "train"],
+    Kind.VIN_STORE: ["vin.points_world", "float32", "absent VIN families", "train", "core"],
     Kind.STEREO: ["ue5-pro/map0001/scene0001/cams00", "invalid (0) in magenta"],
 }
 
@@ -301,3 +301,25 @@ def test_every_scene_grid_cell_is_labelled(pages: dict[Kind, Path]) -> None:
             top = TITLE_H + r * (CELL_H + LABEL_H)
             band = grey[top : top + LABEL_H, c * CELL_W : (c + 1) * CELL_W]
             assert (band < 100).sum() > 50, (r, c)
+
+
+def test_each_kind_has_the_name_the_cli_and_json_reports_use(pages: dict[Kind, Path]) -> None:
+    from dataset_devkit.kinds import TreeKind
+
+    assert {kind.value for kind in Kind} == {kind.value for kind in TreeKind}
+    assert str(Kind.VIN_STORE) == "vin-store" == TreeKind.VIN_STORE.value
+    for kind, page in pages.items():
+        assert f"<title>{kind.value} preview: " in page.read_text()
+
+
+def test_a_store_of_its_own_layout_is_not_described_in_vin_families(tmp_path: Path) -> None:
+    from dataset_devkit.vin_store import build_vin_offline_store
+    from tests.vin_store.conftest import make_camera_samples
+
+    store = tmp_path / "camera-store"
+    build_vin_offline_store(make_camera_samples(), store, rows_per_shard=5)
+    page = preview(store, tmp_path / "page").read_text()
+    text = re.sub(r"<style>.*?</style>", "", page, flags=re.S)  # CSS says font-family
+    assert "camera.image" in text and "camera.meta" in text
+    for word in ("famil", "backbone", "candidate_pcs"):
+        assert word not in text.lower(), word

@@ -75,13 +75,23 @@ def render_vin_store(
             f"root_sha256 {summary.root_sha256}"
         )
     )
+    # VIN families only for a store of the VIN layout: a store of camera frames has its own
+    # blocks, and none of the VIN families is "absent" from it.
+    vin = summary.vin_layout
     inventory.items.append(
         Table(
-            ("block", "family", "kind", "dtype", "row shape", "bytes per shard (mean)"),
+            (
+                "block",
+                *(("VIN family",) if vin else ()),
+                "kind",
+                "dtype",
+                "row shape",
+                "bytes per shard (mean)",
+            ),
             tuple(
                 (
                     b.name,
-                    b.name.split(".")[0],
+                    *((b.family or "-",) if vin else ()),
                     b.kind,
                     b.dtype or "-",
                     "×".join(map(str, b.row_shape)) or "scalar",
@@ -91,8 +101,9 @@ def render_vin_store(
             ),
         )
     )
-    absent = sorted(f for f, on in summary.materialized.items() if not on)
-    inventory.items.append(Text("absent families: " + (", ".join(absent) or "none")))
+    if vin:
+        absent = sorted(summary.absent_families)
+        inventory.items.append(Text("absent VIN families: " + (", ".join(absent) or "none")))
     splits = Section("Splits")
     splits.items.append(
         Table(("split", "samples"), tuple((k, str(v)) for k, v in summary.split_sizes.items()))

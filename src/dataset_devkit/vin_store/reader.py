@@ -42,6 +42,7 @@ from dataset_devkit.vin_store.spec import (
     VinOfflineIndexRecord,
     VinOfflineManifest,
     block_family,
+    uses_vin_layout,
 )
 
 __all__ = ["VinOfflineStoreReader"]
@@ -215,7 +216,11 @@ class VinOfflineStoreReader:
 
     @property
     def absent_families(self) -> tuple[str, ...]:
-        """Optional families this store does not hold (reads of them raise, never fill)."""
+        """Optional VIN families this store does not hold (reads of them raise, never
+        fill); empty for a store outside the VIN layout (its own blocks, such as
+        ``camera.image``: the VIN families were never part of it)."""
+        if not uses_vin_layout(self._open().blocks):
+            return ()
         flags = self.manifest.materialized_blocks
         return tuple(name for name in BLOCK_FAMILIES if not getattr(flags, name))
 
