@@ -724,7 +724,13 @@ class Member:
 
 
 class _Stream:
-    """Exact reads from a package, optionally hashing every byte read."""
+    """Exact reads from a package, optionally hashing every byte read.
+
+    This script's own bounded read (a buffered reader's ``read(n)`` continues short reads
+    until *n* bytes or the end), not ``dataset_devkit.integrity.reads``, which the rest of
+    the toolkit shares: this file ships alone and runs on a bare Python, so it imports
+    nothing but the standard library.
+    """
 
     def __init__(self, fh: IO[bytes], label: str, hasher: Any) -> None:
         self.fh, self.label, self.hasher, self.offset = fh, label, hasher, 0
