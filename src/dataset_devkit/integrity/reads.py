@@ -60,9 +60,12 @@ def read_exactly(source: ReadInto, view: memoryview, what: str = "source") -> No
     EOFError
         The source ended first (a file shrank after it was listed); *what* names it.
     """
-    count = fill(source, view)
-    if count != len(view):
-        raise EOFError(f"{what}: ended after {count} of {len(view)} bytes")
+    size = len(view)
+    count = source.readinto(view) or 0  # the common case: one call fills it
+    if count < size:
+        count += fill(source, view[count:])
+        if count != size:
+            raise EOFError(f"{what}: ended after {count} of {size} bytes")
 
 
 def read_expected(fd: int, size: int, offset: int | None = None) -> bytes:
