@@ -918,15 +918,21 @@ def _hash_member(stream: _Stream, size: int, sink: Callable[[bytes], Any] | None
 class Summary:
     """What a verify or unpack run did, for the final message."""
 
+    @property
+    def placed(self) -> int:
+        """Files this run created that are still on disk, while it runs (each worker counts
+        its own as they are created and removed, so no lock is taken per file)."""
+        return sum(job.placed for job in self.jobs)
+
     def __init__(self) -> None:
         self.packages = 0
         self.package_bytes = 0
         self.written = 0
         self.skipped = 0
         self.leftovers = 0  # files of a failed restore left in place (named by the journal)
-        #: Files this run created that are still on disk, counted as they are created (so
-        #: a run stopped in the middle of a package knows it wrote something).
-        self.placed = 0
+        #: The restore workers' tallies, registered as each starts: :attr:`placed` reads
+        #: them even when a run stops in the middle of a package.
+        self.jobs: list[Any] = []
         self.families: list[str] = []
         self.output: str | None = None
 
@@ -1760,6 +1766,7 @@ def unpack_release(
             for path in above:  # the output folder and the parents made for it, if empty
                 with contextlib.suppress(OSError):
                     os.rmdir(path)  # noqa: PTH106 - str paths, as every call here
+    summary.jobs.clear()  # they hold the run's listings: not kept past its end
     summary.packages = len(packages)
     summary.package_bytes = sum(p["size"] for p in packages)
     return summary
@@ -2056,16 +2063,13 @@ def _restore_packages(
     jobs: list[_Job] = []
     foreign = frozenset(kept or ()) | found
 
-    def placed(n: int) -> None:
-        with lock:
-            summary.placed += n
-
     def worker() -> None:
         chain = DirChain(root, leave)
         job = _Job(release, root, chain, file_mode, advance, present, ours, foreign, each)
-        job.found, job.placed = found, placed
+        job.found = found
         with lock:
             jobs.append(job)
+            summary.jobs.append(job)
         try:
             while True:
                 with lock:
@@ -2140,7 +2144,7 @@ class _Job:
         self.leftovers = 0  # files of failed packages that could not be removed
         self.created: list[tuple[list[str], int, str]] = []  # this package's new files
         self.found: frozenset[str] = frozenset()  # the user's files: verified, left as found
-        self.placed: Callable[[int], None] = lambda _n: None  # files created (+) or removed (-)
+        self.placed = 0  # files created for this run and still there (+1 made, -1 removed)
 
     def restore(self, pkg: dict[str, Any]) -> None:
         """Restore one package, hashing it whole in the same read; on any failure remove
@@ -2175,7 +2179,7 @@ class _Job:
                     if folder.ino != ino:
                         raise UnpackError(f"{folder.path}: replaced while restoring")
                     folder.unlink(leaf)
-                    self.placed(-1)
+                    self.placed -= 1
                 except (OSError, UnpackError):
                     self.leftovers += 1  # the journal must stay to name them
         finally:
@@ -2206,7 +2210,7 @@ class _Job:
         except OSError as exc:
             raise _named(exc, where) from None
         self.created.append((parts[:-1], folder.ino, leaf))
-        self.placed(1)
+        self.placed += 1
         folder.dirty = True
         try:
             digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
