@@ -453,3 +453,26 @@ def test_a_restored_stereo_dataset_shows_its_frames(
     for png in ("stereo_pair000_views.png", "stereo_pair000_stats.png"):
         assert png in text and (page.parent / png).is_file()
     assert ("this index has no depth" in text) is (name == "restored-stereo-base")
+
+
+def test_large_rows_are_read_for_as_few_rows_as_their_limit_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.preview import vin as vin_preview
+    from dataset_devkit.vin_store import VinOfflineStoreReader, build_vin_offline_store
+    from tests.vin_store.conftest import make_camera_samples
+
+    store = tmp_path / "camera-store"
+    build_vin_offline_store(make_camera_samples(), store, rows_per_shard=5)
+    monkeypatch.setattr(vin_preview, "MAX_VALUES", 6)  # camera.pose rows: 3 values -> 2 rows
+    reads: list[tuple[int, tuple[str, ...]]] = []
+    real = VinOfflineStoreReader.read_positions
+
+    def spy(self: VinOfflineStoreReader, positions: Any, blocks: Any = None, **kw: Any) -> Any:
+        reads.append((len(positions), tuple(blocks)))
+        return real(self, positions, blocks, **kw)
+
+    monkeypatch.setattr(VinOfflineStoreReader, "read_positions", spy)
+    preview(store, tmp_path / "page")
+    rows = {name: sum(n for n, blocks in reads if name in blocks) for _, b in reads for name in b}
+    assert rows == {"camera.image": 8, "camera.pose": 2}

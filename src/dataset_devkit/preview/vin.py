@@ -69,11 +69,14 @@ def _read_sample(
     parts: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in names}
     for start in range(0, len(picked), READ_CHUNK):
         chunk = picked[start : start + READ_CHUNK]
-        wanted = [name for name in names if limits[name] > start]
-        if wanted:
-            batch = reader.read_positions(chunk, wanted)
-            for name in wanted:
-                parts[name].append(np.asarray(batch[name])[: limits[name] - start])
+        # Blocks read together as far as each one's row limit goes: a block of large rows
+        # (frames, feature maps) is never read for more rows than its limit.
+        for count in sorted({min(len(chunk), limits[n] - start) for n in names} - {0}):
+            wanted = [n for n in names if min(len(chunk), limits[n] - start) == count]
+            if count > 0:
+                batch = reader.read_positions(chunk[:count], wanted)
+                for name in wanted:
+                    parts[name].append(np.asarray(batch[name]))
         report(
             progress, ProgressUpdate("rows", items=len(chunk), total_items=len(picked), unit="rows")
         )
