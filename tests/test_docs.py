@@ -34,7 +34,9 @@ SHOWN = {"text", "json", "toml", "powershell"}
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 #: Words user-facing docs never use (internal notes, issue numbers, machine paths).
 INTERNAL = re.compile(
-    r"\bthe seed\b|\bseed'?s? `?0\d\d|\bseed's\b|\bissues? #?\d|\bTask \d|/work/|/tmp/[a-z]", re.I
+    r"\bthe seed\b|\bseed'?s? `?0\d\d|\bseed's\b|\bissues? #?\d|\bTask \d|/work/|/tmp/[a-z]"
+    r"|\bother engineers\b|\bour team\b",
+    re.I,
 )
 
 

@@ -115,3 +115,26 @@ def test_a_file_a_link_and_a_missing_path_are_refused(tmp_path: Path) -> None:
         detect_tree(tmp_path / "missing")
     with pytest.raises(ConfigError):
         detect_tree("")
+
+
+@pytest.mark.parametrize(
+    ("names", "kind"),
+    [
+        (("v1.0-trainval/scene.json", "mz_extensions/"), TreeKind.NUSCENES_DATAROOT),
+        (
+            ("genvr_i2s.jsonl", "loader_requirements.json", "release_manifest.json"),
+            TreeKind.STEREO_DATASET,
+        ),
+        (("manifest.json", "sample_index.jsonl", "shards/", "splits/"), TreeKind.VIN_STORE),
+        (("a.bin", "content_manifest.json"), None),
+    ],
+)
+def test_a_restored_tree_says_which_dataset_it_holds(
+    tmp_path: Path, names: tuple[str, ...], kind: TreeKind | None
+) -> None:
+    root = _touch(tmp_path / "out" / "ds", *names)
+    (tmp_path / "out" / f"ds{kinds.UNPACK_STATE_SUFFIX}").write_text(json.dumps({"name": "ds"}))
+    assert detect_tree(root).kind is TreeKind.RESTORED_RELEASE
+    found = kinds.detect_content(root)
+    assert (found.kind if found is not None else None) is kind
+    assert kinds.detect_content(tmp_path / "absent") is None

@@ -18,7 +18,7 @@ from dataset_devkit.errors import ConfigError, MissingPathError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, path_argument
 from dataset_devkit.integrity.location import locate_manifest
 
-__all__ = ["DetectedTree", "TreeKind", "UnknownTreeError", "detect_tree"]
+__all__ = ["DetectedTree", "TreeKind", "UnknownTreeError", "detect_content", "detect_tree"]
 
 
 class TreeKind(enum.StrEnum):
@@ -81,6 +81,34 @@ def _restore_state(root: Path) -> Path | None:
     return state if isinstance(record, dict) and record.get("name") == root.name else None
 
 
+def _content(root: Path, names: set[str]) -> DetectedTree | None:
+    """The dataset kind the files of *root* itself make: nuScenes, stereo or VIN."""
+    versions = sorted(
+        n for n in names if n.startswith("v1.0-") and (root / n / NUSCENES_TABLE).is_file()
+    )
+    if versions:
+        marker = f"{versions[0]}/{NUSCENES_TABLE}"
+        return DetectedTree(TreeKind.NUSCENES_DATAROOT, root, (marker,), version=versions[0])
+    if _has(names, STEREO_MARKERS):
+        return DetectedTree(TreeKind.STEREO_DATASET, root, STEREO_MARKERS)
+    if _has(names, VIN_MARKERS):
+        return DetectedTree(TreeKind.VIN_STORE, root, VIN_MARKERS)
+    return None
+
+
+def detect_content(root: Path) -> DetectedTree | None:
+    """The dataset a restored tree holds (a stereo dataset, a VIN store, a nuScenes
+    dataroot), told by the same markers as :func:`detect_tree`; None for any other tree.
+
+    :func:`detect_tree` calls a tree that ``unpack`` restored a restored release; this says
+    what was restored, so that a preview of it can show its frames, not only its files.
+    """
+    root = Path(root)
+    if not root.is_dir() or root.is_symlink():
+        return None
+    return _content(root, {entry.name for entry in root.iterdir()})
+
+
 def detect_tree(path: Path | str) -> DetectedTree:
     """Tell which kind of tree *path* is, most specific kind first.
 
@@ -116,16 +144,9 @@ def detect_tree(path: Path | str) -> DetectedTree:
         return DetectedTree(
             TreeKind.RESTORED_RELEASE, inner, (f"{restored[0]}{UNPACK_STATE_SUFFIX}",)
         )
-    versions = sorted(
-        n for n in names if n.startswith("v1.0-") and (root / n / NUSCENES_TABLE).is_file()
-    )
-    if versions:
-        marker = f"{versions[0]}/{NUSCENES_TABLE}"
-        return DetectedTree(TreeKind.NUSCENES_DATAROOT, root, (marker,), version=versions[0])
-    if _has(names, STEREO_MARKERS):
-        return DetectedTree(TreeKind.STEREO_DATASET, root, STEREO_MARKERS)
-    if _has(names, VIN_MARKERS):
-        return DetectedTree(TreeKind.VIN_STORE, root, VIN_MARKERS)
+    content = _content(root, names)
+    if content is not None:
+        return content
     try:
         location = locate_manifest(root)
     except (ConfigError, ValueError, OSError):

@@ -58,9 +58,9 @@ RENDERERS = (
 
 
 @pytest.fixture(scope="session")
-def figure_texts() -> dict[tuple[Kind, str], list[str]]:
+def figure_texts() -> dict[tuple[str, str], list[str]]:
     """Every text drawn in each matplotlib PNG of :func:`pages` (titles, axis and tick
-    labels, legends), by kind and PNG name."""
+    labels, legends), by kind (or :data:`EXTRA` name) and PNG name."""
     return {}
 
 
@@ -69,7 +69,7 @@ def pages(
     demo_root: Path,
     tmp_path_factory: pytest.TempPathFactory,
     progress_seen: dict[Kind, list[ProgressUpdate]],
-    figure_texts: dict[tuple[Kind, str], list[str]],
+    figure_texts: dict[tuple[str, str], list[str]],
 ) -> dict[Kind, Path]:
     """``index.html`` of a preview of every kind, drawn once."""
     out = tmp_path_factory.mktemp("pages")
@@ -109,3 +109,54 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fleet_page(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fleet drawn with the sampling flags (2 scenes, 2 key frames per grid)."""
     return preview(fleet, tmp_path_factory.mktemp("fleet-page") / "page", scenes=2, rows=2)
+
+
+#: Pages of trees beyond the demo's kinds: a store of the user's own layout (camera frames)
+#: and the demo's stereo dataset packed as a release and restored, whole and base only.
+EXTRA = ("camera-store", "restored-stereo", "restored-stereo-base")
+
+
+@pytest.fixture(scope="session")
+def extra_trees(demo_root: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from dataset_devkit.release import PackOptions, pack_release, restore_release
+    from dataset_devkit.vin_store import build_vin_offline_store
+    from tests.vin_store.conftest import make_camera_samples
+
+    root = tmp_path_factory.mktemp("extra-trees")
+    build_vin_offline_store(make_camera_samples(), root / "camera-store", rows_per_shard=5)
+    stereo = demo_root / TREES[Kind.STEREO]
+    release = root / "stereo-packages"
+    pack_release(stereo, release, PackOptions(restore_test="none"))
+    restore_release(release, root / "whole", ["all"], fsync=False)
+    restore_release(release, root / "base", ["base"], fsync=False)
+    return {
+        "camera-store": root / "camera-store",
+        "restored-stereo": root / "whole" / stereo.name,
+        "restored-stereo-base": root / "base" / stereo.name,
+    }
+
+
+@pytest.fixture(scope="session")
+def extra_pages(
+    extra_trees: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    figure_texts: dict[tuple[str, str], list[str]],
+) -> dict[str, Path]:
+    """``index.html`` of each of :data:`EXTRA`, with the texts of its figures recorded
+    under ``figure_texts[(name, png)]``."""
+    out = tmp_path_factory.mktemp("extra-pages")
+    current: list[str] = []
+
+    def recording(fig: Figure, where: Path, name: str, caption: str) -> Image:
+        item = save(fig, where, name, caption)
+        figure_texts[(current[-1], name)] = [t.get_text() for t in fig.findobj(MplText)]
+        return item
+
+    drawn = {}
+    with pytest.MonkeyPatch.context() as patch:
+        for module in RENDERERS:
+            patch.setattr(f"dataset_devkit.preview.{module}.save", recording)
+        for name, tree in extra_trees.items():
+            current.append(name)
+            drawn[name] = preview(tree, out / name)
+    return drawn

@@ -17,7 +17,7 @@ from PIL import Image
 
 from dataset_devkit.preview import Kind
 from tests.preview.browser import CHROMIUM, PageReport, open_pages
-from tests.preview.conftest import TREES
+from tests.preview.conftest import EXTRA, TREES
 
 pytestmark = pytest.mark.skipif(
     not os.access(CHROMIUM, os.X_OK),
@@ -30,13 +30,17 @@ FLEET, BROKEN = "fleet", "broken"
 
 @pytest.fixture(scope="module")
 def seen(
-    pages: dict[Kind, Path], fleet_page: Path, tmp_path_factory: pytest.TempPathFactory
+    pages: dict[Kind, Path],
+    fleet_page: Path,
+    extra_pages: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[str, tuple[Path, PageReport]]:
     copy = tmp_path_factory.mktemp("broken") / "page"
     shutil.copytree(pages[Kind.RELEASE].parent, copy)
     (copy / "release_packages.png").unlink()
     named = {kind.value: page for kind, page in pages.items()}
     named[FLEET] = fleet_page
+    named.update(extra_pages)
     named[BROKEN] = copy / "index.html"
     reports = open_pages(list(named.values()))
     return {
@@ -59,7 +63,7 @@ def _problems(report: PageReport) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("name", [kind.value for kind in TREES] + [FLEET])
+@pytest.mark.parametrize("name", [kind.value for kind in TREES] + [FLEET, *EXTRA])
 def test_page_loads_cleanly_in_chromium(
     seen: dict[str, tuple[Path, PageReport]], name: str
 ) -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.text import Text as MplText
 from PIL import Image
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError, MissingPathError
@@ -45,7 +47,7 @@ LABELS: dict[Kind, list[str]] = {
     ],
     Kind.RELEASE: ["delivered: base, depth", "pending: none"],
     Kind.RESTORED: ["snapshot_root_sha256", "families"],
-    Kind.VIN_STORE: ["vin.points_world", "float32", "absent families", "train"],
+    Kind.VIN_STORE: ["vin.points_world", "float32", "absent VIN families", "train", "core"],
     Kind.STEREO: ["ue5-pro/map0001/scene0001/cams00", "invalid (0) in magenta"],
 }
 
@@ -263,12 +265,22 @@ FIGURE_LABELS: dict[tuple[Kind, str], list[str]] = {
         "camera_to_world from above (o start, x end)",
         "left eye",
         "right eye",
+        "optical axis",
+        "heading turns +24° over the clip",
+        "frame",
         "depth (m)",
         "pixels",
     ],
-    (Kind.VIN_STORE, "vin_histograms.png"): ["vin.points_world", "value", "count"],
+    (Kind.VIN_STORE, "vin_histograms.png"): [
+        "vin.points_world[..., 0]",
+        "vin.points_world[..., 2]",
+        "vin.t_world_rig[11]",
+        "vin.lengths",
+        "value",
+        "count",
+    ],
     (Kind.RELEASE, "release_packages.png"): [
-        "package bytes",
+        "package size (KiB)",
         "base/base-0001.tar",
         "base",
         "depth",
@@ -276,6 +288,7 @@ FIGURE_LABELS: dict[tuple[Kind, str], list[str]] = {
     (Kind.MANIFEST, "manifest_sizes.png"): [
         "bytes by top-level folder",
         "bytes by file type",
+        "size (KiB)",
         "data/",
         ".bin",
     ],
@@ -283,7 +296,7 @@ FIGURE_LABELS: dict[tuple[Kind, str], list[str]] = {
 
 
 def test_each_figure_draws_its_labels(
-    pages: dict[Kind, Path], figure_texts: dict[tuple[Kind, str], list[str]]
+    pages: dict[Kind, Path], figure_texts: dict[tuple[str, str], list[str]]
 ) -> None:
     for key, labels in FIGURE_LABELS.items():
         drawn = figure_texts[key]
@@ -309,3 +322,165 @@ def test_every_scene_grid_cell_is_labelled(pages: dict[Kind, Path]) -> None:
             top = TITLE_H + r * (CELL_H + LABEL_H)
             band = grey[top : top + LABEL_H, c * CELL_W : (c + 1) * CELL_W]
             assert (band < 100).sum() > 50, (r, c)
+
+
+def test_each_kind_has_the_name_the_cli_and_json_reports_use(pages: dict[Kind, Path]) -> None:
+    from dataset_devkit.kinds import TreeKind
+
+    assert {kind.value for kind in Kind} == {kind.value for kind in TreeKind}
+    assert str(Kind.VIN_STORE) == "vin-store" == TreeKind.VIN_STORE.value
+    for kind, page in pages.items():
+        assert f"<title>{kind.value} preview: " in page.read_text()
+
+
+def test_a_store_of_its_own_layout_is_not_described_in_vin_families(tmp_path: Path) -> None:
+    from dataset_devkit.vin_store import build_vin_offline_store
+    from tests.vin_store.conftest import make_camera_samples
+
+    store = tmp_path / "camera-store"
+    build_vin_offline_store(make_camera_samples(), store, rows_per_shard=5)
+    page = preview(store, tmp_path / "page").read_text()
+    text = re.sub(r"<style>.*?</style>", "", page, flags=re.S)  # CSS says font-family
+    assert "camera.image" in text and "camera.meta" in text
+    for word in ("famil", "backbone", "candidate_pcs"):
+        assert word not in text.lower(), word
+
+
+def test_scene_grid_cells_give_seconds_from_the_scene_start(
+    demo_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from PIL import ImageDraw
+
+    drawn: list[str] = []
+    real = ImageDraw.ImageDraw.text
+
+    def recording(self: ImageDraw.ImageDraw, xy: Any, text: Any, *args: Any, **kw: Any) -> None:
+        drawn.append(str(text))
+        real(self, xy, text, *args, **kw)
+
+    monkeypatch.setattr(ImageDraw.ImageDraw, "text", recording)
+    preview(demo_root / TREES[Kind.NUSCENES], tmp_path / "page", scenes=1, rows=8)
+    cells = [t for t in drawn if t.startswith("CAM_")]
+    assert len(cells) == 8 * 3
+    assert all(re.fullmatch(r"CAM_\w+ · \+\d+\.\d\d s", t) for t in cells), cells
+    assert {t.split(" · ")[1] for t in cells} == {f"+{0.5 * i:.2f} s" for i in range(8)}
+    assert not any(re.search(r"\d{10}", t) for t in drawn)  # no raw microseconds
+
+
+def _pan(degrees: float, frames: int = 13) -> list[list[list[float]]]:
+    """camera_to_world of a camera turning *degrees* in place (OpenCV axes, y down)."""
+    poses = []
+    for i in range(frames):
+        yaw = np.radians(degrees * i / (frames - 1))
+        c, s_ = np.cos(yaw), np.sin(yaw)
+        poses.append([[c, 0, s_, 2.0], [0, 1, 0, -1.5], [-s_, 0, c, 4.0], [0, 0, 0, 1]])
+    return poses
+
+
+def test_a_pan_in_place_is_drawn_as_a_turning_heading(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from matplotlib.quiver import Quiver
+
+    from dataset_devkit.preview import stereo as stereo_preview
+    from dataset_devkit.preview.figures import save
+
+    for eye in ("left", "right"):
+        (tmp_path / f"{eye}.json").write_text(json.dumps({"camera_to_world": _pan(94.0)}))
+    seen: dict[str, Any] = {}
+
+    def recording(fig: Any, where: Path, name: str, caption: str) -> Any:
+        item = save(fig, where, name, caption)
+        seen["texts"] = [t.get_text() for t in fig.findobj(MplText)]
+        seen["arrows"] = [q for ax in fig.axes for q in ax.collections if isinstance(q, Quiver)]
+        return item
+
+    monkeypatch.setattr(stereo_preview, "save", recording)
+    row = SimpleNamespace(left_camera="left.json", right_camera="right.json")
+    sample = SimpleNamespace(depth=None, frames=[0, 6, 12], id="pan")
+    stereo_preview._stats(tmp_path, row, sample, tmp_path, 0, 9.0)  # type: ignore[arg-type]
+    assert "heading turns +94° over the clip" in seen["texts"]
+    (arrows,) = seen["arrows"]
+    angles = np.degrees(np.arctan2(arrows.U, arrows.V))  # from +z towards +x, as drawn
+    assert angles[0] == pytest.approx(0, abs=1e-6) and angles[-1] == pytest.approx(94, abs=1e-6)
+    assert np.all(np.hypot(arrows.U, arrows.V) > 0.5)  # visible with no path to scale them by
+    turning = stereo_preview.heading_degrees(np.asarray(_pan(270.0), np.float64))
+    assert turning[-1] - turning[0] == pytest.approx(270)  # past 180° without a jump
+
+
+def test_image_blocks_get_thumbnails_and_channel_counts_not_a_pooled_histogram(
+    extra_pages: dict[str, Path], figure_texts: dict[tuple[str, str], list[str]]
+) -> None:
+    page = extra_pages["camera-store"]
+    with Image.open(page.parent / "vin_images00.png") as strip:
+        pixels = np.asarray(strip.convert("RGB"))
+    assert strip.height == 96 + 22 and strip.width > 8 * 96  # eight 24x32 frames at 96 px
+    assert (pixels[..., 2] > 200).sum() > 1000  # the frames' blue squares
+    channels = figure_texts[("camera-store", "vin_channels00.png")]
+    assert {"R", "G", "B", "camera.image: values per channel"} <= set(channels)
+    panels = figure_texts[("camera-store", "vin_histograms.png")]
+    assert {"camera.pose[0]", "camera.pose[1]", "camera.pose[2]"} <= set(panels)
+    assert not any(t.startswith("camera.image") for t in panels)
+
+
+def test_the_release_legend_is_clear_of_the_bars(demo_root: Path, tmp_path: Path) -> None:
+    from matplotlib.patches import Rectangle
+
+    from dataset_devkit.preview import release as release_preview
+    from dataset_devkit.preview.figures import save
+
+    kept: dict[str, Any] = {}
+
+    def keep(fig: Any, where: Path, name: str, caption: str) -> Any:
+        item = save(fig, where, name, caption)
+        renderer = fig.canvas.get_renderer()
+        (ax,) = fig.axes
+        legend = ax.get_legend().get_window_extent(renderer)
+        bars = [p.get_window_extent(renderer) for p in ax.patches if isinstance(p, Rectangle)]
+        kept["overlaps"] = [b for b in bars if b.overlaps(legend)]
+        kept["bars"], kept["label"] = bars, ax.get_xlabel()
+        return item
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(release_preview, "save", keep)
+        release_preview.render_release(demo_root / TREES[Kind.RELEASE], tmp_path)
+    assert len(kept["bars"]) == 7 and kept["overlaps"] == []
+    assert kept["label"] == "package size (KiB)"
+
+
+@pytest.mark.parametrize("name", ["restored-stereo", "restored-stereo-base"])
+def test_a_restored_stereo_dataset_shows_its_frames(
+    extra_pages: dict[str, Path], name: str
+) -> None:
+    page = extra_pages[name]
+    text = page.read_text()
+    assert "Restore state" in text and "Stereo pairs" in text
+    assert "<title>restored-release preview: GenVR-duo-20261023</title>" in text
+    for png in ("stereo_pair000_views.png", "stereo_pair000_stats.png"):
+        assert png in text and (page.parent / png).is_file()
+    assert ("this index has no depth" in text) is (name == "restored-stereo-base")
+
+
+def test_large_rows_are_read_for_as_few_rows_as_their_limit_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.preview import vin as vin_preview
+    from dataset_devkit.vin_store import VinOfflineStoreReader, build_vin_offline_store
+    from tests.vin_store.conftest import make_camera_samples
+
+    store = tmp_path / "camera-store"
+    build_vin_offline_store(make_camera_samples(), store, rows_per_shard=5)
+    monkeypatch.setattr(vin_preview, "MAX_VALUES", 6)  # camera.pose rows: 3 values -> 2 rows
+    reads: list[tuple[int, tuple[str, ...]]] = []
+    real = VinOfflineStoreReader.read_positions
+
+    def spy(self: VinOfflineStoreReader, positions: Any, blocks: Any = None, **kw: Any) -> Any:
+        reads.append((len(positions), tuple(blocks)))
+        return real(self, positions, blocks, **kw)
+
+    monkeypatch.setattr(VinOfflineStoreReader, "read_positions", spy)
+    preview(store, tmp_path / "page")
+    rows = {name: sum(n for n, blocks in reads if name in blocks) for _, b in reads for name in b}
+    assert rows == {"camera.image": 8, "camera.pose": 2}

@@ -97,3 +97,34 @@ def test_a_partial_restore_is_held_to_a_pinned_root(base_only: tuple[Path, Path]
     with pytest.raises(VerificationFailed, match="not the expected 0000"):
         verify_partial_restore(tree, as_json=False, expect_root="0" * 64)
     assert verify_partial_restore(tree, as_json=False, expect_root=root.upper()) is True
+
+
+@pytest.mark.parametrize("damage", ["none", "changed", "half a family"])
+def test_validate_gives_the_verdict_verify_gives(
+    base_only: tuple[Path, Path], package_env: dict[str, str], damage: str
+) -> None:
+    """A base-only restore is one state with one verdict, whichever command is asked."""
+    _release, tree = base_only
+    if damage == "changed":
+        (tree / "README.md").write_bytes(b"# changed\n")
+    elif damage == "half a family":
+        stray = tree / DEPTH / "meta.json"
+        stray.parent.mkdir(parents=True)
+        stray.write_bytes(SAMPLE[DEPTH + "meta.json"])
+    verified = run_devkit(package_env, "verify", str(tree))
+    validated = run_devkit(package_env, "validate", str(tree))
+    assert (validated.returncode, validated.stdout, validated.stderr) == (
+        verified.returncode,
+        verified.stdout,
+        verified.stderr,
+    )
+    assert verified.returncode == (0 if damage == "none" else 1)
+    if damage == "none":
+        assert f"not restored: depth ({DEPTH_FILES} files)" in validated.stdout
+        report = json.loads(run_devkit(package_env, "validate", str(tree), "--json").stdout)
+        assert report["ok"] is True and report["kind"] == "restored-release"
+        assert report["families"] == ["base"]
+        assert report["families_absent"] == {"depth": DEPTH_FILES}
+        # the folder holding the restored tree means that tree, as validate says elsewhere
+        parent = run_devkit(package_env, "validate", str(tree.parent))
+        assert parent.returncode == 0 and "not restored: depth" in parent.stdout

@@ -62,3 +62,32 @@ def store(tmp_path: Path, samples: list[VinOfflineSample]) -> Iterator[Path]:
     # published trees are read-only; let pytest clean them up
     for path in [out, *out.rglob("*")]:
         path.chmod(0o700 if path.is_dir() else 0o600)
+
+
+def make_camera_samples(n: int = 12) -> list[VinOfflineSample]:
+    """A store of the user's own layout, no VIN block: camera frames, poses and metadata."""
+    samples = []
+    for i in range(n):
+        image = np.zeros((24, 32, 3), np.uint8)
+        image[..., 0] = np.linspace(0, 255, 32, dtype=np.uint8)[None, :]
+        image[4 + i : 10 + i, 4:12, 2] = 255
+        samples.append(
+            VinOfflineSample(
+                sample_key=f"frame-{i:04d}",
+                scene_id=f"drive-{i // 6}",
+                snippet_id=str(i),
+                arrays={
+                    "camera.image": image,
+                    "camera.pose": np.array([0.1 * i, 0.0, 1.5], np.float64),
+                },
+                records={"camera.meta": {"exposure_ms": 10.0 + i, "tags": ["day"] * (i % 3)}},
+            )
+        )
+    return samples
+
+
+@pytest.fixture
+def camera_store(tmp_path: Path) -> Path:
+    out = tmp_path / "camera-store"
+    build_vin_offline_store(make_camera_samples(), out, rows_per_shard=5)
+    return out

@@ -105,3 +105,26 @@ def test_verify_draws_a_bar_on_a_terminal_only(store: Path, package_env: dict[st
     assert piped.returncode == 0 and piped.stderr == "" and BAR not in piped.stdout
     report = check_report(_run(package_env, "verify", str(store), "--json").stdout, ok=True)
     assert report["kind"] == "vin-store" and report["root"] == str(store)
+
+
+def test_inspect_speaks_of_vin_families_only_for_a_store_of_the_vin_layout(
+    store: Path, camera_store: Path, package_env: dict[str, str]
+) -> None:
+    vin = _run(package_env, "inspect", str(store))
+    assert vin.returncode == 0, vin.stderr
+    assert "VIN family" in vin.stdout and "trajectory" in vin.stdout and "core" in vin.stdout
+    assert "VIN families: candidate_pcs, trajectory; absent: backbone, depths" in vin.stdout
+    camera = _run(package_env, "inspect", str(camera_store))
+    assert camera.returncode == 0, camera.stderr
+    assert "camera.image" in camera.stdout and "camera.meta" in camera.stdout
+    for word in ("famil", "optional", "backbone", "candidate_pcs"):
+        assert word not in camera.stdout.lower(), word
+    report = check_report(
+        _run(package_env, "inspect", str(camera_store), "--json").stdout, ok=True, kind="vin-store"
+    )
+    assert report["vin_layout"] is False
+    assert {b["family"] for b in report["blocks"]} == {None}
+    assert VinOfflineStoreReader(camera_store).absent_families == ()
+    assert inspect_store(camera_store).absent_families == ()
+    absent = ("backbone", "depths", "gt_obbs", "detected_obbs")
+    assert inspect_store(store).absent_families == absent

@@ -92,6 +92,21 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
             "package_bytes": summary.package_bytes,
         }
     if tree.kind is TreeKind.RESTORED_RELEASE:
+        from dataset_devkit.release.restored import verify_partial_restore
+
+        # A family restored alone (base now, depth later) is a supported state: the same
+        # verdict as ``verify`` gives it, from the release index recorded with the restore.
+        partial = verify_partial_restore(tree.root)
+        if partial is not None:
+            partial.raise_for_issues()
+            return {
+                "root_sha256": partial.snapshot_root,
+                "families": partial.present,
+                "families_absent": partial.absent,
+                "files": partial.file_count,
+                "bytes": partial.total_bytes,
+                "verdict": partial.describe(),
+            }
         record = _restore_record(tree.root)
         families = ", ".join(record.get("families", [])) or "none"
         try:
@@ -152,8 +167,12 @@ def validate(
         validate_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval")
         return
     facts = _validate_tree(tree)
+    verdict = facts.pop("verdict", None)
     if as_json:
         emit_report(ok=True, **facts)
+        return
+    if verdict is not None:
+        stdout_console().print(f"OK {tree.root}: {verdict}")
         return
     stdout_console().print(
         Text.assemble(("OK", "green"), f" {tree.root}: valid {tree.kind.value}"),

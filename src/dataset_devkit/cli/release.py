@@ -18,7 +18,6 @@ from dataset_devkit.cli.render import (
     renamed,
     stdout_console,
 )
-from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.kinds import TreeKind
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -29,7 +28,7 @@ from dataset_devkit.release import (
     restore_release,
     verify_release,
 )
-from dataset_devkit.release.restored import restore_state, verify_restored
+from dataset_devkit.release.restored import verify_partial_restore as partial_restore_verdict
 
 __all__ = ["register", "verify_partial_restore"]
 
@@ -296,15 +295,9 @@ def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | No
     names the absent ones; returns False (nothing done) for any other tree. With
     *expect_root*, the restored release must be the snapshot with that root.
     """
-    state = restore_state(directory)
-    if state is None or set(state["families"]) >= set(state["release_families"]):
+    report = partial_restore_verdict(directory, expect_root=expect_root)
+    if report is None:
         return False
-    if expect_root is not None and expect_root.lower() != state["snapshot_root_sha256"]:
-        raise VerificationFailed(
-            f"{directory}: restored from snapshot root_sha256 {state['snapshot_root_sha256']}, "
-            f"not the expected {expect_root.lower()} (--expect-root)"
-        )
-    report = verify_restored(directory, state)
     if as_json:
         details = report.to_json()
         emit_report(
@@ -319,16 +312,8 @@ def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | No
         if not report.ok:
             raise typer.Exit(1)
         return True
-    if not report.ok:
-        raise VerificationFailed(
-            f"{directory}: restored release {report.name} does not verify", report.issues
-        )
-    absent = ", ".join(f"{fam} ({n} files)" for fam, n in report.absent.items())
-    stdout_console().print(
-        f"OK {directory}: families {', '.join(report.present)} of release {report.name} "
-        f"verified ({report.file_count} files, {report.total_bytes} bytes) against its "
-        f"release index, snapshot root_sha256 {report.snapshot_root}; not restored: {absent}"
-    )
+    report.raise_for_issues()
+    stdout_console().print(f"OK {directory}: {report.describe()}")
     return True
 
 

@@ -68,20 +68,28 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
         f"{summary.store_dir}: format v{summary.version}, {summary.num_samples} samples in "
         f"{summary.num_shards} shards, {summary.num_files} files, {summary.total_bytes} bytes"
     )
-    table = Table("block", "kind", "dtype", "row shape", "optional")
+    # The VIN families describe stores of the VIN layout only: a store of camera frames has
+    # its own blocks, and no family is "absent" from it.
+    columns = (
+        "block",
+        "kind",
+        "dtype",
+        "row shape",
+        *(("VIN family",) if summary.vin_layout else ()),
+    )
+    table = Table(*columns)
     for block in summary.blocks:
+        family = (block.family or "-",) if summary.vin_layout else ()
         table.add_row(
-            escape(block.name),
-            block.kind,
-            block.dtype or "-",
-            str(list(block.row_shape)),
-            "yes" if block.optional else "no",
+            escape(block.name), block.kind, block.dtype or "-", str(list(block.row_shape)), *family
         )
     console.print(table)
     splits = ", ".join(f"{name} {size}" for name, size in summary.split_sizes.items())
     console.print(f"splits: {splits}")
-    present = [name for name, flag in summary.materialized.items() if flag]
-    console.print(f"optional families: {', '.join(present) or 'none'}")
+    if summary.vin_layout:
+        present = [name for name, flag in summary.materialized.items() if flag]
+        absent = ", ".join(summary.absent_families) or "none"
+        console.print(f"VIN families: {', '.join(present) or 'core only'}; absent: {absent}")
     console.print(f"root_sha256 {summary.root_sha256}")
 
 

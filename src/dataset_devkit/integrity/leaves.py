@@ -14,6 +14,7 @@ import os
 
 from dataset_devkit.errors import DestinationExistsError, UnsafePathError
 from dataset_devkit.integrity.oserrors import naming_in
+from dataset_devkit.integrity.reads import read_expected
 from dataset_devkit.integrity.safefs import (
     _CREATE_FLAGS,
     SafeDir,
@@ -42,12 +43,7 @@ def read_stable(parent: SafeDir, name: str) -> tuple[bytes, os.stat_result]:
     fd = _open_regular(name, parent.fd, parent.path / name)
     try:
         before = os.fstat(fd)
-        data = os.read(fd, before.st_size + 1)  # one byte more reveals a file that grew
-        while len(data) < before.st_size:  # a short read: rare, but not an error by itself
-            more = os.read(fd, before.st_size + 1 - len(data))
-            if not more:
-                break
-            data += more
+        data = read_expected(fd, before.st_size)  # one byte more reveals a file that grew
         after = os.fstat(fd)
     finally:
         os.close(fd)
@@ -111,12 +107,7 @@ def write_new_read_back(parent: SafeDir, name: str, data: bytes, mode: int = 0o6
             while view:
                 view = view[os.write(fd, view) :]
         written = os.fstat(fd)
-        copy = os.pread(fd, written.st_size + 1, 0)
-        while len(copy) < written.st_size:  # a short read: rare, but not an error by itself
-            more = os.pread(fd, written.st_size + 1 - len(copy), len(copy))
-            if not more:
-                break
-            copy += more
+        copy = read_expected(fd, written.st_size, offset=0)
     finally:
         os.close(fd)
     current = os.stat(name, dir_fd=parent.fd, follow_symlinks=False)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataset_devkit.errors import FormatError
+from dataset_devkit.integrity.reads import read_expected
 from dataset_devkit.integrity.safefs import describe_mode
 
 if TYPE_CHECKING:  # the integrity core imports no NumPy until an array is loaded
@@ -116,7 +117,8 @@ def load_npy(
         if mmap and nbytes:
             values = np.memmap(path, dtype=expected, mode="r", offset=offset, shape=shape)
             return np.asarray(values)
-        data = os.pread(fd, nbytes, offset) if nbytes else b""
+        # one pread returns at most ~2 GiB on Linux: a larger array takes several
+        data = read_expected(fd, nbytes, offset) if nbytes else b""
         if len(data) != nbytes:
             raise error(f"{what} changed while it was read", path=path)
         array: npt.NDArray[Any] = np.frombuffer(data, dtype=expected).reshape(shape)

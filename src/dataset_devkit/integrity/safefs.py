@@ -24,6 +24,7 @@ from dataset_devkit.errors import (
     UnsafePathError,
 )
 from dataset_devkit.integrity.oserrors import naming, naming_in
+from dataset_devkit.integrity.reads import FdReader, fill
 
 __all__ = [
     "COPY_BLOCK_SIZE",
@@ -269,17 +270,16 @@ class SafeDir:
         size = 0
         try:
             before = os.fstat(fd)
-            buffer = bytearray(COPY_BLOCK_SIZE)
-            view = memoryview(buffer)
+            view = memoryview(bytearray(COPY_BLOCK_SIZE))
+            reader = FdReader(fd)
             with naming(self.path / rel), self.open_write(rel) as out:
-                while True:
-                    count = os.readv(fd, [buffer])
-                    if count == 0:
-                        break
+                while count := fill(reader, view):
                     chunk = view[:count]
                     digest.update(chunk)
                     out.write(chunk)
                     size += count
+                    if count < len(view):
+                        break  # the end
             after = os.fstat(fd)
         finally:
             os.close(fd)

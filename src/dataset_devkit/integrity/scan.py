@@ -27,6 +27,7 @@ from typing import Final
 from dataset_devkit.errors import UnsafePathError
 from dataset_devkit.integrity.issues import Issue, IssueKind
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate
+from dataset_devkit.integrity.reads import FdReader, fill, read_expected
 from dataset_devkit.integrity.safefs import (
     COPY_BLOCK_SIZE,
     SafeDir,
@@ -95,30 +96,25 @@ def hash_fd(fd: int, size_hint: int, progress: ByteCounter | None = None) -> tup
     digest = hashlib.sha256()
     total = 0
     if size_hint < _SMALL_FILE:
-        # Small files: the cost is syscalls, so ask for one byte more than expected; a
-        # read that returns exactly the expected size has met the end of the file.
-        want = size_hint + 1
-        while True:
-            data = os.read(fd, want)
-            digest.update(data)
-            total += len(data)
-            if (len(data) < want and total == size_hint) or not data:
-                break
-            want = max(want - len(data), 65536)
-    else:
-        buffer = bytearray(COPY_BLOCK_SIZE)
-        view = memoryview(buffer)
-        while True:
-            count = os.readv(fd, [buffer])
-            if count == 0:
-                break
-            digest.update(view[:count])
-            total += count
-            if progress is not None:
-                progress(count)
-        return total, digest.hexdigest()
-    if progress is not None:
-        progress(total)
+        # Small files: the cost is syscalls, so ask for one byte more than expected; fewer
+        # than that (the common case: one call) has met the end of the file.
+        data = read_expected(fd, size_hint)
+        digest.update(data)
+        total = len(data)
+        if progress is not None:
+            progress(total)
+        if total <= size_hint:
+            return total, digest.hexdigest()
+        # It grew while it was read: on to its end, as for a large file.
+    view = memoryview(bytearray(COPY_BLOCK_SIZE))
+    reader = FdReader(fd)
+    while count := fill(reader, view):
+        digest.update(view[:count])
+        total += count
+        if progress is not None:
+            progress(count)
+        if count < len(view):
+            break  # the end
     return total, digest.hexdigest()
 
 

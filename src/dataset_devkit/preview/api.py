@@ -53,9 +53,17 @@ def _render(
 
         return render_release(path, out)
     elif kind is Kind.RESTORED:
-        from dataset_devkit.preview.release import render_restored
+        from dataset_devkit.kinds import detect_content
+        from dataset_devkit.preview.release import render_restore_state, render_restored
 
-        return render_restored(path, out)
+        # A restored dataset is drawn as that dataset (its frames, its blocks), after the
+        # restore state; any other restored tree shows its files.
+        inner = detect_content(path)
+        if inner is None:
+            return render_restored(path, out)
+        state = render_restore_state(path)
+        inner_kind = Kind(inner.kind.value)
+        return [state, *_render(inner_kind, path, out, scenes, pairs, rows, seed, progress)]
     else:
         sections = []
     if (path / "content_manifest.json").is_file():

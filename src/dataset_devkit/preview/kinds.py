@@ -12,14 +12,15 @@ __all__ = ["Kind", "detect", "detect_kind"]
 
 
 class Kind(StrEnum):
-    """The kinds of tree ``preview`` can draw."""
+    """The kinds of tree ``preview`` can draw, named as everywhere else (``--json``
+    reports, ``validate``): each value is its :class:`~dataset_devkit.kinds.TreeKind`'s."""
 
-    NUSCENES = "nuscenes"
-    STEREO = "stereo"
-    VIN_STORE = "vin_store"
-    RELEASE = "release"
-    RESTORED = "restored"
-    MANIFEST = "manifest"
+    NUSCENES = TreeKind.NUSCENES_DATAROOT.value
+    STEREO = TreeKind.STEREO_DATASET.value
+    VIN_STORE = TreeKind.VIN_STORE.value
+    RELEASE = TreeKind.RELEASE.value
+    RESTORED = TreeKind.RESTORED_RELEASE.value
+    MANIFEST = TreeKind.CONTENT_MANIFEST_TREE.value
 
 
 _FROM_TREE = {

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from dataset_devkit.errors import FormatError
 from dataset_devkit.preview.figures import figure, save
 from dataset_devkit.preview.page import Section, Table
-from dataset_devkit.preview.units import human_bytes
+from dataset_devkit.preview.units import byte_unit, human_bytes
 
 __all__ = ["render_manifest"]
 
@@ -54,9 +54,10 @@ def render_manifest(root: Path, out: Path, prefix: str = "manifest") -> list[Sec
         ):
             ax = fig.add_subplot(1, 2, i + 1)
             items = _top(counter)[::-1]
-            ax.barh([k for k, _ in items], [v for _, v in items], color="#1f77b4")
+            unit, scale = byte_unit(max((v for _, v in items), default=0))
+            ax.barh([k for k, _ in items], [v / scale for _, v in items], color="#1f77b4")
             ax.set_title(title)
-            ax.set_xlabel("bytes")
+            ax.set_xlabel(f"size ({unit})")
         fig.tight_layout()
         section.items.append(
             save(fig, out, f"{prefix}_sizes.png", f"{len(files)} files, {human_bytes(total)}")

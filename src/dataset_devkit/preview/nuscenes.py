@@ -179,21 +179,30 @@ def _trajectories(
     return section
 
 
+def scene_clock(timestamp_us: int, start_us: int) -> str:
+    """A frame's time as a reader follows a scene: seconds from its first sample
+    (``+3.50 s``), not the raw microseconds since 1970 the tables hold."""
+    return f"{(timestamp_us - start_us) / 1e6:+.2f} s"
+
+
 def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: int) -> Section:
     """Rows = key-frame samples, columns = cameras, pasted into one mosaic with Pillow.
 
     No matplotlib here: a 20 x 6 grid of axes took seconds to lay out, and one axes showing
     the whole mosaic made float RGBA copies of it (400 MB for 20 x 6 cells); Pillow pastes
-    and labels the cells in the mosaic's own 3 bytes per pixel.
+    and labels the cells in the mosaic's own 3 bytes per pixel. Each cell is labelled with
+    its camera and the frame's time from the scene's first sample.
     """
     section = Section(f"Scene {scene['name']}")
     chain = ds.scene_samples(scene["token"])
+    start = int(chain[0]["timestamp"]) if chain else 0
     rows = _evenly(chain, limit)
     channels = ds.channels
     section.items.append(
         Text(
             f"{scene.get('description', '')} — {len(rows)} of {len(chain)} key-frame samples, "
-            f"cameras {', '.join(channels)}"
+            f"cameras {', '.join(channels)}; each frame is labelled with its time from the "
+            "scene's first sample"
         )
     )
     pitch = CELL_H + LABEL_H
@@ -202,6 +211,10 @@ def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: in
     draw = ImageDraw.Draw(mosaic)
     small, large = font(11), font(13)
     title = f"{scene['name']}: rows = key-frame samples, columns = cameras"
+    for smaller in (12, 11, 10, 9):  # a long scene name on a narrow grid: a smaller title
+        if draw.textlength(title, font=large) <= size[0] - 8:
+            break
+        large = font(smaller)
     draw.text((size[0] // 2, TITLE_H // 2), title, fill="black", font=large, anchor="mm")
     for r, sample in enumerate(rows):
         for c, channel in enumerate(channels):
@@ -214,7 +227,7 @@ def _scene_grid(ds: Dataset, scene: dict[str, Any], out: Path, n: int, limit: in
             else:
                 thumb = _thumbnail(ds.image_path(sd["token"]))
                 mosaic.paste(thumb, (x + (CELL_W - thumb.width) // 2, y + LABEL_H))
-                label = f"{channel} · {sd['timestamp']}"
+                label = f"{channel} · {scene_clock(int(sd['timestamp']), start)}"
             draw.text(
                 (x + CELL_W // 2, y + LABEL_H - 3), label, fill="black", font=small, anchor="ms"
             )

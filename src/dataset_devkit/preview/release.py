@@ -11,9 +11,9 @@ from dataset_devkit.errors import FormatError
 from dataset_devkit.preview.figures import figure, save
 from dataset_devkit.preview.manifest import render_manifest
 from dataset_devkit.preview.page import Section, Table, Text
-from dataset_devkit.preview.units import human_bytes
+from dataset_devkit.preview.units import byte_unit, human_bytes
 
-__all__ = ["render_release", "render_restored"]
+__all__ = ["render_release", "render_restore_state", "render_restored"]
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -66,7 +66,10 @@ def render_release(root: Path, out: Path) -> list[Section]:
     by_family: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for family, name, size in packages:
         by_family[family].append((name, size))
-    with figure(9, 0.6 + 0.28 * max(len(packages), 1)) as fig:
+    # Sizes in the unit the largest reads best in (GiB for 4 GiB packages), and the legend
+    # outside the bars, above them: inside, it covered the bars at the limit line.
+    unit, scale = byte_unit(max([limit, *(size for _, _, size in packages)]))
+    with figure(9, 1.0 + 0.28 * max(len(packages), 1)) as fig:
         ax = fig.add_subplot(1, 1, 1)
         labels: list[str] = []
         y = 0
@@ -74,17 +77,24 @@ def render_release(root: Path, out: Path) -> list[Section]:
             for name, size in by_family[family]:
                 ax.barh(
                     y,
-                    size,
+                    size / scale,
                     color=f"C{i}",
                     label=family if name == by_family[family][0][0] else None,
                 )
                 labels.append(name)
                 y += 1
-        ax.axvline(limit, color="red", linestyle="--", label=f"limit {human_bytes(limit)}")
+        ax.axvline(limit / scale, color="red", linestyle="--", label=f"limit {human_bytes(limit)}")
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlabel("package bytes")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_xlabel(f"package size ({unit})")
+        ax.legend(
+            fontsize=7,
+            loc="lower left",
+            bbox_to_anchor=(0, 1.02),
+            ncol=len(by_family) + 1,
+            frameon=False,
+            borderaxespad=0,
+        )
         fig.tight_layout()
         section.items.append(
             save(fig, out, "release_packages.png", f"{len(packages)} packages against the limit")
@@ -94,6 +104,14 @@ def render_release(root: Path, out: Path) -> list[Section]:
 
 def render_restored(root: Path, out: Path) -> list[Section]:
     """The restore state beside the tree, then its contents when it has a content manifest."""
+    sections = [render_restore_state(root)]
+    if (root / "content_manifest.json").is_file():
+        sections += render_manifest(root, out)
+    return sections
+
+
+def render_restore_state(root: Path) -> Section:
+    """The restore state ``unpack`` left beside the tree: families restored, snapshot."""
     state_path = root.with_name(root.name + ".unpack-state.json")
     state = _load(state_path)
     section = Section("Restore state")
@@ -106,7 +124,4 @@ def render_restored(root: Path, out: Path) -> list[Section]:
             ),
         )
     )
-    sections = [section]
-    if (root / "content_manifest.json").is_file():
-        sections += render_manifest(root, out)
-    return sections
+    return section

@@ -1,7 +1,10 @@
-"""A stereo (GenVR-duo) dataset: left | right | depth per pair, camera path, depth histogram.
+"""A stereo (GenVR-duo) dataset: left | right | depth per pair, camera path and heading,
+depth histogram.
 
 Depth uses one scale in metres for every pair and frame (0 .. a rounded high percentile of
-all drawn depth), so rows can be compared; invalid depth (0) is drawn in magenta.
+all drawn depth), so rows can be compared; invalid depth (0) is drawn in magenta. The
+camera path seen from above shows where the camera looks (arrows of its optical axis) and
+a plot of its heading over the frames: a pan in place moves no position at all.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.preview.figures import figure, save
 from dataset_devkit.preview.page import Section, Text
-from dataset_devkit.stereo import StereoDataset, StereoSample
+from dataset_devkit.stereo import DepthNotInstalledError, StereoDataset, StereoSample
 
 __all__ = ["render_stereo"]
 
@@ -50,8 +53,13 @@ def _frames(num_frames: int) -> list[int]:
 
 
 def _open(root: Path) -> StereoDataset:
+    """The with-depth index when depth is installed, else the default one (a release
+    restored without its depth family still shows its frames)."""
     if (root / "genvr_i2s_with_depth.jsonl").is_file():
-        return StereoDataset(root, index="genvr_i2s_with_depth.jsonl", use_depth=True)
+        try:
+            return StereoDataset(root, index="genvr_i2s_with_depth.jsonl", use_depth=True)
+        except DepthNotInstalledError:
+            pass
     return StereoDataset(root)
 
 
@@ -126,21 +134,46 @@ def _views(sample: StereoSample, out: Path, n: int, vmax: float) -> Any:
         return save(fig, out, f"stereo_pair{n:03d}_views.png", f"{sample.id}: left | right | depth")
 
 
+#: Heading arrows drawn along a camera path, at most.
+HEADING_ARROWS = 12
+
+
+def heading_degrees(poses: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The heading of each ``camera_to_world`` pose seen from above, in degrees: the angle of
+    its optical axis (OpenCV +z) in the ground plane, from world +z towards +x, unwrapped
+    so that a pan through 180° does not jump."""
+    forward = poses[:, :3, 2]
+    return np.degrees(np.unwrap(np.arctan2(forward[:, 0], forward[:, 2])))
+
+
 def _stats(root: Path, row: Any, sample: StereoSample, out: Path, n: int, vmax: float) -> Any:
-    with figure(9, 3.4) as fig:
-        ax = fig.add_subplot(1, 2, 1)
+    with figure(13.5, 3.4) as fig:
+        ax = fig.add_subplot(1, 3, 1)
+        headings = {}
         for eye, camera in (("left", row.left_camera), ("right", row.right_camera)):
-            t = _poses(root, camera)[:, :3, 3]
+            poses = _poses(root, camera)
+            t = poses[:, :3, 3]
             # OpenCV world: y points down, so x (right) and z (forward) span the ground plane.
-            ax.plot(t[:, 0], t[:, 2], marker=".", label=f"{eye} eye")
+            (line,) = ax.plot(t[:, 0], t[:, 2], marker=".", label=f"{eye} eye")
             ax.plot(t[0, 0], t[0, 2], "o", color="black")
             ax.plot(t[-1, 0], t[-1, 2], "x", color="black")
+            headings[eye] = heading_degrees(poses)
+            if eye == "left":
+                _heading_arrows(ax, poses, line.get_color())
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
-        ax.set_title("camera_to_world from above (o start, x end)")
+        ax.set_title("camera_to_world from above (o start, x end)", fontsize=8)
         ax.legend(fontsize=7)
-        hist = fig.add_subplot(1, 2, 2)
+        turn = fig.add_subplot(1, 3, 2)
+        for eye, degrees in headings.items():
+            turn.plot(np.arange(len(degrees)), degrees, label=f"{eye} eye")
+        left = headings["left"]
+        turn.set_title(f"heading turns {left[-1] - left[0]:+.0f}° over the clip", fontsize=8)
+        turn.set_xlabel("frame")
+        turn.set_ylabel("heading (°, from +z towards +x)")
+        turn.legend(fontsize=7)
+        hist = fig.add_subplot(1, 3, 3)
         if sample.depth:
             values = np.concatenate([d.ravel() for d in sample.depth.values()])
             invalid = int((values == 0).sum())
@@ -151,4 +184,31 @@ def _stats(root: Path, row: Any, sample: StereoSample, out: Path, n: int, vmax: 
         hist.set_xlabel("depth (m)")
         hist.set_ylabel("pixels")
         fig.tight_layout()
-        return save(fig, out, f"stereo_pair{n:03d}_stats.png", f"{sample.id}: path and depth")
+        return save(
+            fig, out, f"stereo_pair{n:03d}_stats.png", f"{sample.id}: path, heading and depth"
+        )
+
+
+def _heading_arrows(ax: Any, poses: npt.NDArray[np.float64], colour: Any) -> None:
+    """Arrows of the optical axis along the path, long enough to see on its scale (a pan
+    in place gets arrows of 1 m around its one point)."""
+    t = poses[:, [0, 2], 3]
+    extent = float(np.ptp(t, axis=0).max()) if len(t) else 0.0
+    length = 0.15 * extent if extent > 1e-6 else 1.0
+    picks = np.unique(np.linspace(0, len(poses) - 1, min(HEADING_ARROWS, len(poses))).round())
+    at = picks.astype(int)
+    forward = poses[at][:, [0, 2], 2]
+    norm = np.linalg.norm(forward, axis=1, keepdims=True)
+    forward = forward / np.where(norm > 0, norm, 1.0) * length
+    ax.quiver(
+        t[at, 0],
+        t[at, 1],
+        forward[:, 0],
+        forward[:, 1],
+        angles="xy",
+        scale_units="xy",
+        scale=1,
+        color=colour,
+        width=0.006,
+        label="optical axis",
+    )

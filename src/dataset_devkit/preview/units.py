@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["human_bytes"]
+__all__ = ["byte_unit", "human_bytes"]
+
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
 def human_bytes(size: float) -> str:
@@ -12,3 +14,12 @@ def human_bytes(size: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TiB"  # unreachable; keeps mypy sure of the return
+
+
+def byte_unit(largest: float) -> tuple[str, int]:
+    """The binary unit an axis of byte sizes up to *largest* reads best in, and its size:
+    ``4 GiB`` -> ``("GiB", 1 << 30)``, so ticks read 1, 2, 3, 4 and not 4294967296."""
+    power = 0
+    while power < len(_UNITS) - 1 and largest >= 1024 ** (power + 1):
+        power += 1
+    return _UNITS[power], 1024**power

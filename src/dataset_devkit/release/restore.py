@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -159,8 +160,9 @@ def check_shipped_files(release_dir: Path, manifest: dict[str, Any] | None = Non
     """Check ``unpack.py`` and ``SHA256SUMS`` against ``manifest.json``; return every issue.
 
     ``unpack.py`` is the program downloaders run, so a copy that differs from the one the
-    manifest names must fail verification. ``SHA256SUMS`` lines of small metadata files are
-    hashed; package lines are compared with the manifest (the packages were just hashed).
+    manifest names must fail verification. ``SHA256SUMS`` must be exactly what the packer
+    writes (:func:`sums_lines`); then the lines of small metadata files are hashed, and
+    package lines are compared with the manifest (the packages were just hashed).
     """
     if manifest is None:
         manifest = unpack.load_release(str(release_dir)).manifest
@@ -172,18 +174,19 @@ def check_shipped_files(release_dir: Path, manifest: dict[str, Any] | None = Non
             f"{manifest.get('unpack_py_sha256')!r}"
         )
     packages = {p["name"]: p["sha256"] for p in manifest["packages"]}
-    unlisted = set(packages) | set(_METADATA)
-    text = unpack._read_small(str(release_dir), SUMS_NAME).decode("utf-8", "replace")
-    for number, line in enumerate(text.split("\n"), 1):
-        digest, _, name = line.partition("  ")
-        unlisted.discard(name)
-        if not line or (name in packages and digest == packages[name]):
+    known = set(packages) | set(_METADATA)
+    lines, problems = sums_lines(unpack._read_small(str(release_dir), SUMS_NAME), known)
+    issues.extend(problems)
+    unlisted = known - {name for _, _, name in lines}
+    for number, digest, name in lines:
+        if name in packages:
+            if digest != packages[name]:
+                issues.append(
+                    f"{SUMS_NAME} line {number}: {name} listed {digest}, "
+                    f"{MANIFEST_NAME} says {packages[name]}"
+                )
             continue
-        # Only the metadata files are read here: any other name (a damaged one may hold a
-        # NUL byte, or point anywhere) is a line that does not match the release.
-        if name not in _METADATA or not unpack._is_sha(digest):
-            issues.append(f"{SUMS_NAME} line {number}: {line[:120]!r} does not match the release")
-            continue
+        # Only the metadata files are read here (names were checked against the release).
         try:
             found = hashlib.sha256(unpack._read_small(str(release_dir), name)).hexdigest()
         except unpack.UnpackError as exc:
@@ -193,6 +196,76 @@ def check_shipped_files(release_dir: Path, manifest: dict[str, Any] | None = Non
             issues.append(f"{SUMS_NAME} line {number}: {name} has SHA-256 {found}, listed {digest}")
     issues.extend(f"{SUMS_NAME}: no line for {name}" for name in sorted(unlisted))
     return issues
+
+
+#: A line as the packer writes it: 64 lowercase hex digits, two spaces (text mode), a name.
+_SUMS_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
+
+
+def _spelled(name: str) -> str:
+    """*name* without what makes other spellings of one path: a binary-mode ``*``, ``./``
+    components, repeated or trailing slashes (``./base//base-0001.tar``)."""
+    return "/".join(part for part in name.removeprefix("*").split("/") if part not in ("", "."))
+
+
+def sums_lines(data: bytes, known: set[str]) -> tuple[list[tuple[int, str, str]], list[str]]:
+    """Parse ``SHA256SUMS`` strictly: ``(line number, digest, name)`` of each line that is
+    well-formed and names a file of the release once, and an issue for every other line.
+
+    ``sha256sum -c`` tolerates much (blank lines, CRLF, ``*name``, ``./name``, a name listed
+    twice with two hashes, of which it checks both); a release's checksum file is written by
+    the packer, one LF-terminated line per file, so anything else is damage or an edit, and
+    a second line for a name could vouch for other bytes than the first. Each issue names
+    the line.
+    """
+    issues: list[str] = []
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = data.count(b"\n", 0, exc.start) + 1
+        return [], [f"{SUMS_NAME} line {at}: not UTF-8 text ({exc.reason})"]
+    if text and not text.endswith("\n"):
+        issues.append(f"{SUMS_NAME}: the last line has no line feed; expected LF-terminated lines")
+    if "\r" in text:
+        at = text.count("\n", 0, text.index("\r")) + 1
+        issues.append(f"{SUMS_NAME} line {at}: CR in a line (CRLF line endings?); expected LF")
+    seen: dict[str, tuple[int, str]] = {}
+    lines = []
+    pieces = text.split("\n")
+    if pieces[-1] == "":
+        pieces.pop()  # what follows the last line feed
+    for number, raw in enumerate(pieces, 1):
+        line = raw.rstrip("\r")
+        shown = repr(line[:120])
+        match = _SUMS_LINE.fullmatch(line)
+        if not line.strip():
+            issues.append(f"{SUMS_NAME} line {number}: blank line")
+            continue
+        if match is None:
+            issues.append(
+                f"{SUMS_NAME} line {number}: {shown} is malformed; expected 64 lowercase "
+                "hexadecimal digits, two spaces and a file name"
+            )
+            continue
+        digest, name = match.groups()
+        canonical = _spelled(name)
+        if canonical in seen:
+            first, earlier = seen[canonical]
+            hashed = "the same SHA-256" if digest == earlier else f"another SHA-256, {digest}"
+            issues.append(
+                f"{SUMS_NAME} line {number}: {canonical} listed again with {hashed} (first on "
+                f"line {first}); expected one line per file"
+            )
+            continue
+        seen[canonical] = (number, digest)
+        # Only names of the release pass (a damaged one may hold a NUL byte, or point
+        # anywhere): the metadata files are then read, never any other path.
+        if name not in known:
+            spelled = f"; that is {canonical}, spelled differently" if canonical in known else ""
+            issues.append(f"{SUMS_NAME} line {number}: {shown} does not match the release{spelled}")
+            continue
+        lines.append((number, digest, name))
+    return lines, issues
 
 
 def restore_release(

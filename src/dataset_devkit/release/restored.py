@@ -20,7 +20,7 @@ from typing import Any
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.release import unpack
 
-__all__ = ["RestoredReport", "restore_state", "verify_restored"]
+__all__ = ["RestoredReport", "restore_state", "verify_partial_restore", "verify_restored"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,22 @@ class RestoredReport:
     @property
     def ok(self) -> bool:
         return not self.issues
+
+    def describe(self) -> str:
+        """The verdict in words, as ``verify`` and ``validate`` both print it."""
+        if not self.ok:
+            return f"restored release {self.name} does not verify"
+        absent = ", ".join(f"{fam} ({n} files)" for fam, n in self.absent.items()) or "none"
+        return (
+            f"families {', '.join(self.present)} of release {self.name} verified "
+            f"({self.file_count} files, {self.total_bytes} bytes) against its release index, "
+            f"snapshot root_sha256 {self.snapshot_root}; not restored: {absent}"
+        )
+
+    def raise_for_issues(self) -> None:
+        """Raise :class:`VerificationFailed` listing every issue, if there is any."""
+        if self.issues:
+            raise VerificationFailed(f"{self.tree}: {self.describe()}", self.issues)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready summary (``--json``)."""
@@ -77,6 +93,31 @@ def restore_state(tree: Path) -> dict[str, Any] | None:
     if not all(key in state for key in keys):
         return None
     return state
+
+
+def verify_partial_restore(tree: Path, *, expect_root: str | None = None) -> RestoredReport | None:
+    """The verdict on a tree ``unpack.py`` restored only in part (base without depth), or
+    None for any other tree (a complete restore is checked against its content manifest).
+
+    The one place that decides: ``dataset-devkit verify`` and ``validate`` both call it, so
+    a supported partial state gets the same answer from either. With *expect_root*, the
+    restored release must be the snapshot with that root.
+
+    Raises
+    ------
+    VerificationFailed
+        The restore is of another snapshot than *expect_root*, or its recorded index does
+        not match its state.
+    """
+    state = restore_state(tree)
+    if state is None or set(state["families"]) >= set(state["release_families"]):
+        return None
+    if expect_root is not None and expect_root.lower() != state["snapshot_root_sha256"]:
+        raise VerificationFailed(
+            f"{tree}: restored from snapshot root_sha256 {state['snapshot_root_sha256']}, "
+            f"not the expected {expect_root.lower()} (--expect-root)"
+        )
+    return verify_restored(tree, state)
 
 
 def verify_restored(tree: Path, state: dict[str, Any]) -> RestoredReport:

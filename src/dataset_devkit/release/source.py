@@ -12,9 +12,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
 
+from dataset_devkit.integrity.reads import FdReader, ReadInto, read_exactly
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import UnsafeTreeError
-from dataset_devkit.release.tarwriter import ReadInto
 
 __all__ = ["NAME_MAX", "PATH_MAX", "SourceFile", "SourceReader", "length_problem", "scan_tree"]
 
@@ -127,22 +127,6 @@ def _walk(
             issues.append(f"{rel}: is {kind}; a release carries regular files only")
 
 
-class _FdReader:
-    """A file descriptor read with ``readv`` straight into the caller's buffer.
-
-    ``io.FileIO`` would do the same, at the price of one more object per file: on a tree of
-    50,000 small files the per-file Python work is what the packer's time is made of.
-    """
-
-    __slots__ = ("fd",)
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def readinto(self, buffer: memoryview, /) -> int:
-        return os.readv(self.fd, [buffer])
-
-
 class SourceReader:
     """Open files of a tree one directory level at a time, never following a link.
 
@@ -204,9 +188,7 @@ class SourceReader:
                     path=self._label / item.path,
                 )
             try:
-                result = consume(
-                    _FdReader(fd) if _HAS_READV else io.FileIO(fd, "rb", closefd=False)
-                )
+                result = consume(FdReader(fd) if _HAS_READV else io.FileIO(fd, "rb", closefd=False))
             except EOFError:
                 raise UnsafeTreeError(
                     "changed while packing: shorter than listed", path=self._label / item.path
@@ -234,11 +216,9 @@ class SourceReader:
         left = size
         while left:
             room = self._buffer[: min(left, len(self._buffer))]
-            count = source.readinto(room)
-            if not count:
-                raise EOFError
-            hasher.update(room[:count])
-            left -= count
+            read_exactly(source, room)  # EOFError: the file shrank (named by read())
+            hasher.update(room)
+            left -= len(room)
             if progress is not None:
-                progress(count)
+                progress(len(room))
         return hasher.hexdigest()

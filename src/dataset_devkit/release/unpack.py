@@ -28,7 +28,9 @@ on Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). A
 or cut off at any moment leaves that journal: the next run of the same command removes or
 rewrites the files of those packages that are incomplete or differ, verifies the rest, and
 finishes. Files it did not write (present before, or appearing meanwhile) are verified and
-skipped when identical, else reported and kept. Any failure exits non-zero. Descriptors
+skipped when identical (untouched, their modes too), else reported and kept; folders it
+finds get their modes back. Any failure exits non-zero, and a run that failed before
+leaving a file behind removes the folders and the journal it created. Descriptors
 stay bounded by the tree depth (58,000 files restore under ``ulimit -n 256``). One run at a
 time writes into an output (an advisory lock). Modes come from ``--readable-by``
 (owner-only by default), never from the archive.
@@ -722,7 +724,13 @@ class Member:
 
 
 class _Stream:
-    """Exact reads from a package, optionally hashing every byte read."""
+    """Exact reads from a package, optionally hashing every byte read.
+
+    This script's own bounded read (a buffered reader's ``read(n)`` continues short reads
+    until *n* bytes or the end), not ``dataset_devkit.integrity.reads``, which the rest of
+    the toolkit shares: this file ships alone and runs on a bare Python, so it imports
+    nothing but the standard library.
+    """
 
     def __init__(self, fh: IO[bytes], label: str, hasher: Any) -> None:
         self.fh, self.label, self.hasher, self.offset = fh, label, hasher, 0
@@ -910,12 +918,21 @@ def _hash_member(stream: _Stream, size: int, sink: Callable[[bytes], Any] | None
 class Summary:
     """What a verify or unpack run did, for the final message."""
 
+    @property
+    def placed(self) -> int:
+        """Files this run created that are still on disk, while it runs (each worker counts
+        its own as they are created and removed, so no lock is taken per file)."""
+        return sum(job.placed for job in self.jobs)
+
     def __init__(self) -> None:
         self.packages = 0
         self.package_bytes = 0
         self.written = 0
         self.skipped = 0
         self.leftovers = 0  # files of a failed restore left in place (named by the journal)
+        #: The restore workers' tallies, registered as each starts: :attr:`placed` reads
+        #: them even when a run stops in the middle of a package.
+        self.jobs: list[Any] = []
         self.families: list[str] = []
         self.output: str | None = None
 
@@ -1100,10 +1117,15 @@ def _fsync_dir(fd: int) -> None:
 class PinnedDir:
     """A directory of the output, pinned by descriptor (POSIX) or checked path (Windows)."""
 
-    def __init__(self, path: str, fd: int | None, sync: bool = False) -> None:
+    def __init__(
+        self, path: str, fd: int | None, sync: bool = False, made: list[str] | None = None
+    ) -> None:
         self.path, self.fd, self.sync = path, fd, sync
         self.dirty = False  # entries were added: with sync, fsync the directory on close
         self._ino: int | None = None
+        #: Shared by a walk's directories: the paths of those it created (a failed restore
+        #: that leaves no file removes them again).
+        self.made = made
 
     @classmethod
     def open_root(cls, path: str, create: bool, sync: bool = False) -> PinnedDir:
@@ -1179,13 +1201,15 @@ class PinnedDir:
                 raise _named(exc, where) from None
             else:
                 self.dirty = True
+                if self.made is not None:
+                    self.made.append(where)
             try:
                 fd = os.open(name, flags, dir_fd=self.fd)
             except OSError as exc:
                 raise self._refusal(name, exc) from None
         except OSError as exc:
             raise self._refusal(name, exc) from None
-        return PinnedDir(where, fd, self.sync)
+        return PinnedDir(where, fd, self.sync, self.made)
 
     def _refusal(self, name: str, exc: OSError) -> UnpackError:
         """Why *name* could not be opened as a directory without following links."""
@@ -1212,6 +1236,8 @@ class PinnedDir:
                 raise _named(exc, where) from None
             else:
                 self.dirty = True
+                if self.made is not None:
+                    self.made.append(where)
             st = self.lstat(name)
         if st is None:
             raise UnpackError(f"{where}: directory is missing")
@@ -1219,7 +1245,7 @@ class PinnedDir:
             raise UnsafeNameError(f"{where}: is a link in the output; it is never followed")
         if not stat.S_ISDIR(st.st_mode):
             raise UnpackError(f"{where}: exists and is not a directory")
-        return PinnedDir(where, None, self.sync)
+        return PinnedDir(where, None, self.sync, self.made)
 
     def open_new(self, name: str, mode: int = 0o644) -> int:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
@@ -1261,6 +1287,13 @@ class PinnedDir:
             os.unlink(name, dir_fd=self.fd)
         else:
             os.unlink(self._at(name))
+
+    def rmdir(self, name: str) -> None:
+        """Remove the empty directory *name* (never a link: ``rmdir`` refuses one)."""
+        if self.fd is not None and os.rmdir in os.supports_dir_fd:
+            os.rmdir(name, dir_fd=self.fd)
+        else:
+            os.rmdir(self._at(name))  # noqa: PTH106 - str paths, as every call here
 
     def entries(self) -> list[tuple[str, os.stat_result]]:
         names = sorted(os.listdir(self.fd if self.fd is not None else self.path))
@@ -1376,6 +1409,7 @@ def _preflight(
     present: set[str] | None = None,
     ours: frozenset[str] = frozenset(),
     kept: Sequence[str] = (),
+    found_dirs: dict[str, int] | None = None,
 ) -> list[str]:
     """Check what the output already holds before anything is written.
 
@@ -1387,7 +1421,8 @@ def _preflight(
     *writable*, directories sealed read-only by an earlier run are opened for the owner
     again (sealed at the end of this run). The paths of release files found (right size,
     to be verified) are added to *present*: the restore then looks at no other name before
-    writing it.
+    writing it. With *found_dirs*, every directory's mode before it was opened is recorded
+    there by relative path (``""``: the top): they are the user's, and get it back.
     """
     rows = release.by_path
     issues = []
@@ -1395,9 +1430,11 @@ def _preflight(
     foreign = set(kept)
 
     def unseal(folder: PinnedDir) -> None:
-        if writable and folder.fd is not None:
+        if folder.fd is not None and (writable or found_dirs is not None):
             mode = stat.S_IMODE(os.fstat(folder.fd).st_mode)
-            if mode & 0o700 != 0o700:
+            if found_dirs is not None:
+                found_dirs[_rel_dir(root, folder)] = mode
+            if writable and mode & 0o700 != 0o700:
                 _fchmod(folder.fd, mode | 0o700)
 
     for rel, st, folder in _existing_tree(root, unseal):
@@ -1436,6 +1473,11 @@ def _preflight(
     if partial:
         log(f"removed {partial} partly written files left by an interrupted run")
     return issues
+
+
+def _rel_dir(root: PinnedDir, folder: PinnedDir) -> str:
+    """*folder*'s path below *root* as a release path (``""`` for the root itself)."""
+    return folder.path[len(root.path) + 1 :].replace(os.sep, "/")
 
 
 def _same(folder: PinnedDir, rel: str, row: FileRow) -> bool:
@@ -1585,10 +1627,13 @@ def unpack_release(
     makes a second run wait (or, with ``wait=False``, fail naming the first one's pid). Under
     the lock, the journal of a killed run is read and its partial files are removed or
     rewritten, so re-running the same command finishes an interrupted restore.
-    *readable_by* (``owner``, ``group``, ``all``) sets the restored files' and
-    directories' modes (0400/0500, 0440/0550, 0444/0555); ``None`` leaves the modes the
-    umask gives (scratch restores that are deleted right after). Modes are never taken
-    from the archive (no setuid, setgid or sticky bit is ever restored).
+    *readable_by* (``owner``, ``group``, ``all``) sets the modes of the files and
+    directories the run creates (0400/0500, 0440/0550, 0444/0555); ``None`` leaves the modes
+    the umask gives (scratch restores that are deleted right after). What was there before
+    keeps its modes (identical files are skipped untouched; directories the run writes into
+    get their modes back). Modes are never taken from the archive (no setuid, setgid or
+    sticky bit is ever restored). A run that fails before leaving any file of its own
+    removes the directories it created and its journal.
     *expect_root* fails the run, before anything is written, unless the release is the
     snapshot with that root hash. *progress* is called with ``(bytes done, bytes in all)``
     once per member as its data is restored or verified; *check_progress* is kept for
@@ -1611,37 +1656,64 @@ def unpack_release(
     if problems:
         raise UnpackError("packages do not verify", problems)
     log(f"{len(packages)} packages present with the expected size")
+    above = _missing_parents(output)
     out = PinnedDir.open_root(output, create=True, sync=fsync)
+    out.made = []
     summary = Summary()
     summary.families, summary.output = chosen, os.path.join(output, release.name)
+    clean = False  # a failure that left nothing of this run: remove what it created
     try:
         with _OutputLock(out, release.name + LOCK_SUFFIX, output, log, wait):
             _remove_stale_metadata(out, release)
             state = _read_state(out, release)
             journal = _read_journal(out, release)
             ours = frozenset(journal["writing"]) if journal else frozenset()
+            existed = out.lstat(release.name) is not None
             root = out.child(release.name, create=True)
             kept: list[str] = list(journal["kept"]) if journal else []
+            # What was in the output before this restore began (before the interrupted run
+            # it finishes, with a journal) is left as it was: identical files are verified
+            # and not touched, folders are opened for writing and get their modes back.
+            # Modes are set only on what the restore creates.
+            found: frozenset[str] = frozenset(journal["found"]) if journal else frozenset()
+            found_dirs: dict[str, int] = dict(journal["found_dirs"]) if journal else {}
             finished = set(state.get("families", []) if state else [])
             # Packages of families an earlier run finished are not journaled: a file of
             # theirs that differs now was changed by someone else and is kept. What the
             # journal cannot tell apart: a file someone placed, identical to the release's,
-            # before the first run, then changed between a kill and the re-run; it is taken
-            # for that run's partial file and rewritten with the release's bytes.
+            # in a tree restored before, then changed between a kill and the re-run; it is
+            # taken for that run's partial file and rewritten with the release's bytes.
             writing = ours | {p["name"] for p in packages if p["family"] not in finished}
             try:
                 present: set[str] = set()
                 issues = _preflight(
-                    release, root, chosen, state, log, modes is not None, present, ours, kept
+                    release,
+                    root,
+                    chosen,
+                    state,
+                    log,
+                    modes is not None,
+                    present,
+                    ours,
+                    [*kept, *found],
+                    found_dirs if existed and journal is None else None,
                 )
                 if issues:
+                    clean = journal is None
                     raise UnpackError(
                         "the output already holds conflicting files; nothing was written", issues
                     )
+                # Every file found is the user's, except in the packages an interrupted run
+                # was writing: there, only those its journal says it found.
+                rows = release.by_path
+                found = frozenset(p for p in present if rows[p].package not in ours or p in found)
+                # The journal names the files found in its packages (the others are not
+                # looked at again) and every folder found: a re-run tells them from its own.
+                found_rows = sorted(p for p in found if rows[p].package in writing)
                 if writing != ours:
                     # Durable before the first file is created: after a crash at any moment
                     # the next run knows which files may be its own partial ones.
-                    _write_journal(out, release, writing, kept, fsync)
+                    _write_journal(out, release, writing, kept, fsync, found_rows, found_dirs)
                 try:
                     issues = _restore_packages(
                         release,
@@ -1655,41 +1727,99 @@ def unpack_release(
                         present=present,
                         ours=ours,
                         kept=kept,
+                        found=found,
                     )
                 except BaseException:
-                    if not (journal or summary.written or summary.leftovers or kept):
-                        _remove_journal(out, release)  # nothing of this run to recognise
+                    clean = journal is None and not summary.placed
                     raise
                 del present
                 if issues:
-                    _write_journal(out, release, writing, kept, fsync)
+                    clean = journal is None and not summary.placed
+                    if not clean:
+                        _write_journal(out, release, writing, kept, fsync, found_rows, found_dirs)
                     raise UnpackError(
                         "restore incomplete: existing files differ or appeared meanwhile (kept)",
                         issues,
                     )
                 names: set[str | None] = {p["name"] for p in packages}
-                _check_structure(release, root, names, modes and modes[1])
+                _check_structure(release, root, names, modes and modes[1], found_dirs)
+            except BaseException:
+                _give_back_modes(root, found_dirs)  # the user's folders, as they were
+                raise
             finally:
                 root.close()
+                if clean:
+                    _remove_journal(out, release)
+                    _remove_made(out)
             if only_packages is None:
                 done = set(chosen) | finished
                 _write_state(out, release, sorted(done), fsync)
             left = writing - {p["name"] for p in packages}
             if left:
                 if left != writing:
-                    _write_journal(out, release, left, kept, fsync)
+                    _write_journal(out, release, left, kept, fsync, found_rows, found_dirs)
             else:
                 _remove_journal(out, release)
     finally:
         out.close()
+        if clean:
+            for path in above:  # the output folder and the parents made for it, if empty
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)  # noqa: PTH106 - str paths, as every call here
+    summary.jobs.clear()  # they hold the run's listings: not kept past its end
     summary.packages = len(packages)
     summary.package_bytes = sum(p["size"] for p in packages)
     return summary
 
 
-def _read_journal(output: PinnedDir, release: Release) -> dict[str, list[str]] | None:
+def _missing_parents(path: str) -> list[str]:
+    """*path* and its ancestors that do not exist yet, deepest first (``makedirs`` makes them)."""
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.lexists(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return missing
+
+
+def _give_back_modes(root: PinnedDir, modes: dict[str, int]) -> None:
+    """Set each directory of *modes* (relative path -> mode) back to its mode, deepest
+    first, so that every parent is still open while its children are done."""
+    for rel in sorted(modes, key=lambda r: (-r.count("/") - bool(r), r)):
+        chain = DirChain(root)
+        try:
+            folder = chain.goto(rel.split("/") if rel else [], create=False)
+            if folder.fd is not None and stat.S_IMODE(os.fstat(folder.fd).st_mode) != modes[rel]:
+                _fchmod(folder.fd, modes[rel])
+        except (OSError, UnpackError):
+            pass  # gone, or replaced: nothing of the user's to give back
+        finally:
+            chain.close()
+
+
+def _remove_made(out: PinnedDir) -> None:
+    """Remove the directories this run created below *out*, deepest first, where empty: a
+    restore that failed and left no file of its own leaves no folder either."""
+    # Deepest first: two workers may append a parent and its child in either order.
+    made = [path[len(out.path) + 1 :].split(os.sep) for path in out.made or []]  # noqa: PTH206
+    for parts in sorted(made, key=len, reverse=True):
+        chain = DirChain(out)
+        try:
+            chain.goto(parts[:-1], create=False).rmdir(parts[-1])
+        except (OSError, UnpackError):
+            pass  # not empty (someone else's file), or gone: kept as it is
+        finally:
+            chain.close()
+
+
+def _read_journal(output: PinnedDir, release: Release) -> dict[str, Any] | None:
     """The journal of an interrupted run: the packages it was writing (their files at
-    their final names may be partial) and the paths it found and kept (someone else's)."""
+    their final names may be partial), the paths it found and kept (someone else's), and
+    what the output held before it: the files of those packages found in place and every
+    folder (``found``, ``found_dirs``: path -> mode), which it leaves as they were."""
     name = release.name + JOURNAL_SUFFIX
     where = f"{output.path}/{name}"
     st = output.lstat(name)
@@ -1709,6 +1839,10 @@ def _read_journal(output: PinnedDir, release: Release) -> dict[str, list[str]] |
         or not isinstance(journal.get("kept"), list)
         or not all(isinstance(x, str) for x in journal["writing"] + journal["kept"])
         or not _is_sha(journal.get("snapshot_root_sha256"))
+        or not isinstance(journal.get("found", []), list)
+        or not all(isinstance(x, str) for x in journal.get("found", []))
+        or not isinstance(journal.get("found_dirs", {}), dict)
+        or not all(type(m) is int for m in journal.get("found_dirs", {}).values())
     ):
         raise UnpackError(
             f"{where}: damaged restore journal (this script writes it whole through a "
@@ -1722,21 +1856,37 @@ def _read_journal(output: PinnedDir, release: Release) -> dict[str, list[str]] |
             f"{release.snapshot_root}; finish that restore with its own release, or "
             "restore into another folder"
         )
-    return {"writing": journal["writing"], "kept": journal["kept"]}
+    return {
+        "writing": journal["writing"],
+        "kept": journal["kept"],
+        "found": journal.get("found", []),
+        "found_dirs": journal.get("found_dirs", {}),
+    }
 
 
 def _write_journal(
-    output: PinnedDir, release: Release, writing: Iterable[str], kept: list[str], fsync: bool
+    output: PinnedDir,
+    release: Release,
+    writing: Iterable[str],
+    kept: list[str],
+    fsync: bool,
+    found: Sequence[str] = (),
+    found_dirs: dict[str, int] | None = None,
 ) -> None:
     """Write ``NAME.unpack-journal.json`` whole (temporary name, fsync, rename, directory
-    fsync): it is never torn, and it is on disk before any file it covers is."""
-    body = canonical_json(
-        {
-            "snapshot_root_sha256": release.snapshot_root,
-            "writing": sorted(writing),
-            "kept": sorted(set(kept)),
-        }
-    )
+    fsync): it is never torn, and it is on disk before any file it covers is. *found* and
+    *found_dirs* (files of its packages and folders that were there before) are recorded
+    only when there are any: a restore into a new folder writes neither."""
+    record: dict[str, Any] = {
+        "snapshot_root_sha256": release.snapshot_root,
+        "writing": sorted(writing),
+        "kept": sorted(set(kept)),
+    }
+    if found:
+        record["found"] = sorted(found)
+    if found_dirs:
+        record["found_dirs"] = found_dirs
+    body = canonical_json(record)
     _write_small(output, release.name + JOURNAL_SUFFIX, body + b"\n", fsync)
     if fsync and output.fd is not None:
         _fsync_dir(output.fd)
@@ -1876,6 +2026,7 @@ def _restore_packages(
     present: set[str] | None = None,
     ours: frozenset[str] = frozenset(),
     kept: list[str] | None = None,
+    found: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Restore *packages* on *workers* threads, each taking the next package in turn.
 
@@ -1885,8 +2036,10 @@ def _restore_packages(
     preflight's listing; None: look at each name). *ours* names the packages the journal
     says an interrupted run was writing: a differing file of theirs is that run's partial
     file and is rewritten. Paths kept as found (not ours, differing) are added to *kept*.
-    With *fsync*, everything written is durable on return: one ``syncfs`` (Linux) or an
-    fsync per file and per directory. Returns the kept-file issues; raises the first error.
+    *found* names the files that were there before (the user's, or an earlier restore's):
+    verified, never changed (not even their mode), never taken for partial files. With
+    *fsync*, everything written is durable on return: one ``syncfs`` (Linux) or an fsync
+    per file and per directory. Returns the kept-file issues; raises the first error.
     """
     todo = deque(packages)
     lock = threading.Lock()
@@ -1908,13 +2061,15 @@ def _restore_packages(
 
     failed: list[BaseException] = []
     jobs: list[_Job] = []
-    foreign = frozenset(kept or ())
+    foreign = frozenset(kept or ()) | found
 
     def worker() -> None:
         chain = DirChain(root, leave)
         job = _Job(release, root, chain, file_mode, advance, present, ours, foreign, each)
+        job.found = found
         with lock:
             jobs.append(job)
+            summary.jobs.append(job)
         try:
             while True:
                 with lock:
@@ -1988,6 +2143,8 @@ class _Job:
         self.kept: list[str] = []
         self.leftovers = 0  # files of failed packages that could not be removed
         self.created: list[tuple[list[str], int, str]] = []  # this package's new files
+        self.found: frozenset[str] = frozenset()  # the user's files: verified, left as found
+        self.placed = 0  # files created for this run and still there (+1 made, -1 removed)
 
     def restore(self, pkg: dict[str, Any]) -> None:
         """Restore one package, hashing it whole in the same read; on any failure remove
@@ -2022,6 +2179,7 @@ class _Job:
                     if folder.ino != ino:
                         raise UnpackError(f"{folder.path}: replaced while restoring")
                     folder.unlink(leaf)
+                    self.placed -= 1
                 except (OSError, UnpackError):
                     self.leftovers += 1  # the journal must stay to name them
         finally:
@@ -2052,6 +2210,7 @@ class _Job:
         except OSError as exc:
             raise _named(exc, where) from None
         self.created.append((parts[:-1], folder.ino, leaf))
+        self.placed += 1
         folder.dirty = True
         try:
             digest = _hash_member(stream, m.size, lambda data: _write_all(fd, data, where))
@@ -2092,7 +2251,10 @@ class _Job:
         return False
 
     def _existing(self, folder: PinnedDir, leaf: str, row: FileRow) -> str | None:
-        """None if *leaf* does not exist; else "" (verified, skipped) or what is wrong."""
+        """None if *leaf* does not exist; else "" (verified, skipped) or what is wrong.
+
+        A verified file gets the restore's mode, unless it is one the user had (*found*):
+        skipping it leaves it untouched."""
         where = os.path.join(folder.path, leaf)
         flags = os.O_RDONLY | _O_BINARY | getattr(os, "O_NOFOLLOW", 0)
         flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
@@ -2117,7 +2279,11 @@ class _Job:
             if _hash_open(fh) != (row.size, row.sha256):
                 return _DIFFERS
             self.skipped += 1
-            if self.file_mode is not None and stat.S_IMODE(st.st_mode) != self.file_mode:
+            if (
+                self.file_mode is not None
+                and stat.S_IMODE(st.st_mode) != self.file_mode
+                and row.path not in self.found
+            ):
                 _fchmod(fd, self.file_mode)
         return ""
 
@@ -2153,18 +2319,24 @@ def _fchmod(fd: int, mode: int) -> None:
 
 
 def _check_structure(
-    release: Release, root: PinnedDir, wanted: set[str | None], dir_mode: int | None
+    release: Release,
+    root: PinnedDir,
+    wanted: set[str | None],
+    dir_mode: int | None,
+    theirs: dict[str, int] | None = None,
 ) -> None:
     """The tree must hold only listed regular files of the listed sizes, and every file of
-    the packages in *wanted*; with *dir_mode*, every directory is sealed to it on the way.
-    Found files are counted, not collected: the missing ones are listed only when the count
-    falls short."""
+    the packages in *wanted*; with *dir_mode*, every directory is sealed to it on the way,
+    except those of *theirs* (relative path -> mode: the user's, found before the restore),
+    which get their own mode back. Found files are counted, not collected: the missing
+    ones are listed only when the count falls short."""
     rows = release.by_path
     issues = []
     found = 0
+    theirs = theirs or {}
 
     def seal(folder: PinnedDir) -> None:
-        if dir_mode is not None:
+        if dir_mode is not None and (not theirs or _rel_dir(root, folder) not in theirs):
             _seal(folder, dir_mode)
 
     for rel, st, _folder in _existing_tree(root, seal):
@@ -2183,6 +2355,8 @@ def _check_structure(
         )
     if issues:
         raise UnpackError("restored tree does not match the release", issues)
+    if dir_mode is not None:
+        _give_back_modes(root, theirs)
 
 
 def _exists(root: PinnedDir, path: str) -> bool:

@@ -196,6 +196,16 @@ class StereoDataset:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._repr_args()})"
+
+    def _repr_args(self) -> str:
+        """``'ROOT', index='genvr_i2s.jsonl', pairs=N, use_depth=False`` for reprs."""
+        return (
+            f"{str(self.root)!r}, index={self.index!r}, pairs={len(self)}, "
+            f"use_depth={self.use_depth}"
+        )
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_videos"] = OrderedDict()  # containers never cross a process boundary

@@ -17,6 +17,7 @@ from typing import Any
 
 from dataset_devkit.errors import UnsafePathError
 from dataset_devkit.integrity import SafeDir
+from dataset_devkit.integrity.reads import FdReader, fill
 from dataset_devkit.stereo.errors import SourceError
 
 _BLOCK = 1 << 20
@@ -49,16 +50,18 @@ def copy_and_hash(path: Path, folder: SafeDir | None, rel: str) -> tuple[int, st
     """
     fd, before = _open(path)
     digest, size = hashlib.sha256(), 0
-    buffer = bytearray(_BLOCK)
-    view = memoryview(buffer)
+    view = memoryview(bytearray(_BLOCK))
+    reader = FdReader(fd)
     try:
         out = folder.open_write(rel) if folder is not None else None
         try:
-            while count := os.readv(fd, [buffer]):
+            while count := fill(reader, view):
                 digest.update(view[:count])
                 if out is not None:
                     out.write(view[:count])
                 size += count
+                if count < len(view):
+                    break  # the end
         finally:
             if out is not None:
                 out.close()
@@ -110,15 +113,13 @@ class StreamedNpy:
         self.dtype = dtype
 
     def read(self, count: int) -> bytes:
-        """Read (and hash) exactly ``count`` bytes; short reads mean a truncated file."""
-        data = bytearray()
-        while len(data) < count:
-            chunk = os.read(self._fd, min(count - len(data), _BLOCK))
-            if not chunk:
-                break
-            data += chunk
+        """Read (and hash) exactly ``count`` bytes; fewer means a truncated file."""
+        # Never more room than the file holds: a header may claim any shape.
+        data = bytearray(max(0, min(count, self._before.st_size - self._size)))
+        got = fill(FdReader(self._fd), memoryview(data))
+        del data[got:]
         self._digest.update(data)
-        self._size += len(data)
+        self._size += got
         return bytes(data)
 
     def __getitem__(self, frames: slice) -> Any:

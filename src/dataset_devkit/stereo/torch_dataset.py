@@ -12,10 +12,11 @@ video by default; ``Clip.whole()`` asks for every frame and ``max_item_bytes`` s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dataset_devkit.errors import MissingDependencyError
+from dataset_devkit.errors import ConfigError, MissingDependencyError
 from dataset_devkit.stereo.clip import DEFAULT_MAX_ITEM_BYTES, Clip
 from dataset_devkit.stereo.reader import FrameSelector, StereoDataset
 
@@ -40,6 +41,10 @@ class TorchStereoDataset(Dataset[dict[str, Any]]):
     clip
         The frames of each item: a :class:`Clip` or a callable
         ``(sample_index, num_frames) -> frame numbers``. Required.
+    transform
+        Called on each item (the dict above) where it is read: in the DataLoader worker,
+        before collating; its result is the item (resize, crop, normalize there). It must
+        pickle for ``spawn`` workers (a module-level function or a ``functools.partial``).
     """
 
     def __init__(
@@ -50,19 +55,31 @@ class TorchStereoDataset(Dataset[dict[str, Any]]):
         index: str | None = None,
         use_depth: bool = False,
         max_item_bytes: int = DEFAULT_MAX_ITEM_BYTES,
+        transform: Callable[[dict[str, Any]], Any] | None = None,
     ) -> None:
+        if transform is not None and not callable(transform):
+            raise ConfigError(
+                f"transform must be callable (item -> item), found {transform!r}",
+                key="transform",
+            )
         self.reader = StereoDataset(
             root, index=index, use_depth=use_depth, clip=clip, max_item_bytes=max_item_bytes
         )
+        self.transform = transform
 
     def __len__(self) -> int:
         return len(self.reader)
+
+    def __repr__(self) -> str:
+        shown = getattr(self.transform, "__qualname__", self.transform)
+        extra = "" if self.transform is None else f", transform={shown}"
+        return f"TorchStereoDataset({self.reader._repr_args()}{extra})"
 
     def set_epoch(self, epoch: int) -> None:
         """Draw the random clip starts of *epoch* (see :meth:`StereoDataset.set_epoch`)."""
         self.reader.set_epoch(epoch)
 
-    def __getitem__(self, sample: int) -> dict[str, Any]:
+    def __getitem__(self, sample: int) -> Any:
         item = self.reader[sample]
         out: dict[str, Any] = {
             "id": item.id,
@@ -76,4 +93,4 @@ class TorchStereoDataset(Dataset[dict[str, Any]]):
             out[f"camera_to_world_{eye}"] = torch.from_numpy(item.camera_to_world[eye])
             if item.depth is not None:
                 out[f"depth_{eye}"] = torch.from_numpy(item.depth[eye])
-        return out
+        return out if self.transform is None else self.transform(out)

@@ -224,14 +224,19 @@ def submit_sources(
     cap: int | None,
     val_fraction: float,
     state: dict[str, Any],
+    shipped: Sequence[VinOfflineShardSource] | None = None,
 ) -> int:
     """Plan shards over the sources (a worker probes the first sample for the schema).
 
     While one worker probes, the others are started with an empty task: a process pool
     starts a worker only when a task finds none idle, so otherwise the second worker's
     start-up (interpreter and imports, ~0.5 s) would begin only after the probe.
+    *shipped* are the same sources as the workers get them (an interactive session's
+    functions carried by value): tasks carry those, while each shard's resume key is made
+    from *sources*, so it names the function as before.
     """
-    probe = executor.submit(probe_schema, sources[0])
+    shipped = sources if shipped is None else shipped
+    probe = executor.submit(probe_schema, shipped[0])
     for _ in range(max(0, min(run.max_pending, len(sources)) - 1)):
         executor.submit(worker_started)
     schema = probe.result()
@@ -243,6 +248,7 @@ def submit_sources(
     row_start = 0
     for position, pieces in enumerate(plan):
         described = tuple((sources[i], a, b) for i, a, b in pieces)
+        carried = tuple((shipped[i], a, b) for i, a, b in pieces)
         num_rows = sum(b - a for _, a, b in pieces)
         run.submit(
             ShardTask(
@@ -254,7 +260,7 @@ def submit_sources(
                 schema=schema,
                 val_fraction=val_fraction,
                 options_key=options_key,
-                pieces=described,
+                pieces=carried,
                 key=source_key(options_key, position, described),
             )
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from dataset_devkit.errors import ConfigError, VerificationFailed
 from dataset_devkit.integrity import path_argument, publish_tree
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.staging import pin_parent
+from dataset_devkit.vin_store._by_value import carried, refuse_piped_main
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store._pool import (
     default_workers,
@@ -192,6 +193,12 @@ def build_vin_offline_store(
     if not isinstance(resume, bool):
         raise ConfigError(f"resume must be a bool, found {resume!r}", key="resume")
     count = _positive_int(workers, "workers", allow_none=True) or default_workers()
+    # A notebook's functions cannot be imported by worker processes: carried by value.
+    shipped = None
+    if sources is not None and not isinstance(executor, ThreadPoolExecutor):
+        if executor is None:
+            refuse_piped_main()  # the default pool could not start a worker
+        shipped = carried(sources)
     os.close(pin_parent(out))  # the parent exists and out does not, before anything is made
     if executor is None and sources is not None:
         start_fork_server()  # it boots while this process prepares the build
@@ -226,7 +233,15 @@ def build_vin_offline_store(
                 )
             else:
                 rows = submit_sources(
-                    sources, dirs, run, executor, shard_bytes, rows_per_shard, val_fraction, state
+                    sources,
+                    dirs,
+                    run,
+                    executor,
+                    shard_bytes,
+                    rows_per_shard,
+                    val_fraction,
+                    state,
+                    shipped,
                 )
             run.drain()
             records = state["records"]

@@ -23,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from dataset_devkit.errors import ConfigError
+from dataset_devkit.errors import ConfigError, DevkitError
 from dataset_devkit.integrity import load_npy
 from dataset_devkit.vin_store._fetch import fetch_block, fetch_index, fetch_opening, remote_tree
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
@@ -42,6 +42,7 @@ from dataset_devkit.vin_store.spec import (
     VinOfflineIndexRecord,
     VinOfflineManifest,
     block_family,
+    uses_vin_layout,
 )
 
 __all__ = ["VinOfflineStoreReader"]
@@ -145,6 +146,19 @@ class VinOfflineStoreReader:
         self._records: list[VinOfflineIndexRecord] | None = None
         self._remote = remote_tree(config)
 
+    def __repr__(self) -> str:
+        return f"VinOfflineStoreReader({self._repr_args()})"
+
+    def _repr_args(self) -> str:
+        """``'STORE', split='train', samples=N`` for reprs: where, which split, how many
+        (``samples=?`` if the store cannot be opened: a repr never raises)."""
+        where = self.config.url or str(self.config.store_dir)
+        try:
+            count: object = len(self)
+        except (DevkitError, OSError):
+            count = "?"
+        return f"{where!r}, split={self.config.split!r}, samples={count}"
+
     # ---- process-local state -------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config}
@@ -215,7 +229,11 @@ class VinOfflineStoreReader:
 
     @property
     def absent_families(self) -> tuple[str, ...]:
-        """Optional families this store does not hold (reads of them raise, never fill)."""
+        """Optional VIN families this store does not hold (reads of them raise, never
+        fill); empty for a store outside the VIN layout (its own blocks, such as
+        ``camera.image``: the VIN families were never part of it)."""
+        if not uses_vin_layout(self._open().blocks):
+            return ()
         flags = self.manifest.materialized_blocks
         return tuple(name for name in BLOCK_FAMILIES if not getattr(flags, name))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, TypeAlias, TypeVar
 
@@ -43,6 +43,8 @@ __all__ = [
     "block_family",
     "check_inventory",
     "check_record_offsets",
+    "uses_vin_layout",
+    "vin_family",
 ]
 
 #: Version of the immutable VIN offline dataset format (``manifest.json`` ``$.version``).
@@ -93,6 +95,29 @@ def block_family(name: str) -> str | None:
         if name.startswith(prefixes):
             return family
     return None
+
+
+#: Logical-name prefix of the VIN core blocks (``vin.points_world``, ``vin.lengths``, ...).
+VIN_CORE_PREFIX: Final = "vin."
+
+
+def vin_family(name: str) -> str | None:
+    """The VIN family of a block: an optional family of :data:`BLOCK_FAMILIES`, ``"core"``
+    for the other ``vin.*`` blocks, or None for a block outside the VIN layout (a store of
+    camera frames names its blocks as it likes: ``camera.image``)."""
+    family = block_family(name)
+    if family is None and name.startswith(VIN_CORE_PREFIX):
+        return "core"
+    return family
+
+
+def uses_vin_layout(names: Iterable[str]) -> bool:
+    """Whether any of the block *names* belongs to the VIN layout (:func:`vin_family`).
+
+    Only such a store has VIN families to speak of: on any other store, "absent families:
+    backbone, candidate_pcs, ..." would describe a model it was never built for.
+    """
+    return any(vin_family(name) is not None for name in names)
 
 
 def _check_relative(path: str) -> None:

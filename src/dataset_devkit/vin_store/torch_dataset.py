@@ -2,11 +2,17 @@
 
 The reader inside pickles as its config alone and reopens lazily per process, so the
 datasets work with ``fork`` and ``spawn`` DataLoader workers alike.
+
+A sample of :class:`VinOfflineTorchDataset` is a dict of a type of its own that torch's
+default collate hands to :func:`collate_samples` (through ``default_collate_fn_map``, the
+registry torch documents for this): a plain ``DataLoader(dataset, batch_size=8)`` stacks
+the tensors and keeps records as lists, where torch's own rules would try to stack the
+records too, and fail on the first ones of different lengths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,7 @@ from dataset_devkit.vin_store.reader import VinOfflineStoreReader
 
 try:
     import torch
-    from torch.utils.data import DataLoader, Dataset, get_worker_info
+    from torch.utils.data import DataLoader, Dataset, default_collate, get_worker_info
 except ImportError as exc:  # pragma: no cover - the torch extra is installed in CI
     raise MissingDependencyError(
         "torch", extra="torch", purpose="the VIN offline torch Dataset"
@@ -35,24 +41,74 @@ __all__ = [
     "PendingBatch",
     "VinOfflineBatchedTorchDataset",
     "VinOfflineTorchDataset",
+    "VinOfflineTorchSample",
     "collate_samples",
     "passthrough_collate",
 ]
+
+
+#: A per-sample transform: a sample (dict of tensors and records) in, anything out.
+Transform = Callable[[dict[str, Any]], Any]
 
 
 def _to_torch(values: dict[str, Any]) -> dict[str, Any]:
     return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v for k, v in values.items()}
 
 
+class VinOfflineTorchSample(dict[str, Any]):
+    """One sample as the per-item dataset returns it: a plain dict to use, of a type that
+    torch's default collate batches with :func:`collate_samples`."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> Any:  # a worker sends it to the main process as this type
+        return (VinOfflineTorchSample, (dict(self),))
+
+
 def collate_samples(samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Stack tensors on a new batch axis and keep records as lists."""
+    """Stack tensors on a new batch axis and keep records as lists.
+
+    A block whose tensors differ in shape (a transform cropped them differently) cannot be
+    stacked: the error names the block and the shapes.
+    """
     first = samples[0]
-    return {
-        k: torch.stack([s[k] for s in samples])
-        if isinstance(first[k], torch.Tensor)
-        else [s[k] for s in samples]
-        for k in first
-    }
+    out: dict[str, Any] = {}
+    for key in first:
+        values = [s[key] for s in samples]
+        if isinstance(first[key], torch.Tensor):
+            shapes = sorted({tuple(v.shape) for v in values})
+            if len(shapes) > 1:
+                raise ConfigError(
+                    f"collate_samples: block {key!r} has tensors of shapes {shapes} in one "
+                    "batch; only equal shapes stack (make the transform give one shape, or "
+                    "collate this block yourself)",
+                    key="collate_fn",
+                )
+            out[key] = torch.stack(values)
+        else:
+            out[key] = values
+    return out
+
+
+def _collate_registered(batch: Sequence[dict[str, Any]], **_: Any) -> dict[str, Any]:
+    return collate_samples(batch)
+
+
+def _register_default_collate() -> None:
+    """Let torch's default collate batch our samples as :func:`collate_samples` does."""
+    try:
+        from torch.utils.data._utils.collate import default_collate_fn_map
+    except ImportError:  # pragma: no cover - torch < 1.13 has no registry: see the docs
+        return
+    default_collate_fn_map.setdefault(VinOfflineTorchSample, _collate_registered)
+
+
+_register_default_collate()
+
+
+def _as_sample(value: Any) -> Any:
+    """A transform's plain dict stays collated by :func:`collate_samples` by default."""
+    return VinOfflineTorchSample(value) if type(value) is dict else value
 
 
 _COLLATE_HINT = (
@@ -96,7 +152,9 @@ def passthrough_collate(batch: Any) -> Any:
 class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     """Map-style dataset of one split; a sample is a dict of tensors and records.
 
-    Use ``collate_fn=collate_samples`` with a DataLoader (records are not tensors).
+    A ``DataLoader`` with its default collate batches samples with :func:`collate_samples`
+    (tensors stacked, records as lists, whatever their lengths); pass
+    ``collate_fn=collate_samples`` explicitly to say so, or a collate of your own.
 
     Parameters
     ----------
@@ -104,6 +162,13 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
         Store and split to read (a path means ``"all"``), or an open reader to share.
     blocks
         Block names to read (default: every block).
+    raw_records
+        Records as their MessagePack bytes instead of decoded values.
+    transform
+        Called on each sample (a dict of tensors and records) where it is read: in the
+        DataLoader worker, before collating. Its result is the item; a plain dict it
+        returns is still collated by :func:`collate_samples`. It must pickle for
+        ``spawn`` workers (a module-level function or a ``functools.partial`` of one).
     """
 
     def __init__(
@@ -112,6 +177,7 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
+        transform: Transform | None = None,
     ) -> None:
         if isinstance(config, VinOfflineStoreReader):
             self.reader = config  # share its open handles
@@ -121,16 +187,32 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
             raise ConfigError(
                 f"blocks must be a list of block names, found {blocks!r}", key="blocks"
             )
+        if transform is not None and not callable(transform):
+            raise ConfigError(
+                f"transform must be callable (sample -> item), found {transform!r}",
+                key="transform",
+            )
         self.blocks = None if blocks is None else tuple(blocks)
         self.decode_records = not raw_records
+        self.transform = transform
 
     def __len__(self) -> int:
         return len(self.reader)
 
+    def __repr__(self) -> str:
+        extra = "" if self.blocks is None else f", blocks={list(self.blocks)!r}"
+        if self.transform is not None:
+            extra += f", transform={getattr(self.transform, '__qualname__', self.transform)}"
+        return f"{type(self).__name__}({self.reader._repr_args()}{extra})"
+
+    def _item(self, values: dict[str, Any]) -> Any:
+        sample = VinOfflineTorchSample(_to_torch(values))
+        return sample if self.transform is None else _as_sample(self.transform(sample))
+
     def _positions(self, indices: Sequence[int]) -> Any:
         return self.reader.split_positions(indices)  # checked: type and range
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, index: int) -> Any:
         if isinstance(index, bool) or not isinstance(index, int | np.integer):
             raise ConfigError(f"index must be an int, found {index!r}", key="index")
         if index < 0:  # as the reader and Python sequences do
@@ -139,7 +221,7 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
         values = self.reader.read_position(
             position, self.blocks, writeable=True, decode_records=self.decode_records
         )
-        return _to_torch(values)
+        return self._item(values)
 
 
 class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
@@ -153,6 +235,11 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
     one ``/dev/shm`` file (see :mod:`dataset_devkit.vin_store._shm_batch`): several times
     cheaper per batch than torch's descriptor passing. ``shm_transport=False`` keeps torch's
     own transport.
+
+    *transform* is applied per sample, in the worker, as in :class:`VinOfflineTorchDataset`:
+    the batch is read in one gather, cut into samples, each transformed, and the results
+    collated with :func:`collate_samples` (they then travel through torch's transport: the
+    transform decides their shapes, so they cannot be gathered into one file up front).
     """
 
     def __init__(
@@ -162,8 +249,9 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
         *,
         raw_records: bool = False,
         shm_transport: bool = True,
+        transform: Transform | None = None,
     ) -> None:
-        super().__init__(config, blocks, raw_records=raw_records)
+        super().__init__(config, blocks, raw_records=raw_records, transform=transform)
         self._use_shm = shm_transport and shm_available()
         if self._use_shm:
             install_cleanup()  # the main process removes what an early stop leaves behind
@@ -200,21 +288,32 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
         )
 
     def batch(self, indices: Sequence[int]) -> dict[str, Any]:
-        """Read the samples at *indices* of the split as one collated batch of tensors."""
-        return _to_torch(
-            self.reader.read_positions(
-                self._positions(indices),
-                self.blocks,
-                writeable=True,
-                decode_records=self.decode_records,
-            )
+        """Read the samples at *indices* of the split as one collated batch of tensors
+        (each sample transformed first, when the dataset has a transform)."""
+        batch = self.reader.read_positions(
+            self._positions(indices),
+            self.blocks,
+            writeable=True,
+            decode_records=self.decode_records,
         )
+        return self._transformed(batch) if self.transform is not None else _to_torch(batch)
+
+    def _transformed(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """Cut a read batch into samples, transform each, collate the results."""
+        size = len(next(iter(batch.values()))) if batch else 0
+        samples = [self._item({k: v[i] for k, v in batch.items()}) for i in range(size)]
+        return default_collate(samples)  # type: ignore[no-any-return]
 
     def __getitems__(self, indices: list[int]) -> PendingBatch:
         """The DataLoader's batched fetch: indices checked now, read by the collate."""
         return PendingBatch(self, self._positions(indices))
 
     def _gather(self, positions: Any) -> Any:
+        if self.transform is not None:
+            batch = self.reader.read_positions(
+                positions, self.blocks, writeable=True, decode_records=self.decode_records
+            )
+            return self._transformed(batch)
         if get_worker_info() is None:
             batch = self.reader.read_positions(
                 positions, self.blocks, writeable=True, decode_records=self.decode_records

@@ -354,3 +354,9 @@ def test_a_dataroot_that_is_not_a_non_empty_str_or_path_is_a_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match="dataroot must be a non-empty str or Path"):
         Dataset(dataroot)
+
+
+def test_the_dataset_repr_says_root_version_and_scenes(ds: Dataset) -> None:
+    scenes = len(ds.table("scene"))
+    assert scenes > 0
+    assert repr(ds) == f"Dataset({str(ds.dataroot)!r}, version={ds.version!r}, scenes={scenes})"

@@ -70,7 +70,8 @@ class Dataset:
         self._ix: DatasetIndex = load_index(dataroot, version)
 
     def __repr__(self) -> str:
-        return f"Dataset({str(self._ix.root)!r}, version={self._ix.version!r})"
+        scenes = len(self._ix.tables["scene"])
+        return f"Dataset({str(self._ix.root)!r}, version={self._ix.version!r}, scenes={scenes})"
 
     @property
     def dataroot(self) -> Path:

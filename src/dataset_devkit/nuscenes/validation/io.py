@@ -16,6 +16,7 @@ from types import TracebackType
 
 from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.reads import read_expected
 
 __all__ = ["DatarootReader", "check_relative_name", "dataroot_path"]
 
@@ -154,16 +155,13 @@ class DatarootReader:
                     path=self.root / rel,
                 )
             # One read of the expected size (plus one byte to notice growth) in the common case.
-            chunks = [os.read(fd, before.st_size + 1)]
-            while chunks[-1]:
-                chunks.append(os.read(fd, 1 << 20))
-            data = chunks[0] if len(chunks) == 2 else b"".join(chunks)
+            data = read_expected(fd, before.st_size)
             after = os.fstat(fd)
         finally:
             os.close(fd)
         identity = ("st_dev", "st_ino", "st_size", "st_mtime_ns")
         if any(getattr(before, a) != getattr(after, a) for a in identity) or len(data) != (
-            after.st_size
+            before.st_size
         ):
             raise UnsafePathError("file changed while it was read", path=self.root / rel)
         return data
