@@ -21,6 +21,7 @@ from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.inputs import (
     MAX_RECORDING_SPAN_NS,
     channel_mapping,
+    check_recording_names,
     distinct_recordings,
     open_recording,
 )
@@ -90,6 +91,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
                 rotation=c.rotation,
                 timestamps_ns=c.timestamps_ns,
                 invalid_frames=c.invalid_frames,
+                source_encoding=c.source_encoding or msgspec.UNSET,
             )
             for c in sorted(src.cameras, key=lambda c: mapping[c.source_name])
         ),
@@ -98,6 +100,10 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
         gnss=FixRows.from_rows((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
         track=PoseRows.from_rows((s.timestamp_ns, s.value) for s in src.track),
         gnss_pose_offsets_m=src.gnss_pose_offsets_m,
+        pose_frame=src.pose_frame or msgspec.UNSET,
+        world_frame=src.world_frame or msgspec.UNSET,
+        pose_source=src.pose_source or msgspec.UNSET,
+        clock=src.clock or msgspec.UNSET,
     )
 
 
@@ -140,8 +146,13 @@ def build_evidence(
     # before the ingest: a missing folder or an existing output would fail only at the end
     check_output_location(Path(out), "out", apart_from=[Path(p) for p in paths])
     report = progress or (lambda stage, done, total: None)
+    check_recording_names([Path(p) for p in paths], config)
     sources = ingest_recordings(
-        [Path(p) for p in paths], config.ingest.vehicle_frame, executor, report
+        [Path(p) for p in paths],
+        config.ingest,
+        round(config.scenario.pose_tolerance_ms * 1e6),
+        executor,
+        report,
     )
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:
