@@ -11,26 +11,9 @@ from hypothesis import strategies as st
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.pixels import RAW_ENCODINGS, mono16_to_mono8, raw_to_pixels
+from tests.nuscenes.camera_content import Array, psnr, scene
 
-Array = npt.NDArray[np.uint8]
 WHAT = "/cam/image_raw at 17 ns"
-
-
-def _scene(height: int, width: int, seed: int = 0) -> Array:
-    """A smooth, textured RGB image (gradients, waves and mild noise), like a camera's."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    rgb = np.stack(
-        [
-            128 + 80 * np.sin(x / 7.0 + y / 19.0),
-            128 + 70 * np.cos(y / 9.0 - x / 23.0),
-            96 + 0.4 * x + 0.3 * y,
-        ],
-        axis=-1,
-    )
-    rgb += rng.normal(0.0, 2.0, rgb.shape)
-    out: Array = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
-    return out
 
 
 def _rows(pixels: npt.NDArray[np.generic], padding: int, *, cut_last: bool = False) -> bytes:
@@ -52,11 +35,6 @@ def _decode(data: bytes, encoding: str, width: int, height: int, step: int, **kw
         is_bigendian=kw.get("is_bigendian", False),
         what=WHAT,
     )
-
-
-def _psnr(a: Array, b: Array) -> float:
-    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 # ------------------------------------------------------------------ byte-aligned encodings
@@ -85,7 +63,7 @@ def _packed(rgb: Array, encoding: str, seed: int) -> Array:
 def test_colour_encodings_round_trip_exactly_from_a_known_image(
     encoding: str, height: int, width: int, padding: int, cut_last: bool, seed: int
 ) -> None:
-    rgb = _scene(height, width, seed)
+    rgb = scene(height, width, seed)
     packed = _packed(rgb, encoding, seed)
     step = width * packed.shape[2] + padding
     data = _rows(np.ascontiguousarray(packed), padding, cut_last=cut_last)
@@ -105,7 +83,7 @@ def test_colour_encodings_round_trip_exactly_from_a_known_image(
 def test_mono8_round_trips_exactly(
     encoding: str, height: int, width: int, padding: int, seed: int
 ) -> None:
-    grey = _scene(height, width, seed)[:, :, 1].copy()
+    grey = scene(height, width, seed)[:, :, 1].copy()
     out = _decode(_rows(grey, padding), encoding, width, height, width + padding)
     assert out.shape == (height, width)
     np.testing.assert_array_equal(out, grey)
@@ -168,13 +146,13 @@ def _mosaic(rgb: Array, pattern: str) -> Array:
 def test_bayer_demosaic_of_a_smooth_image_is_close_to_it_and_exact_on_a_flat_one(
     pattern: str,
 ) -> None:
-    rgb = _scene(96, 128)
+    rgb = scene(96, 128)
     mosaic = _mosaic(rgb, pattern)
     out = _decode(mosaic.tobytes(), f"bayer_{pattern}8", 128, 96, 128)
     assert out.shape == (96, 128, 3)
     # The known sample of each site is kept exactly; the interpolated ones are close.
     np.testing.assert_array_equal(_mosaic(out, pattern), mosaic)
-    assert _psnr(out, rgb) >= 36.0
+    assert psnr(out, rgb) >= 36.0
     flat = np.empty((7, 9, 3), dtype=np.uint8)
     flat[...] = (200, 90, 31)
     got = _decode(_mosaic(flat, pattern).tobytes(), f"bayer_{pattern}8", 9, 7, 9)
@@ -210,7 +188,7 @@ def test_bayer_demosaic_is_opencvs_bilinear_one_away_from_the_border(
 def test_bayer_keeps_every_sample_for_any_size_including_odd_ones(
     pattern: str, height: int, width: int, padding: int, seed: int
 ) -> None:
-    rgb = _scene(height, width, seed)
+    rgb = scene(height, width, seed)
     mosaic = _mosaic(rgb, pattern)
     out = _decode(_rows(mosaic, padding), f"bayer_{pattern}8", width, height, width + padding)
     np.testing.assert_array_equal(_mosaic(out, pattern), mosaic)
@@ -238,7 +216,7 @@ def test_yuv422_converts_as_opencv_does(
 
 
 def test_yuv422_of_a_known_image_comes_back_within_chroma_subsampling_error() -> None:
-    rgb = _scene(48, 64)
+    rgb = scene(48, 64)
     # Build UYVY from the image with BT.601 limited-range coefficients, chroma averaged per pair.
     r, g, b = (rgb[:, :, k].astype(np.float64) for k in range(3))
     y = 16 + 0.257 * r + 0.504 * g + 0.098 * b
@@ -249,7 +227,7 @@ def test_yuv422_of_a_known_image_comes_back_within_chroma_subsampling_error() ->
     packed = np.stack([u2, y[:, 0::2], v2, y[:, 1::2]], axis=-1)
     data = np.clip(np.rint(packed), 0, 255).astype(np.uint8).tobytes()
     out = _decode(data, "uyvy", 64, 48, 128)
-    assert _psnr(out, rgb) >= 38.0
+    assert psnr(out, rgb) >= 38.0
 
 
 # ------------------------------------------------------------------------------- refusals
