@@ -140,4 +140,3 @@ def register(app: typer.Typer) -> None:
     """Add the ``recording`` group to the root app."""
     recording_app.command("inspect")(inspect)
     app.add_typer(recording_app, name="recording")
-

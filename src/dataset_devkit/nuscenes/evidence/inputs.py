@@ -17,10 +17,10 @@ import msgspec
 from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.ingest import RecordingSource
-from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS
-from dataset_devkit.nuscenes.ingest.open import open_recording as ingest_open
 from dataset_devkit.nuscenes.ingest.decoded_schema import load_recording
 from dataset_devkit.nuscenes.ingest.names import check_names
+from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS
+from dataset_devkit.nuscenes.ingest.open import open_recording as ingest_open
 from dataset_devkit.nuscenes.ingest.probe import RecordingTopics, probe_recording
 from dataset_devkit.nuscenes.options import IngestConfig, PipelineConfig
 

@@ -242,8 +242,11 @@ _BLOCK = 4096
 def _encode(value: object) -> bytes:
     if isinstance(value, EvidenceDocument | EvRecording | EvCamera):
         # Evidence records encode every field under its own name (no rename, no omitted
-        # defaults): canonical JSON is their fields in sorted order.
-        fields = sorted(value.__struct_fields__)
+        # defaults; unset additive fields left out, as msgspec does): canonical JSON is their
+        # fields in sorted order.
+        fields = sorted(
+            f for f in value.__struct_fields__ if getattr(value, f) is not msgspec.UNSET
+        )
         return (
             b"{"
             + b",".join(

@@ -35,6 +35,7 @@ __all__ = [
     "BACKEND_SQLITE3",
     "ROS1_SUFFIX",
     "AnyBagLog",
+    "message_errors",
     "replay_anybag",
     "rosbags_reader",
 ]
@@ -77,6 +78,15 @@ def rosbags_reader(path: Path, ros_distro: str, what: Path) -> Iterator[Any]:
         reader.close()
 
 
+def message_errors() -> tuple[type[BaseException], ...]:
+    """What deserializing a malformed bag message raises (rosbags' own error and the
+    decoders' builtins)."""
+    from rosbags.highlevel import AnyReaderError
+
+    error: type[BaseException] = AnyReaderError
+    return (error, *decode_errors())
+
+
 def _messages(
     reader: Any,
     path: Path,
@@ -85,8 +95,7 @@ def _messages(
     only: frozenset[str] | None = None,
 ) -> Iterator[Message]:
     """Messages in log-time order; with *only*, just those topics are read from the files."""
-    from rosbags.highlevel import AnyReaderError
-
+    errors = message_errors()
     described: dict[int, Channel] = {}
     encoding = "cdr" if reader.is2 else "ros1"
     for connection in reader.connections:
@@ -95,9 +104,7 @@ def _messages(
             schema=canonical_schema_name(connection.msgtype),
             encoding=encoding,
         )
-    selected = (
-        [c for c in reader.connections if c.topic in only] if only is not None else None
-    )
+    selected = [c for c in reader.connections if c.topic in only] if only is not None else None
     if selected == []:
         return
     for connection, log_time, raw in reader.messages(connections=selected or ()):
@@ -110,7 +117,7 @@ def _messages(
             continue
         try:
             records = known.normalize(reader.deserialize(raw, connection.msgtype))
-        except (AnyReaderError, *decode_errors()) as exc:
+        except errors as exc:
             raise FormatError(
                 f"topic {info.topic!r} (schema {connection.msgtype!r}): malformed message at "
                 f"log_time {log_time}: {type(exc).__name__}: {exc}",

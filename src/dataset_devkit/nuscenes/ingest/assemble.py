@@ -18,6 +18,7 @@ from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import did_you_mean
 from dataset_devkit.nuscenes.common.geometry import Transform, compose, identity, invert
 from dataset_devkit.nuscenes.common.tf_tree import TransformLookupError, TransformTree
+from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.ingest.backend import ReadState
 from dataset_devkit.nuscenes.ingest.cameras import ENCODING_JPEG
 from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
@@ -29,7 +30,6 @@ from dataset_devkit.nuscenes.ingest.records import Calibration
 from dataset_devkit.nuscenes.ingest.roles import ROLE_IGNORED
 from dataset_devkit.nuscenes.ingest.scan import CameraTrack, Scan
 from dataset_devkit.nuscenes.ingest.schemas import CAMERA_KINDS, known_schemas
-from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.options import CameraTopicConfig, IngestConfig
 from dataset_devkit.nuscenes.spec import (
     POSE_FRAME_LOCAL_TF,
@@ -44,7 +44,10 @@ SIM_TIME_LIMIT_NS = 1_000_000_000 * 1_000_000_000
 
 
 def _topics_seen(scan: Scan) -> str:
-    seen = [f"{topic} ({schema or 'no schema'}, {s.messages})" for (topic, schema), s in sorted(scan.stats.items())]
+    seen = [
+        f"{topic} ({schema or 'no schema'}, {s.messages})"
+        for (topic, schema), s in sorted(scan.stats.items())
+    ]
     return ", ".join(seen[:20]) + (f", ... ({len(seen) - 20} more)" if len(seen) > 20 else "")
 
 
@@ -140,16 +143,17 @@ def assemble_recording(
         calib = _calibration_for(scan, track, path)
         frame = track.frame_id.lstrip("/")
         try:
-            if frame not in scan.tree.frames():
-                raise TransformLookupError("")
-            pose = camera_extrinsic(scan.tree, vehicle.lstrip("/"), frame)
+            known = frame in scan.tree.frames() and vehicle.lstrip("/") in scan.tree.frames()
+            pose = camera_extrinsic(scan.tree, vehicle.lstrip("/"), frame) if known else None
         except TransformLookupError:
+            pose = None
+        if pose is None:
             raise FormatError(
                 f"camera {track.frame_id!r} (topic {track.topic!r}) is not reachable from "
                 f"{vehicle!r} in the transform tree"
                 + did_you_mean(frame, scan.tree.frames(), known="frames"),
                 path=path,
-            ) from None
+            )
         kept = []
         for ts, dims in track.frames.by_time():
             if dims != (calib.width, calib.height):
@@ -204,7 +208,9 @@ def assemble_recording(
             path=path,
         )
     simulated = bool(camera_times) and camera_times[-1] < SIM_TIME_LIMIT_NS
-    specs = tuple(CameraSpec(c.source_name, c.topic, scan.cameras[c.source_name].encoding) for c in cameras)
+    specs = tuple(
+        CameraSpec(c.source_name, c.topic, scan.cameras[c.source_name].encoding) for c in cameras
+    )
     return RecordingSource(
         source_type=SOURCE_MCAP,
         backend=backend,
@@ -260,4 +266,3 @@ def _invalid_detail(cameras: Sequence[CameraStream]) -> tuple[str, ...]:
                 f"{first_t} ns: {reason}"
             )
     return tuple(out)
-

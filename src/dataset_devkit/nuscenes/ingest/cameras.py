@@ -114,7 +114,9 @@ _BYTES_PER_PIXEL: Final = {"8": 1, "16": 2, "32": 4, "64": 8}
 def _check_raw_size(frame: RawFrame, what: str) -> None:
     """Cheap header checks at scan time; the full checks run when the frame is decoded."""
     if frame.width < 1 or frame.height < 1:
-        raise FormatError(f"{what}: image size must be positive, found {frame.width}x{frame.height}")
+        raise FormatError(
+            f"{what}: image size must be positive, found {frame.width}x{frame.height}"
+        )
     if frame.step < frame.width:
         raise FormatError(
             f"{what}: step {frame.step} is smaller than the width {frame.width} ({frame.encoding})"

@@ -188,9 +188,7 @@ def _calibration_topic(scan: Scan, camera_topic: str) -> str | None:
 def _suggestions(scan: Scan, options: IngestConfig) -> list[str]:
     lines: list[str] = []
     pose = pose_config(options)
-    has_fix = any(
-        scan.roles.role_of(t, s).kind == KIND_FIX for (t, s) in scan.stats
-    )
+    has_fix = any(scan.roles.role_of(t, s).kind == KIND_FIX for (t, s) in scan.stats)
     if pose.source == "gnss" and not has_fix:
         vehicle = options.vehicle_frame.lstrip("/")
         frames = scan.tree.frames()
@@ -302,7 +300,9 @@ def inspect_recording(
     except DevkitError as exc:
         problems.append(str(exc))
     times = [
-        t for track in scan.cameras.values() for t in (track.frames.times[:1] + track.frames.times[-1:])
+        t
+        for track in scan.cameras.values()
+        for t in (track.frames.times[:1] + track.frames.times[-1:])
     ]
     start, end = (min(times), max(times)) if times else (None, None)
     return RecordingReport(

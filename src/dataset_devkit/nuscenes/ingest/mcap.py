@@ -27,7 +27,15 @@ from dataset_devkit.nuscenes.ingest.source import (
     source_identity,
 )
 
-__all__ = ["BACKEND_MCAP", "MCAP_MAGIC", "METADATA_NAME", "McapLog", "decode_errors", "replay"]
+__all__ = [
+    "BACKEND_MCAP",
+    "MCAP_MAGIC",
+    "METADATA_NAME",
+    "McapLog",
+    "decode_errors",
+    "replay",
+    "truncation_errors",
+]
 
 BACKEND_MCAP = "mcap"
 #: The 8 bytes every MCAP file starts with.
@@ -45,7 +53,8 @@ def _stream_reader(f: BinaryIO) -> Any:
     return StreamReader(f, record_size_limit=1 << 31)
 
 
-def _truncation_errors() -> tuple[type[BaseException], ...]:
+def truncation_errors() -> tuple[type[BaseException], ...]:
+    """What mcap's readers raise on a file that ends early or holds a broken record."""
     from mcap.exceptions import McapError
 
     return (McapError, EOFError, struct.error)
@@ -112,7 +121,7 @@ def _records(f: BinaryIO, path: Path, state: ReadState | None) -> Iterator[tuple
             if type(record).__name__ == "Footer":
                 complete = True
             last_good = f.tell()
-    except _truncation_errors() as exc:
+    except truncation_errors() as exc:
         f.seek(last_good)
         salvaged = salvage_chunk(f.read())
         before = state.messages if state is not None else 0

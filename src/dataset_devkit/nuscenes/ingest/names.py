@@ -65,9 +65,11 @@ def _check_topic(
 def _channels(options: IngestConfig, probes: Sequence[RecordingTopics]) -> set[str]:
     """The channels the recordings' cameras will have under *options*."""
     channels: set[str] = set()
-    mapped = {} if isinstance(options.cameras, msgspec.UnsetType) else {
-        c.topic: c for c in options.cameras
-    }
+    mapped = (
+        {}
+        if isinstance(options.cameras, msgspec.UnsetType)
+        else {c.topic: c for c in options.cameras}
+    )
     for probe in probes:
         for info in probe.topics:
             if info.kind not in CAMERA_KINDS:
@@ -78,7 +80,11 @@ def _channels(options: IngestConfig, probes: Sequence[RecordingTopics]) -> set[s
             if camera is not None and isinstance(camera.channel, str):
                 channels.add(camera.channel)
                 continue
-            frame = camera.frame_id if camera is not None and isinstance(camera.frame_id, str) else info.frame_id
+            frame = (
+                camera.frame_id
+                if camera is not None and isinstance(camera.frame_id, str)
+                else info.frame_id
+            )
             try:
                 channels.add(normalize_channel(frame))
             except FormatError:
@@ -100,9 +106,7 @@ def check_names(
     kinds = _kinds(probes)
     if probes and not isinstance(options.cameras, msgspec.UnsetType):
         for i, camera in enumerate(options.cameras):
-            _check_topic(
-                camera.topic, f"ingest.cameras[{i}].topic", kinds, CAMERA_KINDS, "camera"
-            )
+            _check_topic(camera.topic, f"ingest.cameras[{i}].topic", kinds, CAMERA_KINDS, "camera")
             if isinstance(camera.calibration_topic, str):
                 _check_topic(
                     camera.calibration_topic,

@@ -71,9 +71,7 @@ def message_log(path: Path, options: IngestConfig | None = None) -> MessageLogKi
         if is_bag_folder(path):
             layout = bag_layout(path)
             if layout.storage == "mcap":
-                return McapLog(
-                    path, layout.parts, (layout.metadata, layout.raw), ros_distro=distro
-                )
+                return McapLog(path, layout.parts, (layout.metadata, layout.raw), ros_distro=distro)
             return AnyBagLog(path, layout, ros_distro=distro)
         if os.path.lexists(path / RECORDING_FILE):
             return None
@@ -115,9 +113,7 @@ def scan_recording(
     roles = RoleTable(options)
     scan = Scan(roles=roles, tree=TransformTree(max_gap_ns=tolerance_ns))
     state = ReadState()
-    scan_messages(
-        log.read(roles.wanted, state, digest), scan, log.path, options.vehicle_frame
-    )
+    scan_messages(log.read(roles.wanted, state, digest), scan, log.path, options.vehicle_frame)
     return scan, state
 
 

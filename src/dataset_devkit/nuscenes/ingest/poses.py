@@ -93,7 +93,11 @@ def _fix_streams(
     translations: list[TimedVec3] = []
     gnss: list[GnssContext] = []
     track: list[TimedVec3] = []
-    local = LocalEnu(ordered[0].latitude, ordered[0].longitude, ordered[0].altitude) if ordered else None
+    local = (
+        LocalEnu(ordered[0].latitude, ordered[0].longitude, ordered[0].altitude)
+        if ordered
+        else None
+    )
     for fx in ordered:
         east, north = to_web_mercator(fx.latitude, fx.longitude)
         translations.append(TimedVec3(fx.timestamp_ns, (east, north, fx.altitude)))
@@ -120,11 +124,13 @@ class _Failures:
         self.first: dict[str, tuple[int, str]] = {}
         self.kinds: Counter[str] = Counter()
 
-    def add(self, t: int, exc: TransformLookupError) -> None:
+    def add(self, t: int, kind: str, detail: str) -> None:
         self.count += 1
-        kind = type(exc).__name__
         self.kinds[kind] += 1
-        self.first.setdefault(kind, (t, exc.detail))
+        self.first.setdefault(kind, (t, detail))
+
+    def lookup_failed(self, t: int, exc: TransformLookupError) -> None:
+        self.add(t, type(exc).__name__, exc.detail)
 
     def rejections(self, subject: str) -> list[Rejection]:
         return [
@@ -146,7 +152,7 @@ def _chain_poses(
         try:
             found.append((t, tree.lookup(world, vehicle, t)))
         except TransformLookupError as exc:
-            failures.add(t, exc)
+            failures.lookup_failed(t, exc)
     return found, failures
 
 
@@ -178,7 +184,8 @@ def ego_poses(
     subject = "ego pose"
     if pose.source == "gnss":
         declared = isinstance(pose.world_frame, str)
-        if vehicle not in tree.frames() and not declared:
+        if not declared and (vehicle not in tree.frames() or tree.parent_of(vehicle) is None):
+            # No transform into the vehicle frame (it is absent, or only the cameras' parent).
             if scan.orientations:
                 return EgoPoses(
                     tuple(translations),
@@ -313,7 +320,7 @@ def _topic_poses(
         if not tree.is_static_path(child, vehicle):
             raise FormatError(
                 f"the chain from {track.topic}'s child frame {child!r} to the vehicle frame "
-                f"{vehicle!r} is not static; use [ingest.pose] source = \"tf\"",
+                f'{vehicle!r} is not static; use [ingest.pose] source = "tf"',
                 path=path,
             )
         below = tree.lookup(child, vehicle, 0)
@@ -327,7 +334,7 @@ def _topic_poses(
         if j < len(stamps) and stamps[j] == t:
             value = _sample(track, order[j])
         elif j == 0 or j == len(stamps) or stamps[j] - stamps[j - 1] > tolerance_ns:
-            failures.add(t, _gap(track.topic, t, stamps, j, tolerance_ns))
+            failures.add(t, *_gap(track.topic, t, stamps, j, tolerance_ns))
             continue
         else:
             t0, t1 = stamps[j - 1], stamps[j]
@@ -340,21 +347,22 @@ def _topic_poses(
             try:
                 value = compose(tree.lookup(world, source, t), value)
             except TransformLookupError as exc:
-                failures.add(t, exc)
+                failures.lookup_failed(t, exc)
                 continue
         found.append((t, value))
     return world, found, failures
 
 
-def _gap(topic: str, t: int, stamps: list[int], j: int, tolerance_ns: int) -> TransformLookupError:
-    from dataset_devkit.nuscenes.common.tf_tree import ExtrapolationError, GapError
-
+def _gap(topic: str, t: int, stamps: list[int], j: int, tolerance_ns: int) -> tuple[str, str]:
+    """``(kind, detail)`` of a camera time the pose topic does not cover."""
     if j == 0 or j == len(stamps):
-        return ExtrapolationError(
+        return (
+            "ExtrapolationError",
             f"pose topic {topic!r} has messages only from {stamps[0] / 1e9:.3f} s to "
-            f"{stamps[-1] / 1e9:.3f} s, not at {t / 1e9:.3f} s"
+            f"{stamps[-1] / 1e9:.3f} s, not at {t / 1e9:.3f} s",
         )
-    return GapError(
+    return (
+        "GapError",
         f"pose topic {topic!r} has no message between {stamps[j - 1] / 1e9:.3f} s and "
-        f"{stamps[j] / 1e9:.3f} s (more than the {tolerance_ns / 1e6:g} ms pose tolerance)"
+        f"{stamps[j] / 1e9:.3f} s (more than the {tolerance_ns / 1e6:g} ms pose tolerance)",
     )

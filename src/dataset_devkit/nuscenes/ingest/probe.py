@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dataset_devkit.nuscenes.ingest.anybag import AnyBagLog, rosbags_reader
+from dataset_devkit.nuscenes.ingest.anybag import AnyBagLog, message_errors, rosbags_reader
 from dataset_devkit.nuscenes.ingest.backend import Channel, ReadState
-from dataset_devkit.nuscenes.ingest.mcap import McapLog, decode_errors
+from dataset_devkit.nuscenes.ingest.mcap import McapLog, decode_errors, truncation_errors
 from dataset_devkit.nuscenes.ingest.messages import decoder_for
 from dataset_devkit.nuscenes.ingest.open import MessageLogKind, message_log
 from dataset_devkit.nuscenes.ingest.records import CompressedFrame, RawFrame, VideoPacket
@@ -59,9 +59,10 @@ def _frame_id(records: list[Any] | None) -> str:
 
 def _from_summary(log: McapLog) -> list[TopicInfo] | None:
     """Topics of every split from their summaries; None when one has none (a crash)."""
-    from mcap.exceptions import McapError
     from mcap.reader import SeekingReader
 
+    unreadable: tuple[type[BaseException], ...] = (*truncation_errors(), ValueError, OSError)
+    undecodable: tuple[type[BaseException], ...] = (*truncation_errors(), *decode_errors())
     counts: dict[tuple[str, str], int] = {}
     frames: dict[str, str] = {}
     kinds: dict[tuple[str, str], str] = {}
@@ -70,7 +71,7 @@ def _from_summary(log: McapLog) -> list[TopicInfo] | None:
             try:
                 reader = SeekingReader(f, record_size_limit=1 << 31)
                 summary = reader.get_summary()
-            except (McapError, EOFError, ValueError, OSError):
+            except unreadable:
                 return None
             if summary is None or summary.statistics is None:
                 return None
@@ -88,11 +89,13 @@ def _from_summary(log: McapLog) -> list[TopicInfo] | None:
                     first = next(iter(reader.iter_messages(topics=[channel.topic])), None)
                     if first is not None:
                         decode = decoder_for(
-                            channel.message_encoding, first[0], channel.topic,
+                            channel.message_encoding,
+                            first[0],
+                            channel.topic,
                             ros_distro=log.ros_distro,
                         )
                         frames[channel.topic] = _frame_id(info.normalize(decode(first[2].data)))
-                except (McapError, *decode_errors()):
+                except undecodable:
                     return None
     return [
         TopicInfo(topic, schema, kinds[(topic, schema)], n, frames.get(topic, ""))
@@ -102,8 +105,7 @@ def _from_summary(log: McapLog) -> list[TopicInfo] | None:
 
 def _from_rosbags(log: AnyBagLog) -> list[TopicInfo]:
     """Topics from the bag's connections, and the first message of each camera topic."""
-    from rosbags.highlevel import AnyReaderError
-
+    errors = message_errors()
     counts: dict[tuple[str, str], int] = {}
     frames: dict[str, str] = {}
     with rosbags_reader(log.path, log.ros_distro, log.path) as reader:
@@ -118,7 +120,7 @@ def _from_rosbags(log: AnyBagLog) -> list[TopicInfo]:
                 try:
                     decoded = reader.deserialize(raw, connection.msgtype)
                     frames[connection.topic] = _frame_id(info.normalize(decoded))
-                except (AnyReaderError, *decode_errors()):
+                except errors:
                     frames[connection.topic] = ""
                 break
     out = []
@@ -163,4 +165,3 @@ def probe_recording(path: Path, options: IngestConfig | None = None) -> Recordin
     else:
         topics = _from_summary(log) or _by_reading(log)
     return RecordingTopics(path, log.backend, tuple(topics))
-

@@ -19,7 +19,14 @@ from typing import Any
 from dataset_devkit.errors import FormatError, MissingDependencyError
 from dataset_devkit.nuscenes.ingest.source import open_regular
 
-__all__ = ["BAG_METADATA_FILE", "BAG_STORAGES", "BagLayout", "bag_files", "bag_layout", "is_bag_folder"]
+__all__ = [
+    "BAG_METADATA_FILE",
+    "BAG_STORAGES",
+    "BagLayout",
+    "bag_files",
+    "bag_layout",
+    "is_bag_folder",
+]
 
 BAG_METADATA_FILE = "metadata.yaml"
 #: rosbag2 storage identifier -> the suffix of its split files.
@@ -114,7 +121,8 @@ def bag_layout(folder: Path) -> BagLayout:
             or Path(name).suffix != suffix
         ):
             raise FormatError(
-                f"expected the name of a {suffix} split file ({storage} storage), found {name!r}",
+                f"expected the name of {'an' if suffix == '.mcap' else 'a'} {suffix} split file "
+                f"({storage} storage), found {name!r}",
                 path=meta,
                 field=f"$.rosbag2_bagfile_information.relative_file_paths[{i}]",
             )

@@ -20,7 +20,6 @@ from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.tf_tree import TransformTree
 from dataset_devkit.nuscenes.ingest.backend import Message
 from dataset_devkit.nuscenes.ingest.cameras import (
-    ENCODING_JPEG,
     CameraFrame,
     frame_encoding,
     probe_still,
@@ -167,9 +166,7 @@ class Scan:
         self.filtering.append(Rejection(subject=subject, reason=reason))
 
 
-def scan_messages(
-    messages: Iterable[Message], scan: Scan, path: Path, vehicle_frame: str
-) -> Scan:
+def scan_messages(messages: Iterable[Message], scan: Scan, path: Path, vehicle_frame: str) -> Scan:
     """Sort every message into *scan*; a malformed one is a FormatError naming the message."""
     for message in messages:
         scan.messages += 1
@@ -227,7 +224,11 @@ def _take(
         if rec.child.lstrip("/") == vehicle_frame:
             scan.vehicle_edges += 1
         refused = scan.tree.add(
-            rec.parent, rec.child, rec.timestamp_ns, rec.transform, static=role.role == ROLE_STATIC_TF
+            rec.parent,
+            rec.child,
+            rec.timestamp_ns,
+            rec.transform,
+            static=role.role == ROLE_STATIC_TF,
         )
         if refused is not None:
             scan.reject(f"topic {topic}", f"transform at {rec.timestamp_ns} ns refused: {refused}")
@@ -244,7 +245,8 @@ def _take(
             scan.fixes.append(rec)
         else:
             scan.reject(
-                f"topic {topic}", f"GNSS message at {rec.timestamp_ns} ns has no usable fix: dropped"
+                f"topic {topic}",
+                f"GNSS message at {rec.timestamp_ns} ns has no usable fix: dropped",
             )
 
 
@@ -332,7 +334,10 @@ def _pose_sample(scan: Scan, rec: PoseSample, topic: str) -> None:
     track = scan.poses
     if track is None:
         track = scan.poses = PoseTrack(topic, rec.frame_id.lstrip("/"), rec.child_frame.lstrip("/"))
-    if (rec.frame_id.lstrip("/"), rec.child_frame.lstrip("/")) != (track.frame_id, track.child_frame):
+    if (rec.frame_id.lstrip("/"), rec.child_frame.lstrip("/")) != (
+        track.frame_id,
+        track.child_frame,
+    ):
         raise FormatError(
             f"topic {topic!r}: pose frames change from {track.frame_id!r}->"
             f"{track.child_frame!r} to {rec.frame_id!r}->{rec.child_frame!r} at "

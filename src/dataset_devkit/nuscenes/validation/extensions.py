@@ -172,9 +172,7 @@ def _check_source(
     rel = _rel(spec.SOURCE_FILE)
     found = (source.privacy, source.pose_frame, source.global_horizontal_resolution_m)
     if (source.source_type, *found) not in spec.SOURCE_COMBINATIONS:
-        allowed = sorted(
-            str(c[1:]) for c in spec.SOURCE_COMBINATIONS if c[0] == source.source_type
-        )
+        allowed = sorted(str(c[1:]) for c in spec.SOURCE_COMBINATIONS if c[0] == source.source_type)
         issues.append(
             f"{rel}: source/privacy/pose combination {source.source_type}/{found[0]}/{found[1]}"
             f"/{found[2]} is outside the fixed contract (expected one of {', '.join(allowed)})"
