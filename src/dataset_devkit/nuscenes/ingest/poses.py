@@ -143,17 +143,33 @@ class _Failures:
         ]
 
 
+class _Streams:
+    """Position and orientation samples as they are found (no list of transforms kept:
+    an hour of camera times is hundreds of thousands of samples)."""
+
+    def __init__(self, positions: bool) -> None:
+        self.translations: list[TimedVec3] | None = [] if positions else None
+        self.rotations: list[TimedQuat] = []
+        self.failures = _Failures()
+
+    def add(self, t: int, value: Transform) -> None:
+        if self.translations is not None:
+            self.translations.append(TimedVec3(t, value[0]))
+        self.rotations.append(TimedQuat(t, value[1]))
+
+
 def _chain_poses(
-    tree: TransformTree, world: str, vehicle: str, times: Sequence[int]
-) -> tuple[list[tuple[int, Transform]], _Failures]:
-    found: list[tuple[int, Transform]] = []
-    failures = _Failures()
+    tree: TransformTree, world: str, vehicle: str, times: Sequence[int], *, positions: bool
+) -> _Streams:
+    streams = _Streams(positions)
     for t in times:
         try:
-            found.append((t, tree.lookup(world, vehicle, t)))
+            value = tree.lookup(world, vehicle, t)
         except TransformLookupError as exc:
-            failures.lookup_failed(t, exc)
-    return found, failures
+            streams.failures.lookup_failed(t, exc)
+            continue
+        streams.add(t, value)
+    return streams
 
 
 def _root_of(tree: TransformTree, frame: str) -> str:
@@ -235,11 +251,10 @@ def ego_poses(
             times: Sequence[int] = tree.sample_times(world, vehicle)
         else:
             times = camera_times
-        found, failures = _chain_poses(tree, world, vehicle, times)
-        rotations = tuple(TimedQuat(t, value[1]) for t, value in found)
+        streams = _chain_poses(tree, world, vehicle, times, positions=False)
         return EgoPoses(
             tuple(translations),
-            rotations,
+            tuple(streams.rotations),
             tuple(gnss),
             tuple(fix_track),
             longitude,
@@ -247,7 +262,7 @@ def ego_poses(
             "",
             f"gnss position, tf orientation {world} -> {vehicle}",
             scan.vehicle_edges or len(scan.orientations),
-            tuple(extra + failures.rejections(subject)),
+            tuple(extra + streams.failures.rejections(subject)),
         )
     if pose.source == "tf":
         vehicle = frame_in_tree(tree, vehicle, "ingest.vehicle_frame", path)
@@ -262,7 +277,7 @@ def ego_poses(
                 "fixed frame of the tree (map, odom)",
                 path=path,
             )
-        found, failures = _chain_poses(tree, world, vehicle, camera_times)
+        streams = _chain_poses(tree, world, vehicle, camera_times, positions=True)
         description = f"tf {world} -> {vehicle}"
         observed = scan.vehicle_edges
     else:
@@ -273,15 +288,15 @@ def ego_poses(
                 f"{pose.source!r})",
                 path=path,
             )
-        world, found, failures = _topic_poses(
+        world, streams = _topic_poses(
             tree, track_poses, pose.world_frame, vehicle, camera_times, tolerance_ns, path
         )
         description = f"{pose.source} {track_poses.topic} ({world} -> {vehicle})"
         observed = len(track_poses.times)
-    positions = tuple(TimedVec3(t, value[0]) for t, value in found)
+    positions = tuple(streams.translations or ())
     return EgoPoses(
         positions,
-        tuple(TimedQuat(t, value[1]) for t, value in found),
+        tuple(streams.rotations),
         tuple(gnss),
         positions,
         longitude,
@@ -289,7 +304,7 @@ def ego_poses(
         world,
         description,
         observed,
-        tuple(failures.rejections(subject)),
+        tuple(streams.failures.rejections(subject)),
     )
 
 
@@ -306,7 +321,7 @@ def _topic_poses(
     times: Sequence[int],
     tolerance_ns: int,
     path: Path,
-) -> tuple[str, list[tuple[int, Transform]], _Failures]:
+) -> tuple[str, _Streams]:
     """Pose messages at the camera times, composed with the chains around them."""
     order = sorted(range(len(track.times)), key=track.times.__getitem__)
     stamps = [track.times[i] for i in order]
@@ -327,8 +342,8 @@ def _topic_poses(
     if world != source:
         world = frame_in_tree(tree, world, "ingest.pose.world_frame", path)
         frame_in_tree(tree, source, f"frame_id of {track.topic}", path)
-    found: list[tuple[int, Transform]] = []
-    failures = _Failures()
+    streams = _Streams(positions=True)
+    failures = streams.failures
     for t in times:
         j = bisect.bisect_left(stamps, t)
         if j < len(stamps) and stamps[j] == t:
@@ -349,8 +364,8 @@ def _topic_poses(
             except TransformLookupError as exc:
                 failures.lookup_failed(t, exc)
                 continue
-        found.append((t, value))
-    return world, found, failures
+        streams.add(t, value)
+    return world, streams
 
 
 def _gap(topic: str, t: int, stamps: list[int], j: int, tolerance_ns: int) -> tuple[str, str]:
