@@ -9,8 +9,12 @@ them the way ROS 2's tf2 buffer does (geometry2 ``buffer_core.cpp``, ``cache.cpp
   lookup walks from the source frame up to the root and from the target frame up, meets at
   the common ancestor, composes on the way up and inverts on the way down.
 - A frame id loses one leading ``/``. Empty ids, self-transforms, non-finite values and
-  rotations whose squared norm is 0.01 or more away from 1 are refused, as tf2 refuses them;
-  the rest are normalized with :func:`~dataset_devkit.nuscenes.common.geometry.quat_normalize`.
+  rotations whose squared norm is 0.01 or more away from 1 are refused, as tf2 refuses them.
+  A rotation already unit to rounding (squared norm within 1e-14 of 1, as
+  :func:`~dataset_devkit.nuscenes.common.geometry.xyzw_to_wxyz` returns it) is stored bit for
+  bit, its sign made canonical (``w >= 0``); any other is normalized with
+  :func:`~dataset_devkit.nuscenes.common.geometry.quat_normalize`. Normalizing a unit
+  quaternion again changes its last bits one time in five, and exported poses are those bits.
 - A static edge holds one value, valid at every time; the latest insert wins. A dynamic edge
   returns a sample unchanged at its exact time, lerp + slerp
   (:func:`~dataset_devkit.nuscenes.common.geometry.interpolate_transform`) strictly between two
@@ -92,6 +96,8 @@ __all__ = [
 _INT64 = (-(2**63), 2**63 - 1)
 #: tf2's ``QUATERNION_NORMALIZATION_TOLERANCE`` on the squared norm.
 _NORM_TOLERANCE = 1e-2
+#: A squared norm this close to 1 is unit to rounding: ``quat_normalize`` returns within 2 ulp.
+_UNIT_ROUNDING = 1e-14
 
 
 class TransformLookupError(FormatError):
@@ -304,7 +310,12 @@ class TransformTree:
         t_ns = operator.index(timestamp_ns)
         if not _INT64[0] <= t_ns <= _INT64[1]:
             return f"transform from {parent!r} to {child!r}: timestamp {t_ns} is outside int64"
-        value: Transform = (translation, quat_normalize(rotation))
+        if abs(norm2 - 1.0) <= _UNIT_ROUNDING:  # unit already: keep the caller's bits
+            w, x, y, z = rotation
+            rotation = (w, x, y, z) if not w < 0 else (-w, -x, -y, -z)
+        else:
+            rotation = quat_normalize(rotation)
+        value: Transform = (translation, rotation)
         edge = self._edges.get(child)
         if edge is None:
             refused = self._refuse_new_edge(parent, child)
@@ -502,8 +513,8 @@ class TransformTree:
         dynamic = [s for s in (*plan.up, *plan.down) if isinstance(s, DynamicEdge)]
         for edge in dynamic:
             edge.settle()
-        if len(dynamic) == 1:
-            return array("q", dynamic[0].times)
+        if len(dynamic) <= 1:
+            return array("q", dynamic[0].times if dynamic else ())
         union = np.unique(np.concatenate([np.frombuffer(e.times, np.int64) for e in dynamic]))
         return packed("q", union)
 
