@@ -5,8 +5,10 @@ dynamic at 100 Hz, then a static camera chain) and 1k-1M samples an edge, prints
 one ``lookup`` and of one entry of ``lookup_many`` at camera-like query times (sorted, random
 within the samples), and their ratio to the bound: the same ``interpolate_transform`` and
 ``compose`` calls on samples already found (no bisection, no tree), i.e. the scalar maths a
-lookup must do to give the same bits. Rounds are interleaved and the medians reported. An
-all-dynamic chain (every edge interpolated) is measured too, up to ``--dynamic-max`` samples.
+lookup must do to give the same bits. Rounds are interleaved and the medians reported; times
+are the process's CPU time (``time.process_time``), so waiting for a core on a shared machine
+does not count, though its caches and clock still do. An all-dynamic chain (every edge
+interpolated) is measured too, up to ``--dynamic-max`` samples.
 
 Then the memory a dynamic edge holds per sample (tracemalloc, in-order and shuffled inserts)
 against the 64-byte floor of one int64 time and seven float64 values, and the cost of ``add``.
@@ -107,9 +109,9 @@ def measure(samples: int, dynamic_edges: int, lookups: int, repeats: int) -> Non
         took: dict[str, list[float]] = {"lookup": [], "many": [], "bound": []}
         for _ in range(repeats):  # interleaved rounds
             for name, run in (("lookup", single), ("many", many), ("bound", bound)):
-                start = time.perf_counter()
+                start = time.process_time()
                 run()
-                took[name].append(time.perf_counter() - start)
+                took[name].append(time.process_time() - start)
         one, batch, floor = (median_us(took[n], lookups) for n in ("lookup", "many", "bound"))
         dyn = min(length, dynamic_edges)
         print(
@@ -127,11 +129,11 @@ def memory(count: int) -> None:
             random.Random(0).shuffle(stamps)
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        start = time.perf_counter()
+        start = time.process_time()
         tree = TransformTree(max_gap_ns=PERIOD_NS)
         for t in stamps:
             tree.add("odom", "base_link", t, value, static=False)
-        added = time.perf_counter() - start
+        added = time.process_time() - start
         tree.freeze()  # sorts the shuffled samples
         held = tracemalloc.get_traced_memory()[0] - base
         peak = tracemalloc.get_traced_memory()[1] - base

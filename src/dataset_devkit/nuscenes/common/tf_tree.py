@@ -220,15 +220,19 @@ class EdgeSummary:
 class _Plan:
     """A resolved lookup: the path, and the steps composed up from each end."""
 
-    __slots__ = ("down", "edges", "fixed", "up")
+    __slots__ = ("down", "edges", "fixed", "source", "target", "up")
 
     def __init__(
         self,
+        target: str,
+        source: str,
         edges: tuple[PathEdge, ...],
         up: tuple[Step, ...],
         down: tuple[Step, ...],
         fixed: Transform | None,
     ) -> None:
+        self.target = target
+        self.source = source
         self.edges = edges
         self.up = up
         self.down = down
@@ -462,10 +466,11 @@ class TransformTree:
     # -- paths ----------------------------------------------------------------------------
 
     def _plan(self, target: str, source: str) -> _Plan:
+        """The resolved path, cached under the names as given (a lookup's hot path)."""
         key = (target, source)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._resolve(target, source)
+            plan = self._resolve(_frame_id(target), _frame_id(source))
             self._plans[key] = plan
         return plan
 
@@ -473,7 +478,7 @@ class TransformTree:
         for frame in (source, target):
             self._known(frame, target, source, f"no transform from {source!r} to {target!r}")
         if target == source:
-            return _Plan((), (), (), identity())
+            return _Plan(target, source, (), (), (), identity())
         up_chain = self._chain(source)
         down_chain = self._chain(target)
         index = {frame: i for i, frame in enumerate(up_chain)}
@@ -497,19 +502,19 @@ class TransformTree:
         fixed = None
         if all(isinstance(s, Fixed) for s in (*up_steps, *down_steps)):
             fixed = _combine(up_steps, down_steps, 0, self._max_gap_ns)
-        return _Plan(edges, up_steps, down_steps, fixed)
+        return _Plan(target, source, edges, up_steps, down_steps, fixed)
 
     def path(self, target: str, source: str) -> tuple[PathEdge, ...]:
         """The edges a lookup from *source* to *target* walks, in order; () for one frame."""
-        return self._plan(_frame_id(target), _frame_id(source)).edges
+        return self._plan(target, source).edges
 
     def is_static_path(self, target: str, source: str) -> bool:
         """Whether every edge between the two frames is static (True for one frame)."""
-        return self._plan(_frame_id(target), _frame_id(source)).fixed is not None
+        return self._plan(target, source).fixed is not None
 
     def sample_times(self, target: str, source: str) -> array[int]:
         """The sorted union of the sample times of the dynamic edges between the frames."""
-        plan = self._plan(_frame_id(target), _frame_id(source))
+        plan = self._plan(target, source)
         dynamic = [s for s in (*plan.up, *plan.down) if isinstance(s, DynamicEdge)]
         for edge in dynamic:
             edge.settle()
@@ -526,12 +531,14 @@ class TransformTree:
         Raises a :class:`TransformLookupError`: :class:`UnknownFrameError`,
         :class:`NotConnectedError`, :class:`ExtrapolationError` or :class:`GapError`.
         """
-        target, source = _frame_id(target), _frame_id(source)
         t_ns = operator.index(t_ns)
-        plan = self._plan(target, source)
+        plan = self._plans.get((target, source)) or self._plan(target, source)
         if plan.fixed is not None:
             return plan.fixed
-        return self._evaluate(plan, target, source, t_ns)
+        result = _combine(plan.up, plan.down, t_ns, self._max_gap_ns)
+        if result is None:
+            raise self._failure(plan, t_ns)
+        return result
 
     def lookup_many(
         self, target: str, source: str, times: Iterable[int]
@@ -542,34 +549,24 @@ class TransformTree:
         as they hold at every time); only :class:`ExtrapolationError` and :class:`GapError`
         are returned in the list, for the caller to record per time.
         """
-        target, source = _frame_id(target), _frame_id(source)
         plan = self._plan(target, source)
         if plan.fixed is not None:
             return [plan.fixed for _ in times]
         out: list[Transform | TransformLookupError] = []
-        evaluate = self._evaluate
+        up, down, gap = plan.up, plan.down, self._max_gap_ns
         last_t: int | None = None
         for t in times:
             t_ns = operator.index(t)
             if t_ns == last_t:  # cameras triggered together share a stamp
                 out.append(out[-1])
                 continue
-            try:
-                out.append(evaluate(plan, target, source, t_ns))
-            except TransformLookupError as exc:
-                out.append(exc)
+            result = _combine(up, down, t_ns, gap)
+            out.append(self._failure(plan, t_ns) if result is None else result)
             last_t = t_ns
         return out
 
-    def _evaluate(self, plan: _Plan, target: str, source: str, t_ns: int) -> Transform:
-        gap = self._max_gap_ns
-        result = _combine(plan.up, plan.down, t_ns, gap)
-        if result is None:
-            raise self._failure(plan, target, source, t_ns)
-        return result
-
-    def _failure(self, plan: _Plan, target: str, source: str, t_ns: int) -> TransformLookupError:
-        gap = self._max_gap_ns
+    def _failure(self, plan: _Plan, t_ns: int) -> TransformLookupError:
+        target, source, gap = plan.target, plan.source, self._max_gap_ns
         for step in (*plan.up, *plan.down):
             if isinstance(step, DynamicEdge) and step.at(t_ns, gap) is None:
                 kind, text, t0, t1 = step.why_not(t_ns, gap)
