@@ -297,15 +297,16 @@ class TransformTree:
             return f"empty {which} frame id (transform from {parent!r} to {child!r})"
         if parent == child:
             return f"self-transform: parent and child are both {child!r}"
-        (tx, ty, tz), rotation = transform
-        translation = (float(tx), float(ty), float(tz))
-        rotation = (float(rotation[0]), float(rotation[1]), float(rotation[2]), float(rotation[3]))
-        if not all(math.isfinite(v) for v in (*translation, *rotation)):
+        (tx, ty, tz), (qw, qx, qy, qz) = transform
+        translation = (float(tx), float(ty), float(tz))  # Python floats: numpy scalars too
+        rotation = (float(qw), float(qx), float(qy), float(qz))
+        if not all(map(math.isfinite, (*translation, *rotation))):
             return (
                 f"transform from {parent!r} to {child!r} has a non-finite value: "
                 f"translation {translation}, rotation {rotation}"
             )
-        norm2 = math.fsum(c * c for c in rotation)
+        w, x, y, z = rotation
+        norm2 = math.fsum((w * w, x * x, y * y, z * z))
         if not abs(norm2 - 1.0) < _NORM_TOLERANCE:
             return (
                 f"transform from {parent!r} to {child!r} has a rotation of squared norm "
@@ -315,8 +316,8 @@ class TransformTree:
         if not _INT64[0] <= t_ns <= _INT64[1]:
             return f"transform from {parent!r} to {child!r}: timestamp {t_ns} is outside int64"
         if abs(norm2 - 1.0) <= _UNIT_ROUNDING:  # unit already: keep the caller's bits
-            w, x, y, z = rotation
-            rotation = (w, x, y, z) if not w < 0 else (-w, -x, -y, -z)
+            if w < 0:
+                rotation = (-w, -x, -y, -z)
         else:
             rotation = quat_normalize(rotation)
         value: Transform = (translation, rotation)
