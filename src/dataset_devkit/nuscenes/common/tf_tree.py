@@ -43,15 +43,9 @@ Consecutive static edges of a path are composed once per path, so the camera cha
 robot costs one composition at each lookup. Adding is not thread-safe; after :meth:`freeze`
 the tree no longer changes and lookups may be shared between threads.
 
-Errors::
-
-    FormatError
-    └── TransformLookupError            no transform for this lookup; names target, source,
-        │                               time and the edge at fault
-        ├── NotConnectedError           the two frames are in different trees
-        │   └── UnknownFrameError       a frame the tree has never seen ("did you mean")
-        ├── ExtrapolationError          the time is outside a dynamic edge's samples
-        └── GapError                    the samples around the time are too far apart
+The errors (:mod:`dataset_devkit.nuscenes.common.tf_errors`, re-exported here) are all
+:class:`TransformLookupError`, a ``FormatError``: :class:`NotConnectedError` (with
+:class:`UnknownFrameError`), :class:`ExtrapolationError` and :class:`GapError`.
 """
 
 from __future__ import annotations
@@ -64,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.errors import ConfigError, NotFoundError
 from dataset_devkit.integrity import did_you_mean
 from dataset_devkit.nuscenes.common._tf_edges import (
     DynamicEdge,
@@ -80,6 +74,13 @@ from dataset_devkit.nuscenes.common.geometry import (
     identity,
     invert,
     quat_normalize,
+)
+from dataset_devkit.nuscenes.common.tf_errors import (
+    ExtrapolationError,
+    GapError,
+    NotConnectedError,
+    TransformLookupError,
+    UnknownFrameError,
 )
 
 __all__ = [
@@ -98,85 +99,6 @@ _INT64 = (-(2**63), 2**63 - 1)
 _NORM_TOLERANCE = 1e-2
 #: A squared norm this close to 1 is unit to rounding: ``quat_normalize`` returns within 2 ulp.
 _UNIT_ROUNDING = 1e-14
-
-
-class TransformLookupError(FormatError):
-    """No transform for a lookup; the message starts ``no transform from 'S' to 'T'``.
-
-    Attributes: ``target``, ``source`` (frame ids), ``time_ns`` (None for a lookup that does
-    not depend on time) and ``edge`` (``(parent, child)`` at fault, or None).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int | None = None,
-        edge: tuple[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.target = target
-        self.source = source
-        self.time_ns = time_ns
-        self.edge = edge
-
-
-class NotConnectedError(TransformLookupError):
-    """The frames are in two different trees (``roots`` holds the source's and target's)."""
-
-    def __init__(
-        self, message: str, *, target: str, source: str, roots: tuple[str, str] | None = None
-    ) -> None:
-        super().__init__(message, target=target, source=source)
-        self.roots = roots
-
-
-class UnknownFrameError(NotConnectedError):
-    """A frame id no transform of the tree mentions (``frame``)."""
-
-    def __init__(self, message: str, *, target: str, source: str, frame: str) -> None:
-        super().__init__(message, target=target, source=source)
-        self.frame = frame
-
-
-class ExtrapolationError(TransformLookupError):
-    """The time is outside the samples of ``edge`` (``earliest_ns`` to ``latest_ns``)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int,
-        edge: tuple[str, str],
-        earliest_ns: int,
-        latest_ns: int,
-    ) -> None:
-        super().__init__(message, target=target, source=source, time_ns=time_ns, edge=edge)
-        self.earliest_ns = earliest_ns
-        self.latest_ns = latest_ns
-
-
-class GapError(TransformLookupError):
-    """The samples of ``edge`` around the time (``before_ns``, ``after_ns``) are too far apart."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int,
-        edge: tuple[str, str],
-        before_ns: int,
-        after_ns: int,
-    ) -> None:
-        super().__init__(message, target=target, source=source, time_ns=time_ns, edge=edge)
-        self.before_ns = before_ns
-        self.after_ns = after_ns
 
 
 @dataclass(frozen=True, slots=True)
