@@ -74,8 +74,10 @@ class DynamicEdge:
     """Timed samples of one edge, interpolated inside their range, never outside it."""
 
     __slots__ = (
+        "_bracket",
         "_constant",
         "_ordered",
+        "_pair",
         "child",
         "conflicts",
         "duplicates",
@@ -94,6 +96,8 @@ class DynamicEdge:
         self.conflicts = 0
         self._ordered = True
         self._constant: bool | None = None
+        self._bracket = 1  # index of the later sample of the last bracket looked up
+        self._pair: tuple[int, Transform, Transform] | None = None
 
     def add(self, t_ns: int, value: Transform) -> None:
         """Append a sample; a time already held keeps its first value (settled lazily)."""
@@ -136,6 +140,8 @@ class DynamicEdge:
         self.times = packed("q", times)
         self.values = packed("d", values)
         self._ordered = True
+        self._bracket = 1
+        self._pair = None
 
     def sample(self, i: int) -> Transform:
         """Sample *i* (of the settled samples) as Python floats."""
@@ -144,20 +150,36 @@ class DynamicEdge:
         return ((v[k], v[k + 1], v[k + 2]), (v[k + 3], v[k + 4], v[k + 5], v[k + 6]))
 
     def at(self, t_ns: int, max_gap_ns: int) -> Transform | None:
-        """The edge at *t_ns*, or None outside the samples or across a gap (see ``why_not``)."""
+        """The edge at *t_ns*, or None outside the samples or across a gap (see ``why_not``).
+
+        Lookups come in time order (camera frames), so the last bracket is tried before a
+        bisection, and its two samples are kept: several cameras' frames fall between the
+        same two samples. Both are hints only, checked before use (safe if threads race).
+        """
         if not self._ordered:
             self.settle()
         times = self.times
-        j = bisect.bisect_left(times, t_ns)
-        if j < len(times) and times[j] == t_ns:
+        j = self._bracket
+        if j >= len(times) or not times[j - 1] < t_ns <= times[j]:
+            j = bisect.bisect_left(times, t_ns)
+            if j == len(times):
+                return None
+            if times[j] == t_ns:
+                return self.sample(j)
+            if j == 0:
+                return None
+            self._bracket = j
+        elif times[j] == t_ns:
             return self.sample(j)
-        if j == 0 or j == len(times):
-            return None
         t0 = times[j - 1]
         t1 = times[j]
         if t1 - t0 > max_gap_ns:
             return None
-        return interpolate_transform(self.sample(j - 1), self.sample(j), (t_ns - t0) / (t1 - t0))
+        pair = self._pair
+        if pair is None or pair[0] != j:
+            pair = (j, self.sample(j - 1), self.sample(j))
+            self._pair = pair
+        return interpolate_transform(pair[1], pair[2], (t_ns - t0) / (t1 - t0))
 
     def why_not(self, t_ns: int, max_gap_ns: int) -> tuple[str, str, int, int]:
         """Why :meth:`at` gave None: ``(kind, text, t0, t1)``, kind ``extrapolation`` or ``gap``."""

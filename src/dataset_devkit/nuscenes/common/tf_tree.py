@@ -9,8 +9,12 @@ them the way ROS 2's tf2 buffer does (geometry2 ``buffer_core.cpp``, ``cache.cpp
   lookup walks from the source frame up to the root and from the target frame up, meets at
   the common ancestor, composes on the way up and inverts on the way down.
 - A frame id loses one leading ``/``. Empty ids, self-transforms, non-finite values and
-  rotations whose squared norm is 0.01 or more away from 1 are refused, as tf2 refuses them;
-  the rest are normalized with :func:`~dataset_devkit.nuscenes.common.geometry.quat_normalize`.
+  rotations whose squared norm is 0.01 or more away from 1 are refused, as tf2 refuses them.
+  A rotation already unit to rounding (squared norm within 1e-14 of 1, as
+  :func:`~dataset_devkit.nuscenes.common.geometry.xyzw_to_wxyz` returns it) is stored bit for
+  bit, its sign made canonical (``w >= 0``); any other is normalized with
+  :func:`~dataset_devkit.nuscenes.common.geometry.quat_normalize`. Normalizing a unit
+  quaternion again changes its last bits one time in five, and exported poses are those bits.
 - A static edge holds one value, valid at every time; the latest insert wins. A dynamic edge
   returns a sample unchanged at its exact time, lerp + slerp
   (:func:`~dataset_devkit.nuscenes.common.geometry.interpolate_transform`) strictly between two
@@ -39,15 +43,9 @@ Consecutive static edges of a path are composed once per path, so the camera cha
 robot costs one composition at each lookup. Adding is not thread-safe; after :meth:`freeze`
 the tree no longer changes and lookups may be shared between threads.
 
-Errors::
-
-    FormatError
-    └── TransformLookupError            no transform for this lookup; names target, source,
-        │                               time and the edge at fault
-        ├── NotConnectedError           the two frames are in different trees
-        │   └── UnknownFrameError       a frame the tree has never seen ("did you mean")
-        ├── ExtrapolationError          the time is outside a dynamic edge's samples
-        └── GapError                    the samples around the time are too far apart
+The errors (:mod:`dataset_devkit.nuscenes.common.tf_errors`, re-exported here) are all
+:class:`TransformLookupError`, a ``FormatError``: :class:`NotConnectedError` (with
+:class:`UnknownFrameError`), :class:`ExtrapolationError` and :class:`GapError`.
 """
 
 from __future__ import annotations
@@ -60,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
+from dataset_devkit.errors import ConfigError, NotFoundError
 from dataset_devkit.integrity import did_you_mean
 from dataset_devkit.nuscenes.common._tf_edges import (
     DynamicEdge,
@@ -77,6 +75,13 @@ from dataset_devkit.nuscenes.common.geometry import (
     invert,
     quat_normalize,
 )
+from dataset_devkit.nuscenes.common.tf_errors import (
+    ExtrapolationError,
+    GapError,
+    NotConnectedError,
+    TransformLookupError,
+    UnknownFrameError,
+)
 
 __all__ = [
     "EdgeSummary",
@@ -92,85 +97,8 @@ __all__ = [
 _INT64 = (-(2**63), 2**63 - 1)
 #: tf2's ``QUATERNION_NORMALIZATION_TOLERANCE`` on the squared norm.
 _NORM_TOLERANCE = 1e-2
-
-
-class TransformLookupError(FormatError):
-    """No transform for a lookup; the message starts ``no transform from 'S' to 'T'``.
-
-    Attributes: ``target``, ``source`` (frame ids), ``time_ns`` (None for a lookup that does
-    not depend on time) and ``edge`` (``(parent, child)`` at fault, or None).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int | None = None,
-        edge: tuple[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.target = target
-        self.source = source
-        self.time_ns = time_ns
-        self.edge = edge
-
-
-class NotConnectedError(TransformLookupError):
-    """The frames are in two different trees (``roots`` holds the source's and target's)."""
-
-    def __init__(
-        self, message: str, *, target: str, source: str, roots: tuple[str, str] | None = None
-    ) -> None:
-        super().__init__(message, target=target, source=source)
-        self.roots = roots
-
-
-class UnknownFrameError(NotConnectedError):
-    """A frame id no transform of the tree mentions (``frame``)."""
-
-    def __init__(self, message: str, *, target: str, source: str, frame: str) -> None:
-        super().__init__(message, target=target, source=source)
-        self.frame = frame
-
-
-class ExtrapolationError(TransformLookupError):
-    """The time is outside the samples of ``edge`` (``earliest_ns`` to ``latest_ns``)."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int,
-        edge: tuple[str, str],
-        earliest_ns: int,
-        latest_ns: int,
-    ) -> None:
-        super().__init__(message, target=target, source=source, time_ns=time_ns, edge=edge)
-        self.earliest_ns = earliest_ns
-        self.latest_ns = latest_ns
-
-
-class GapError(TransformLookupError):
-    """The samples of ``edge`` around the time (``before_ns``, ``after_ns``) are too far apart."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        target: str,
-        source: str,
-        time_ns: int,
-        edge: tuple[str, str],
-        before_ns: int,
-        after_ns: int,
-    ) -> None:
-        super().__init__(message, target=target, source=source, time_ns=time_ns, edge=edge)
-        self.before_ns = before_ns
-        self.after_ns = after_ns
+#: A squared norm this close to 1 is unit to rounding: ``quat_normalize`` returns within 2 ulp.
+_UNIT_ROUNDING = 1e-14
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,15 +142,19 @@ class EdgeSummary:
 class _Plan:
     """A resolved lookup: the path, and the steps composed up from each end."""
 
-    __slots__ = ("down", "edges", "fixed", "up")
+    __slots__ = ("down", "edges", "fixed", "source", "target", "up")
 
     def __init__(
         self,
+        target: str,
+        source: str,
         edges: tuple[PathEdge, ...],
         up: tuple[Step, ...],
         down: tuple[Step, ...],
         fixed: Transform | None,
     ) -> None:
+        self.target = target
+        self.source = source
         self.edges = edges
         self.up = up
         self.down = down
@@ -287,15 +219,16 @@ class TransformTree:
             return f"empty {which} frame id (transform from {parent!r} to {child!r})"
         if parent == child:
             return f"self-transform: parent and child are both {child!r}"
-        (tx, ty, tz), rotation = transform
-        translation = (float(tx), float(ty), float(tz))
-        rotation = (float(rotation[0]), float(rotation[1]), float(rotation[2]), float(rotation[3]))
-        if not all(math.isfinite(v) for v in (*translation, *rotation)):
+        (tx, ty, tz), (qw, qx, qy, qz) = transform
+        translation = (float(tx), float(ty), float(tz))  # Python floats: numpy scalars too
+        rotation = (float(qw), float(qx), float(qy), float(qz))
+        if not all(map(math.isfinite, (*translation, *rotation))):
             return (
                 f"transform from {parent!r} to {child!r} has a non-finite value: "
                 f"translation {translation}, rotation {rotation}"
             )
-        norm2 = math.fsum(c * c for c in rotation)
+        w, x, y, z = rotation
+        norm2 = math.fsum((w * w, x * x, y * y, z * z))
         if not abs(norm2 - 1.0) < _NORM_TOLERANCE:
             return (
                 f"transform from {parent!r} to {child!r} has a rotation of squared norm "
@@ -304,7 +237,12 @@ class TransformTree:
         t_ns = operator.index(timestamp_ns)
         if not _INT64[0] <= t_ns <= _INT64[1]:
             return f"transform from {parent!r} to {child!r}: timestamp {t_ns} is outside int64"
-        value: Transform = (translation, quat_normalize(rotation))
+        if abs(norm2 - 1.0) <= _UNIT_ROUNDING:  # unit already: keep the caller's bits
+            if w < 0:
+                rotation = (-w, -x, -y, -z)
+        else:
+            rotation = quat_normalize(rotation)
+        value: Transform = (translation, rotation)
         edge = self._edges.get(child)
         if edge is None:
             refused = self._refuse_new_edge(parent, child)
@@ -451,10 +389,11 @@ class TransformTree:
     # -- paths ----------------------------------------------------------------------------
 
     def _plan(self, target: str, source: str) -> _Plan:
+        """The resolved path, cached under the names as given (a lookup's hot path)."""
         key = (target, source)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._resolve(target, source)
+            plan = self._resolve(_frame_id(target), _frame_id(source))
             self._plans[key] = plan
         return plan
 
@@ -462,7 +401,7 @@ class TransformTree:
         for frame in (source, target):
             self._known(frame, target, source, f"no transform from {source!r} to {target!r}")
         if target == source:
-            return _Plan((), (), (), identity())
+            return _Plan(target, source, (), (), (), identity())
         up_chain = self._chain(source)
         down_chain = self._chain(target)
         index = {frame: i for i, frame in enumerate(up_chain)}
@@ -486,24 +425,24 @@ class TransformTree:
         fixed = None
         if all(isinstance(s, Fixed) for s in (*up_steps, *down_steps)):
             fixed = _combine(up_steps, down_steps, 0, self._max_gap_ns)
-        return _Plan(edges, up_steps, down_steps, fixed)
+        return _Plan(target, source, edges, up_steps, down_steps, fixed)
 
     def path(self, target: str, source: str) -> tuple[PathEdge, ...]:
         """The edges a lookup from *source* to *target* walks, in order; () for one frame."""
-        return self._plan(_frame_id(target), _frame_id(source)).edges
+        return self._plan(target, source).edges
 
     def is_static_path(self, target: str, source: str) -> bool:
         """Whether every edge between the two frames is static (True for one frame)."""
-        return self._plan(_frame_id(target), _frame_id(source)).fixed is not None
+        return self._plan(target, source).fixed is not None
 
     def sample_times(self, target: str, source: str) -> array[int]:
         """The sorted union of the sample times of the dynamic edges between the frames."""
-        plan = self._plan(_frame_id(target), _frame_id(source))
+        plan = self._plan(target, source)
         dynamic = [s for s in (*plan.up, *plan.down) if isinstance(s, DynamicEdge)]
         for edge in dynamic:
             edge.settle()
-        if len(dynamic) == 1:
-            return array("q", dynamic[0].times)
+        if len(dynamic) <= 1:
+            return array("q", dynamic[0].times if dynamic else ())
         union = np.unique(np.concatenate([np.frombuffer(e.times, np.int64) for e in dynamic]))
         return packed("q", union)
 
@@ -515,12 +454,14 @@ class TransformTree:
         Raises a :class:`TransformLookupError`: :class:`UnknownFrameError`,
         :class:`NotConnectedError`, :class:`ExtrapolationError` or :class:`GapError`.
         """
-        target, source = _frame_id(target), _frame_id(source)
         t_ns = operator.index(t_ns)
-        plan = self._plan(target, source)
+        plan = self._plans.get((target, source)) or self._plan(target, source)
         if plan.fixed is not None:
             return plan.fixed
-        return self._evaluate(plan, target, source, t_ns)
+        result = _combine(plan.up, plan.down, t_ns, self._max_gap_ns)
+        if result is None:
+            raise self._failure(plan, t_ns)
+        return result
 
     def lookup_many(
         self, target: str, source: str, times: Iterable[int]
@@ -531,34 +472,24 @@ class TransformTree:
         as they hold at every time); only :class:`ExtrapolationError` and :class:`GapError`
         are returned in the list, for the caller to record per time.
         """
-        target, source = _frame_id(target), _frame_id(source)
         plan = self._plan(target, source)
         if plan.fixed is not None:
             return [plan.fixed for _ in times]
         out: list[Transform | TransformLookupError] = []
-        evaluate = self._evaluate
+        up, down, gap = plan.up, plan.down, self._max_gap_ns
         last_t: int | None = None
         for t in times:
             t_ns = operator.index(t)
             if t_ns == last_t:  # cameras triggered together share a stamp
                 out.append(out[-1])
                 continue
-            try:
-                out.append(evaluate(plan, target, source, t_ns))
-            except TransformLookupError as exc:
-                out.append(exc)
+            result = _combine(up, down, t_ns, gap)
+            out.append(self._failure(plan, t_ns) if result is None else result)
             last_t = t_ns
         return out
 
-    def _evaluate(self, plan: _Plan, target: str, source: str, t_ns: int) -> Transform:
-        gap = self._max_gap_ns
-        result = _combine(plan.up, plan.down, t_ns, gap)
-        if result is None:
-            raise self._failure(plan, target, source, t_ns)
-        return result
-
-    def _failure(self, plan: _Plan, target: str, source: str, t_ns: int) -> TransformLookupError:
-        gap = self._max_gap_ns
+    def _failure(self, plan: _Plan, t_ns: int) -> TransformLookupError:
+        target, source, gap = plan.target, plan.source, self._max_gap_ns
         for step in (*plan.up, *plan.down):
             if isinstance(step, DynamicEdge) and step.at(t_ns, gap) is None:
                 kind, text, t0, t1 = step.why_not(t_ns, gap)
