@@ -143,4 +143,17 @@ def test_interpolate_transform_is_lerp_and_scipy_slerp(
     t, q = g.interpolate_transform(a, b, frac)
     expected = np.asarray(a[0]) + (np.asarray(b[0]) - np.asarray(a[0])) * frac
     assert _close_vec(t, expected)
-    _check_slerp(q, a[1], b[1], frac)
+    dot = abs(sum(x * y for x, y in zip(a[1], b[1], strict=True)))
+    assume(dot > 1e-9)  # half a turn apart: either way round is the shorter arc
+    assert _close_quat(q, _scipy_slerp(a[1], b[1], frac))
+
+
+@given(
+    a=unit_quats(),
+    step=st.tuples(small_coords, small_coords, small_coords),
+    frac=fractions,
+)
+def test_slerp_arc_of_close_rotations_is_scipy_slerp(a: Quat, step: Vec3, frac: float) -> None:
+    """Where :func:`g.slerp` takes its shortcut (under 3.6 degrees), the arc one does not."""
+    b = g.quat_normalize(g.quat_mul(a, g.rvec_to_quat(step)))
+    assert _close_quat(g.slerp_arc(a, b, frac), _scipy_slerp(a, b, frac))

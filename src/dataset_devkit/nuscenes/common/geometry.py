@@ -43,6 +43,7 @@ __all__ = [
     "quat_rotate",
     "rvec_to_quat",
     "slerp",
+    "slerp_arc",
     "xyzw_to_wxyz",
 ]
 
@@ -189,10 +190,41 @@ def slerp(a: Quat, b: Quat, t: float) -> Quat:
     )
 
 
+def slerp_arc(a: Quat, b: Quat, t: float) -> Quat:
+    """Spherical linear interpolation on the true arc at every angle (tf2's and SciPy's).
+
+    :func:`slerp` keeps its published shortcut below 3.6 degrees, where it is off the arc by
+    up to ``0.0041 * angle**3`` rad: 2e-7 rad for odometry of a robot turning at 2 rad/s
+    sampled at 50 Hz. Poses composed from a transform tree or a pose topic have no published
+    bytes to keep, and are compared with tf2's lookups, so they take this one. The angle
+    between the quaternions is ``2 * atan2(|a - b|, |a + b|)``, accurate where ``acos`` of a
+    dot product near 1 is not; below 1e-9 rad the shortcut's error (1e-27) is far under the
+    rounding of the result.
+    """
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    dot = 0.0 + aw * bw + ax * bx + ay * by + az * bz
+    if dot < 0:
+        bw, bx, by, bz = -bw, -bx, -by, -bz
+    diff = math.hypot(aw - bw, ax - bx, ay - by, az - bz)
+    total = math.hypot(aw + bw, ax + bx, ay + by, az + bz)
+    theta = 2.0 * math.atan2(diff, total)
+    if theta < 1e-9:
+        return quat_normalize(
+            (aw + (bw - aw) * t, ax + (bx - ax) * t, ay + (by - ay) * t, az + (bz - az) * t)
+        )
+    sin_theta = math.sin(theta)
+    sa = math.sin((1 - t) * theta) / sin_theta
+    sb = math.sin(t * theta) / sin_theta
+    return quat_normalize(
+        (sa * aw + sb * bw, sa * ax + sb * bx, sa * ay + sb * by, sa * az + sb * bz)
+    )
+
+
 def interpolate_transform(a: Transform, b: Transform, frac: float) -> Transform:
     """The transform *frac* of the way from *a* to *b*, ``frac`` in [0, 1].
 
-    :func:`lerp` of the translations and :func:`slerp` of the rotations, the very calls the
-    evidence stage makes for an ego pose between two samples, so both give the same bytes.
+    :func:`lerp` of the translations and :func:`slerp_arc` of the rotations, as tf2 does
+    between two samples of a dynamic edge.
     """
-    return (lerp(a[0], b[0], frac), slerp(a[1], b[1], frac))
+    return (lerp(a[0], b[0], frac), slerp_arc(a[1], b[1], frac))
