@@ -32,13 +32,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import simplejpeg
+from nuscenes_export import _photograph  # the export benchmark's photograph, scaled to cover
 from PIL import Image
 
 from dataset_devkit.nuscenes.common.jpeg import encode_pixels
@@ -48,18 +47,8 @@ Array = npt.NDArray[np.uint8]
 QUALITY = 95
 
 
-@cache
-def _photograph(width: int, height: int) -> Image.Image:
-    import matplotlib
-
-    path = Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
-    with Image.open(path) as img:
-        photo = img.convert("RGB")
-    scale = max((width + 96) / photo.width, (height + 96) / photo.height, 1.0)
-    return photo.resize((round(photo.width * scale), round(photo.height * scale)))
-
-
 def frames_rgb(width: int, height: int, count: int) -> list[Array]:
+    """*count* crops of the photograph, moving a little every frame."""
     photo = _photograph(width, height)
     span_x, span_y = photo.width - width, photo.height - height
     out = []
