@@ -99,6 +99,35 @@ def test_encoding_is_deterministic_across_calls_and_threads() -> None:
     assert [encode_pixels(f, 95) for f in frames] == once
 
 
+def test_a_forked_child_encodes_through_its_own_scratch_file() -> None:
+    """Each thread reuses one in-memory file; a forked child must not share its parent's
+    (both would write the same file at once)."""
+    import os
+
+    from dataset_devkit.nuscenes.common import jpeg
+
+    big, small = scene(240, 320, 1), scene(24, 32, 2)
+    reference = _pillow_bytesio(Image.fromarray(small), 95)
+    assert encode_pixels(big, 95) == _pillow_bytesio(Image.fromarray(big), 95)
+    parent_fd = jpeg._scratch_fd()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            ok = jpeg._scratch_fd() != parent_fd and encode_pixels(small, 95) == reference
+            os.write(write_end, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 1) == b"1"
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    assert jpeg._scratch_fd() == parent_fd
+    assert encode_pixels(small, 95) == reference  # after a larger frame: only its own bytes
+
+
 def test_quality_95_keeps_natural_content_above_40_db() -> None:
     for seed, (height, width) in enumerate([(480, 640), (97, 203), (64, 64)]):
         pixels = scene(height, width, seed)
