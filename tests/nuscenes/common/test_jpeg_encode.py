@@ -57,13 +57,26 @@ def test_encode_pixels_gives_the_bytes_of_encode_jpeg_and_of_the_former_encoder(
     assert data[:2] == b"\xff\xd8" and data[-2:] == b"\xff\xd9"
 
 
-def test_strided_views_encode_like_their_contiguous_copies() -> None:
-    rgb = scene(33, 47)
-    padded = np.zeros((33, 50, 4), dtype=np.uint8)
-    padded[:, :47, :3] = rgb[:, :, ::-1]
-    bgr_view = padded[:, :47, 2::-1]  # a bgra8 message's view: strided, channels reversed
-    assert not bgr_view.flags.c_contiguous
-    assert encode_pixels(bgr_view, 95) == encode_pixels(rgb, 95)
+@settings(max_examples=40, deadline=None)
+@given(
+    height=st.integers(1, 24),
+    width=st.integers(1, 24),
+    pixel=st.sampled_from([3, 4]),
+    reversed_channels=st.booleans(),
+    padding=st.integers(0, 5),
+    seed=st.integers(0, 2**16),
+)
+def test_strided_views_encode_like_their_contiguous_copies(
+    height: int, width: int, pixel: int, reversed_channels: bool, padding: int, seed: int
+) -> None:
+    """The views raw frames give (padded rows, BGR order, 4-byte pixels) encode as copies."""
+    rgb = scene(height, width, seed)
+    stored = np.zeros((height, width * pixel + padding), dtype=np.uint8)
+    pixels = stored[:, : width * pixel].reshape(height, width, pixel)
+    pixels[:, :, :3] = rgb[:, :, ::-1] if reversed_channels else rgb
+    view = pixels[:, :, 2::-1] if reversed_channels else pixels[:, :, :3]
+    np.testing.assert_array_equal(view, rgb)
+    assert encode_pixels(view, 95) == encode_pixels(np.ascontiguousarray(rgb), 95)
 
 
 def test_decoded_video_frames_give_the_bytes_the_decoded_path_writes() -> None:
@@ -97,6 +110,35 @@ def test_encoding_is_deterministic_across_calls_and_threads() -> None:
         for _ in range(3):
             assert list(pool.map(lambda f: encode_pixels(f, 95), frames)) == once
     assert [encode_pixels(f, 95) for f in frames] == once
+
+
+def test_a_forked_child_encodes_through_its_own_scratch_file() -> None:
+    """Each thread reuses one in-memory file; a forked child must not share its parent's
+    (both would write the same file at once)."""
+    import os
+
+    from dataset_devkit.nuscenes.common import jpeg
+
+    big, small = scene(240, 320, 1), scene(24, 32, 2)
+    reference = _pillow_bytesio(Image.fromarray(small), 95)
+    assert encode_pixels(big, 95) == _pillow_bytesio(Image.fromarray(big), 95)
+    parent_fd = jpeg._scratch_fd()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        try:
+            ok = jpeg._scratch_fd() != parent_fd and encode_pixels(small, 95) == reference
+            os.write(write_end, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 1) == b"1"
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    assert jpeg._scratch_fd() == parent_fd
+    assert encode_pixels(small, 95) == reference  # after a larger frame: only its own bytes
 
 
 def test_quality_95_keeps_natural_content_above_40_db() -> None:

@@ -8,12 +8,14 @@ frames are checked chunk by chunk and decoded to the arrays :func:`encode_pixels
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import struct
 import tempfile
+import threading
 import zlib
-from typing import IO, Any, Final
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -98,13 +100,19 @@ def encode_jpeg(image: object, quality: int) -> bytes:
     Pillow's libjpeg-turbo encodes it. Pillow releases the GIL for the whole encode only
     when it writes to a file descriptor (``ImageFile._save`` with a ``fileno()``; into a
     ``BytesIO`` each 64 KiB block is encoded holding the GIL), so the JPEG is written to an
-    anonymous in-memory file and read back: frames encode in parallel on threads.
+    anonymous in-memory file and read back: frames encode in parallel on threads. Each
+    thread reuses its own file (a new one per frame cost 7% more CPU than the encode into a
+    ``BytesIO``, the reused one 2.5%).
     """
-    with _scratch_file() as scratch:
-        image.save(scratch, format="JPEG", quality=quality, optimize=False, subsampling=0)  # type: ignore[attr-defined]
-        scratch.flush()
+    fd = _scratch_fd()
+    with io.FileIO(fd, "w", closefd=False) as scratch:
         scratch.seek(0)
-        return scratch.read()
+        image.save(scratch, format="JPEG", quality=quality, optimize=False, subsampling=0)  # type: ignore[attr-defined]
+        size = scratch.tell()
+    data = os.pread(fd, size, 0)
+    if len(data) != size:  # pragma: no cover - a memfd reads back whole
+        raise OSError(f"read {len(data)} of the {size} JPEG bytes just written")
+    return data
 
 
 def encode_pixels(pixels: npt.NDArray[np.uint8], quality: int) -> bytes:
@@ -135,14 +143,49 @@ def encode_pixels(pixels: npt.NDArray[np.uint8], quality: int) -> bytes:
         )
     if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
         raise ValueError(f"JPEG quality must be an integer in 1..100, got {quality!r}")
-    return encode_jpeg(Image.fromarray(np.ascontiguousarray(array)), quality)
+    return encode_jpeg(Image.fromarray(_contiguous(array)), quality)
 
 
-def _scratch_file() -> IO[bytes]:
-    """An unnamed read-write file in memory (a memfd on Linux, else a deleted temp file)."""
-    if hasattr(os, "memfd_create"):
-        return os.fdopen(os.memfd_create("dataset-devkit-jpeg", os.MFD_CLOEXEC), "w+b")
-    return tempfile.TemporaryFile()  # pragma: no cover - every supported Linux has memfd
+def _contiguous(array: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """*array* in C order, copied fast from the views raw frames give.
+
+    A BGR or 4-byte-pixel view (bgr8, rgba8, bgra8) has an inner axis of 3 elements that are
+    not adjacent in memory; numpy copies it element group by element group, 3.5 times slower
+    (20 ms CPU for a 1920x1080 bgr8 frame) than the three colour planes one by one.
+    """
+    if array.ndim == 2 or array.strides[1:] == (3, 1):  # padding at row ends only: rows copy
+        return np.ascontiguousarray(array)
+    out = np.empty(array.shape, dtype=np.uint8)
+    for channel in range(3):
+        out[:, :, channel] = array[:, :, channel]
+    return out
+
+
+class _Scratch:
+    """One thread's unnamed in-memory file (a memfd; a deleted temp file elsewhere)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        if hasattr(os, "memfd_create"):
+            self.fd = os.memfd_create("dataset-devkit-jpeg", os.MFD_CLOEXEC)
+        else:  # pragma: no cover - every supported Linux has memfd_create
+            with tempfile.TemporaryFile() as file:
+                self.fd = os.dup(file.fileno())
+
+    def __del__(self) -> None:  # the thread ended (or a forked child replaced it)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch_fd() -> int:
+    """This thread's scratch file; a forked child makes its own (the parent's is shared)."""
+    scratch: _Scratch | None = getattr(_SCRATCH, "file", None)
+    if scratch is None or scratch.pid != os.getpid():
+        scratch = _SCRATCH.file = _Scratch()
+    return scratch.fd
 
 
 # ----------------------------------------------------------------------------------- PNG

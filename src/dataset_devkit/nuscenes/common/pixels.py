@@ -245,7 +245,7 @@ def _demosaic(mosaic: Pixels, pattern: str) -> Pixels:
         for oy, ox in offsets:
             total += padded[1 + dy + oy :: 2, 1 + dx + ox :: 2][: total.shape[0], : total.shape[1]]
         total += len(offsets) // 2
-        total //= len(offsets)
+        total >>= len(offsets).bit_length() - 1  # / 2 or / 4: a shift, numpy divides slowly
         return total
 
     horizontal = ((0, -1), (0, 1))

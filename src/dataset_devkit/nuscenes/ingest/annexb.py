@@ -58,9 +58,9 @@ class AnnexBReader:
     """Reads the access units of one stream in decode order (keeps H.264 SPS/PPS state)."""
 
     format: str  # "h264" or "h265"
-    _sps: dict[int, _H264Sps] = field(default_factory=dict)
-    _pps: dict[int, int] = field(default_factory=dict)  # pps id -> sps id
-    _prev_ref_frame_num: int | None = None
+    _sps: dict[int, _H264Sps] = field(default_factory=dict, init=False, repr=False)
+    _pps: dict[int, int] = field(default_factory=dict, init=False, repr=False)  # pps -> sps
+    _prev_ref_frame_num: int | None = field(default=None, init=False, repr=False)
 
     def read(self, data: bytes | memoryview) -> AccessUnit:
         """The facts of *data*, one message's access unit, and update the stream state."""

@@ -60,13 +60,14 @@ _BEFORE_KEY: Final = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class DecodedFrame:
     """The outcome of one message: its frame, or why the frame cannot be trusted.
 
     ``error`` is ``""`` for a trusted frame. ``pixels`` is ``uint8`` RGB ``(H, W, 3)`` for a
     trusted frame fed with ``keep=True``, else None. ``width`` and ``height`` are the
     decoded picture's size (0 when nothing was decoded), known with ``keep=False`` too.
+    Compared by identity (the pixels are an array).
     """
 
     timestamp_ns: int
