@@ -55,6 +55,7 @@ def _converter() -> Callable[[Message], Any]:
         FrameTransform,
         FrameTransforms,
         LocationFix,
+        LocationFixPositionCovarianceType,
         Pose,
         PoseInFrame,
         Quaternion,
@@ -140,7 +141,7 @@ def _converter() -> Callable[[Message], Any]:
             longitude=m.longitude,
             altitude=m.altitude,
             position_covariance=[0.04, 0.0, 0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.09],
-            position_covariance_type=2,
+            position_covariance_type=LocationFixPositionCovarianceType.DiagonalKnown,
         )
 
     return convert
@@ -165,7 +166,7 @@ def write_foxglove_mcap(path: Path, plan: Plan) -> Path:
     context = Context()
     options = MCAPWriteOptions(compression=MCAPCompression.Zstd, compression_threads=0)
     with open_mcap(path, context=context, writer_options=options):
-        channels = {
+        channels: dict[str, Any] = {
             t.topic: channel_class[FOXGLOVE_SCHEMAS[t.role]](t.topic, context=context)
             for t in plan.topics
         }

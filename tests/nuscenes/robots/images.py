@@ -52,8 +52,10 @@ def scene_rgb(seed: int, t_s: float, width: int, height: int) -> NDArray[np.uint
     img = np.repeat(column.T[:, :, None], width, axis=2)  # 3×H×W: whole planes per operation
     aspect = width / height
     for k, (phase, cy, radius, colour) in enumerate(_BLOBS):
-        cx = 0.5 + 0.45 * math.sin(0.23 * t_s * (1 + 0.2 * k) + phase + 0.9 * seed)
-        gy = np.exp(-((v - cy - 0.05 * math.cos(0.4 * t_s + k)) ** 2) / (2 * radius**2))
+        # Blobs sweep across at a steady pace (a robot turning in place pans its view), so
+        # consecutive frames always differ; one leaving at the right re-enters at the left.
+        cx = -0.15 + 1.3 * ((0.6 * t_s * (1 + 0.15 * k) + phase / 6.3 + 0.37 * seed) % 1.0)
+        gy = np.exp(-((v - cy - 0.08 * math.cos(1.1 * t_s + k)) ** 2) / (2 * radius**2))
         gx = np.exp(-(((u - cx) * aspect) ** 2) / (2 * radius**2))
         weight = 0.8 * np.outer(gy, gx)
         keep = 1.0 - weight
@@ -61,7 +63,7 @@ def scene_rgb(seed: int, t_s: float, width: int, height: int) -> NDArray[np.uint
             img[c] *= keep
             img[c] += colour[c] * weight
     texture = np.zeros((height, width))
-    for amplitude, fu, fv, rate in ((0.012, 7.0, 5.0, 1.3), (0.008, 13.0, -11.0, -0.7)):
+    for amplitude, fu, fv, rate in ((0.012, 7.0, 5.0, 6.0), (0.008, 13.0, -11.0, -4.0)):
         a = 2 * math.pi * fu * u + rate * t_s + (seed if rate > 0 else 0.0)
         b = 2 * math.pi * fv * v
         texture += amplitude * (np.outer(np.cos(b), np.sin(a)) + np.outer(np.sin(b), np.cos(a)))
@@ -75,7 +77,8 @@ def scene_rgb(seed: int, t_s: float, width: int, height: int) -> NDArray[np.uint
 def gray(rgb: NDArray[np.uint8]) -> NDArray[np.uint8]:
     """BT.601 luma of an RGB image (what a mono sensor of the same scene would see)."""
     weights = np.array([0.299, 0.587, 0.114])
-    return np.rint(rgb.astype(np.float64) @ weights).astype(np.uint8)
+    luma: NDArray[np.uint8] = np.rint(rgb.astype(np.float64) @ weights).astype(np.uint8)
+    return luma
 
 
 #: 2×2 tile of each Bayer pattern: channel index (0 R, 1 G, 2 B) at (even row, even col),
@@ -109,7 +112,8 @@ def _yuv422(rgb: NDArray[np.uint8], order: str) -> NDArray[np.uint8]:
     y0, y1 = y[:, 0::2], y[:, 1::2]
     planes = {"uyvy": (u, y0, v, y1), "yuyv": (y0, u, y1, v)}[order]
     packed = np.stack(planes, axis=-1).reshape(rgb.shape[0], rgb.shape[1] * 2)
-    return np.clip(np.rint(packed), 0, 255).astype(np.uint8)
+    out: NDArray[np.uint8] = np.clip(np.rint(packed), 0, 255).astype(np.uint8)
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from tests.nuscenes.robots.messages import (
     OdometryMessage,
     PoseMessage,
     RawImageMessage,
+    Role,
     TfMessage,
     TopicPlan,
     VideoMessage,
@@ -410,7 +411,7 @@ def plan(scenario: Scenario) -> Plan:
         ]
         k, d, p = _intrinsics(cam)
         frame = cam.optical_frame
-        info = [
+        info: list[tuple[int, str, Message]] = [
             (
                 lt + 60_000,
                 cam.driver,
@@ -432,7 +433,7 @@ def plan(scenario: Scenario) -> Plan:
             ]
             keyframes = tuple(stamps[i] for i in keyed)
             decodable = tuple(stamps[keyed[0] :]) if keyed else ()
-        role = (
+        role: Role = (
             "raw_image"
             if cam.payload in RAW_ENCODINGS
             else "compressed_image"
@@ -515,8 +516,8 @@ def _image_stream(
         pixels = source(i)
         if cam.payload in COMPRESSED_PAYLOADS:
             ros_format, fox_format = compressed_formats(cam.payload, mono=pixels.ndim == 2)
-            rel = stamps[i] - start_ns
-            data = _still(cam.seed, rel, cam.width, cam.height, pixels.ndim == 2, cam.payload)
+            rel_ns = stamps[i] - start_ns
+            data = _still(cam.seed, rel_ns, cam.width, cam.height, pixels.ndim == 2, cam.payload)
             yield lt, cam.driver, CompressedImageMessage(t, frame, ros_format, fox_format, data)
         else:
             raw = encode_raw(

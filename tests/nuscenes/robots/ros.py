@@ -357,6 +357,7 @@ def write_rosbag1(path: Path, plan: Plan) -> tuple[Path, dict[str, int]]:
         total[event.topic] += 1
         if len(writer.chunks) != chunks:
             chunks = len(writer.chunks)
+            assert writer.bio is not None
             flushed.append((writer.bio.tell(), dict(pending)))
             pending = dict.fromkeys(pending, 0)
     if damage == "unindexed":
@@ -443,5 +444,5 @@ def _write_mcap_empty_schema(
                 publish_time=event.log_time_ns,
                 data=bytes(store.serialize_cdr(message, msgtype)),
             )
-        writer.finish()  # type: ignore[no-untyped-call]
+        writer.finish()
     return path

@@ -11,9 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from av.video.codeccontext import VideoCodecContext
 
 __all__ = ["VideoPacket", "decode_packets", "encode_video"]
 
@@ -27,10 +31,12 @@ class VideoPacket:
     data: bytes
 
 
-def _codec_context(codec: str, width: int, height: int, rate_hz: float, keyint: int) -> object:
+def _codec_context(
+    codec: str, width: int, height: int, rate_hz: float, keyint: int
+) -> VideoCodecContext:
     import av
 
-    ctx = av.CodecContext.create(_ENCODERS[codec], "w")
+    ctx = cast("VideoCodecContext", av.CodecContext.create(_ENCODERS[codec], "w"))
     ctx.width, ctx.height, ctx.pix_fmt = width, height, "yuv420p"
     rate = Fraction(rate_hz).limit_denominator(1000)
     ctx.time_base = 1 / rate
@@ -75,12 +81,12 @@ def encode_video(
     for index, rgb in enumerate(frames):
         frame = to_yuv.reformat(av.VideoFrame.from_ndarray(rgb, format="rgb24"), format="yuv420p")
         frame.pts = index
-        packets = ctx.encode(frame)  # type: ignore[attr-defined]
+        packets = ctx.encode(frame)
         if len(packets) != 1:
             raise RuntimeError(f"{codec} frame {index}: {len(packets)} packets, expected 1")
         packet = packets[0]
         yield VideoPacket(index=index, keyframe=bool(packet.is_keyframe), data=bytes(packet))
-    remaining = ctx.encode(None)  # type: ignore[attr-defined]
+    remaining = ctx.encode(None)
     if remaining:
         raise RuntimeError(f"{codec}: {len(remaining)} packets held back by the encoder")
 
@@ -93,7 +99,9 @@ def decode_packets(codec: str, packets: list[bytes]) -> list[NDArray[np.uint8] |
     """
     import av
 
-    ctx = av.CodecContext.create(codec if codec == "h264" else "hevc", "r")
+    ctx = cast(
+        "VideoCodecContext", av.CodecContext.create(codec if codec == "h264" else "hevc", "r")
+    )
     ctx.thread_count = 1
     out: list[NDArray[np.uint8] | None] = []
     seen_key = False
@@ -106,14 +114,18 @@ def decode_packets(codec: str, packets: list[bytes]) -> list[NDArray[np.uint8] |
             out.append(None)
             continue
         decodable.append(index)
-        frames.extend(f.to_ndarray(format="rgb24") for f in ctx.decode(packet))
+        frames.extend(_rgb(f) for f in ctx.decode(packet))
         out.append(None)
-    frames.extend(f.to_ndarray(format="rgb24") for f in ctx.decode(None))
+    frames.extend(_rgb(f) for f in ctx.decode(None))
     if len(frames) != len(decodable):
         raise RuntimeError(f"{len(frames)} frames from {len(decodable)} decodable packets")
     for index, rgb in zip(decodable, frames, strict=True):
         out[index] = rgb
     return out
+
+
+def _rgb(frame: object) -> NDArray[np.uint8]:
+    return np.asarray(frame.to_ndarray(format="rgb24"), dtype=np.uint8)  # type: ignore[attr-defined]
 
 
 def _is_keyframe(codec: str, data: bytes) -> bool:
