@@ -582,6 +582,9 @@ def test_video_packets_decode_with_pyav_one_frame_each(
         packets = [bytes(m.data) for m in items]
         assert all(p.startswith(b"\x00\x00\x00\x01") for p in packets)  # Annex B
         frames = decode_packets(cam.payload, packets)
+        # No B-frames: each message is one picture, in display order.
+        first = truth.stamps.index(truth.decodable[0])
+        assert _picture_types(cam.payload, packets[first:]) <= {"I", "P"}
         decodable = [t for t, f in zip(truth.stamps, frames, strict=True) if f is not None]
         assert decodable == list(truth.decodable)
         assert truth.keyframes[0] == truth.decodable[0]
@@ -595,6 +598,19 @@ def test_video_packets_decode_with_pyav_one_frame_each(
             rec.truth.camera("front_h264").stamps.index(rec.truth.camera("front_h264").decodable[0])
             == 20
         )
+
+
+def _picture_types(codec: str, packets: list[bytes]) -> set[str]:
+    import av
+    from av.video.frame import PictureType
+
+    ctx = av.CodecContext.create(codec if codec == "h264" else "hevc", "r")
+    types = set()
+    for data in [*packets, None]:
+        packet = None if data is None else av.Packet(data)
+        for frame in ctx.decode(packet):  # type: ignore[attr-defined]
+            types.add(PictureType(frame.pict_type).name)
+    return types
 
 
 def test_video_in_a_ros2_bag_is_foxglove_msgs_compressed_video(
