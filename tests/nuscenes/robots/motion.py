@@ -86,18 +86,6 @@ class Motion:
         y = _WHEEL_Y_M if side == "left" else -_WHEEL_Y_M
         return rpy_matrix((0.0, y, WHEEL_RADIUS_M - BASE_HEIGHT_M), 0.0, angle, 0.0)
 
-    def twist(self, t_s: float) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
-        """Body-frame linear and angular velocity of the odom child (central difference)."""
-        h = 1e-3
-        a, b = self.odom_to_child(t_s - h), self.odom_to_child(t_s + h)
-        delta = inverse(a) @ b
-        linear = delta[:3, 3] / (2 * h)
-        yaw_rate = math.atan2(delta[1, 0], delta[0, 0]) / (2 * h)
-        return (
-            (float(linear[0]), float(linear[1]), float(linear[2])),
-            (0.0, 0.0, float(yaw_rate)),
-        )
-
 
 def robot_static_edges(scenario: Scenario) -> tuple[StaticEdge, ...]:
     """robot_state_publisher's static edges that are not a camera mount."""

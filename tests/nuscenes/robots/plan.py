@@ -66,7 +66,7 @@ __all__ = ["GNSS_ORIGIN", "Plan", "clear_caches", "plan"]
 _MS = 1_000_000
 #: ``map``'s origin on the earth (GNSS scenarios: map is a local east-north-up frame).
 GNSS_ORIGIN = (48.262_65, 11.668_01, 481.0)
-_ODOM_HZ, _AMCL_HZ, _JOINTS_HZ, _FIX_HZ, _POSE_HZ = 50.0, 10.0, 20.0, 5.0, 20.0
+_ODOM_HZ, _AMCL_HZ, _JOINTS_HZ, _FIX_HZ, _POSE_HZ = 50.0, 10.0, 10.0, 5.0, 20.0
 
 
 def _jitter(stream: str, k: int, amplitude_ns: int) -> int:
@@ -290,9 +290,8 @@ def plan(scenario: Scenario) -> Plan:
 
     # /tf: wheel odometry, amcl's correction, the wheel joints.
     odom_stamps = _clock("odom", s0 - 1000 * _MS, s1 + 1000 * _MS, _ODOM_HZ, 1 * _MS // 2)
-    odom_samples = _samples(
-        odom_stamps, "odom", child, [motion.odom_to_child(rel(t)) for t in odom_stamps]
-    )
+    odom_matrices = [motion.odom_to_child(rel(t)) for t in odom_stamps]
+    odom_samples = _samples(odom_stamps, "odom", child, odom_matrices)
     tf_odom: list[tuple[int, str, Message]] = [
         (
             log(s.stamp_ns + 1500_000 + _jitter("odom-log", i, 400_000)),
@@ -341,8 +340,8 @@ def plan(scenario: Scenario) -> Plan:
     # Pose topics: /odom with the same samples as odometry's tf, amcl's estimate, a PoseStamped.
     pose_topics: dict[str, PoseTopicTruth] = {}
     odom_msgs: list[tuple[int, str, Message]] = []
-    for (log_t, _, _), s in zip(tf_odom, odom_samples, strict=True):
-        linear, angular = motion.twist(rel(s.stamp_ns))
+    for n, ((log_t, _, _), s) in enumerate(zip(tf_odom, odom_samples, strict=True)):
+        linear, angular = _twist(odom_matrices, odom_stamps, n)
         odom_msgs.append(
             (log_t + 50_000, "diff_drive_controller", OdometryMessage(s, linear, angular))
         )
@@ -486,6 +485,18 @@ def plan(scenario: Scenario) -> Plan:
     )
     all_streams = [(topic, functools.partial(iter, items)) for topic, items in eager] + lazy
     return Plan(scenario, tuple(topics), truth, tuple(all_streams))
+
+
+def _twist(
+    poses: list[Matrix], stamps: list[int], k: int
+) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Body-frame velocity at sample *k*, from its neighbours (as a controller estimates it)."""
+    a, b = poses[max(k - 1, 0)], poses[min(k + 1, len(poses) - 1)]
+    dt = (stamps[min(k + 1, len(poses) - 1)] - stamps[max(k - 1, 0)]) / 1e9
+    linear = poses[k][:3, :3].T @ (b[:3, 3] - a[:3, 3]) / dt
+    delta = a[:3, :3].T @ b[:3, :3]
+    yaw_rate = math.atan2(delta[1, 0], delta[0, 0]) / dt
+    return (float(linear[0]), float(linear[1]), float(linear[2])), (0.0, 0.0, yaw_rate)
 
 
 def _stamp(msg: Message) -> int:
