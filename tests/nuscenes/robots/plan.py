@@ -455,6 +455,11 @@ def plan(scenario: Scenario) -> Plan:
             decodable=decodable,
             keyframes=keyframes,
             source=source,
+            still=(
+                functools.partial(_still_of, cam, stamps, s0)
+                if cam.payload in COMPRESSED_PAYLOADS
+                else None
+            ),
         )
 
     # The truth: every transform in recorder order (the latest static value wins).
@@ -497,6 +502,11 @@ def _twist(
     delta = a[:3, :3].T @ b[:3, :3]
     yaw_rate = math.atan2(delta[1, 0], delta[0, 0]) / dt
     return (float(linear[0]), float(linear[1]), float(linear[2])), (0.0, 0.0, yaw_rate)
+
+
+def _still_of(cam: CameraSpec, stamps: list[int], start_ns: int, index: int) -> bytes:
+    mono = cam.payload in ("mono8", "mono16")
+    return _still(cam.seed, stamps[index] - start_ns, cam.width, cam.height, mono, cam.payload)
 
 
 def _stamp(msg: Message) -> int:

@@ -251,6 +251,7 @@ def test_messages_deserialize_back_to_the_values_written(
                 from PIL import Image
 
                 assert data[:8] == b"\x89PNG\r\n\x1a\n"
+                assert data == truth.still_bytes(name, stamp)
                 assert message.format == (
                     "png" if kind == "foxglove_mcap" else "rgb8; png compressed bgr8"
                 )
@@ -325,6 +326,9 @@ def test_truth_composes_the_chain_from_the_interpolated_edges(
     truth = rec.truth
     for t in truth.camera("oakd_rgb").stamps[::40]:
         composed = truth.pose("map", "odom", t) @ truth.pose("odom", "base_link", t)
+        translation, rotation = truth.ego_pose("map", "base_link", t)
+        nuscenes = matrix(translation, (*rotation[1:], rotation[0]))
+        assert pose_error(nuscenes, composed) < (1e-12, 1e-12)
         assert pose_error(truth.pose("map", "base_link", t), composed) < (1e-12, 1e-12)
         # Edges are usable in both directions, and static edges compose too.
         back = truth.pose("base_link", "map", t) @ truth.pose("map", "base_link", t)

@@ -11,13 +11,13 @@ is numpy and SciPy on 4×4 matrices, sharing no code with the devkit.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
-from tests.nuscenes.robots.geometry import Matrix, interpolate, inverse, matrix
+from tests.nuscenes.robots.geometry import Matrix, interpolate, inverse, matrix, quaternion_wxyz
 
 __all__ = [
     "CameraTruth",
@@ -207,6 +207,13 @@ class CameraTruth:
     #: Stamps of video keyframes (empty for still images).
     keyframes: tuple[int, ...]
     source: Callable[[int], NDArray[np.uint8]] = field(repr=False, compare=False)
+    #: PNG / JPEG cameras: the compressed bytes of frame *index* as written (else None).
+    still: Callable[[int], bytes] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def intrinsic(self) -> list[list[float]]:
+        """K as nuScenes' ``camera_intrinsic`` holds it (3 rows of 3)."""
+        return [list(self.k[0:3]), list(self.k[3:6]), list(self.k[6:9])]
 
     def index(self, t_ns: int) -> int:
         at = bisect.bisect_left(self.stamps, t_ns)
@@ -261,6 +268,20 @@ class Truth:
         cam = self.camera(camera)
         return cam.source(cam.index(t_ns))
 
+    def still_bytes(self, camera: str, t_ns: int) -> bytes:
+        """The PNG or JPEG bytes of *camera*'s frame stamped *t_ns*, as in the recording."""
+        cam = self.camera(camera)
+        if cam.still is None:
+            raise KeyError(f"camera {camera!r} sends {cam.payload}, not still images")
+        return cam.still(cam.index(t_ns))
+
+    def ego_pose(
+        self, world_frame: str, vehicle_frame: str, t_ns: int
+    ) -> tuple[list[float], list[float]]:
+        """:meth:`pose` as nuScenes' ``ego_pose`` row holds it: translation, rotation w x y z."""
+        pose = self.pose(world_frame, vehicle_frame, t_ns)
+        return [float(v) for v in pose[:3, 3]], list(quaternion_wxyz(pose))
+
     def topic_pose(self, topic: str, vehicle_frame: str, t_ns: int) -> Matrix:
         """The pose a pose topic gives the vehicle frame in the topic's frame at *t_ns*.
 
@@ -269,7 +290,3 @@ class Truth:
         """
         pose_topic = self.pose_topics[topic]
         return pose_topic.at(t_ns) @ self.tf.static_lookup(pose_topic.body, vehicle_frame)
-
-
-def stamps_of(samples: Iterable[TfSample]) -> tuple[int, ...]:
-    return tuple(s.stamp_ns for s in samples)
