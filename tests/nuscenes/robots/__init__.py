@@ -14,8 +14,13 @@ Usage::
     ego = rec.truth.pose("map", "base_link", t)          # 4×4, base_link in map
     cam = rec.truth.extrinsic("base_link", rec.frames.cameras["oakd_rgb"])
     rgb = rec.truth.pixels("oakd_rgb", t)                # H×W×3 uint8
+    # after building and exporting rec.path into dataroot:
+    result = compare_dataroot(dataroot, rec, world_frame="map", vehicle_frame="base_link",
+                              channels={"oakd_rgb": "CAM_FRONT"})
+    assert result.mismatches == []
 """
 
+from tests.nuscenes.robots.dataroot_check import DatarootComparison, compare_dataroot
 from tests.nuscenes.robots.geometry import pose_error, quaternion_wxyz
 from tests.nuscenes.robots.images import psnr
 from tests.nuscenes.robots.recording import (
@@ -64,6 +69,7 @@ __all__ = [
     "WITH_GNSS",
     "CameraSpec",
     "CameraTruth",
+    "DatarootComparison",
     "Frames",
     "Kind",
     "PoseTopicTruth",
@@ -72,6 +78,7 @@ __all__ = [
     "StaticEdge",
     "TopicInfo",
     "Truth",
+    "compare_dataroot",
     "decode_packets",
     "pose_error",
     "psnr",

@@ -61,7 +61,7 @@ from tests.nuscenes.robots.truth import (
 )
 from tests.nuscenes.robots.video import VideoPacket, encode_video
 
-__all__ = ["GNSS_ORIGIN", "Plan", "clear_caches", "plan"]
+__all__ = ["GNSS_ORIGIN", "Plan", "clear_caches", "enu_to_wgs84", "plan"]
 
 _MS = 1_000_000
 #: ``map``'s origin on the earth (GNSS scenarios: map is a local east-north-up frame).
@@ -111,7 +111,7 @@ def _to_ecef() -> Any:
     return Transformer.from_crs("EPSG:4979", "EPSG:4978", always_xy=True)
 
 
-def _enu_to_wgs84(east: float, north: float, up: float) -> tuple[float, float, float]:
+def enu_to_wgs84(east: float, north: float, up: float) -> tuple[float, float, float]:
     """A local east-north-up point as WGS 84 latitude, longitude, ellipsoidal height."""
     lat0, lon0, h0 = GNSS_ORIGIN
     to_ecef = _to_ecef()
@@ -390,7 +390,7 @@ def plan(scenario: Scenario) -> Plan:
         fix_msgs: list[tuple[int, str, Message]] = []
         for t in _clock("fix", s0 - 500 * _MS, s1 + 500 * _MS, _FIX_HZ, 2 * _MS):
             e, n, u = (motion.base_in_map("base_link", rel(t)) @ antenna)[:3, 3]
-            lat, lon, alt = _enu_to_wgs84(float(e), float(n), float(u))
+            lat, lon, alt = enu_to_wgs84(float(e), float(n), float(u))
             fixes.append(FixTruth(t, lat, lon, alt))
             fix_msgs.append(
                 (log(t + 40 * _MS), "gnss_driver", FixMessage(t, "gps_link", lat, lon, alt))
