@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from dataset_devkit.errors import (
     ConfigError,
@@ -178,21 +179,35 @@ def _check_apart(staging: Path, evidence_root: Path) -> None:
 
 def _pose_hint(doc: EvidenceDocument) -> str:
     """Why key frames lack an ego pose, when the recordings themselves say it."""
-    no_fix = [
-        r.recording_id
+    gnss = [
+        r
         for r in doc.recordings
-        if isinstance(r.pose_frame, msgspec.UnsetType)
-        and r.source_type == SOURCE_MCAP
-        and r.observations.gnss_fixes == 0
+        if isinstance(r.pose_frame, msgspec.UnsetType) and r.source_type == SOURCE_MCAP
     ]
-    if not no_fix:
-        return ""
-    return (
-        f"; the pose source is GNSS (the default) and {', '.join(no_fix)} has no GNSS fix "
-        "(no NavSatFix or LocationFix message): take the ego pose from the transform tree "
-        'with [ingest.pose] source = "tf", world_frame = "map" (or source = "odometry", '
-        'topic = "/odom"); `dataset-devkit recording inspect` lists what a recording has'
-    )
+    no_fix = [r.recording_id for r in gnss if r.observations.gnss_fixes == 0]
+    if no_fix:
+        return (
+            f"; the pose source is GNSS (the default) and {', '.join(no_fix)} has no GNSS fix "
+            "(no NavSatFix or LocationFix message): take the ego pose from the transform tree "
+            'with [ingest.pose] source = "tf", world_frame = "map" (or source = "odometry", '
+            'topic = "/odom"); `dataset-devkit recording inspect` lists what a recording has'
+        )
+    tolerance_ms = doc.config.scenario.pose_tolerance_ms
+    sparse = []
+    for r in gnss:
+        gaps = np.diff(np.asarray(r.gnss.times, dtype=np.int64)) / 1e6
+        wide = gaps[gaps > tolerance_ms]
+        if len(wide):
+            sparse.append(
+                f"{r.recording_id}: {len(wide)} of {len(gaps)} gaps, up to {wide.max():.0f} ms"
+            )
+    if sparse:
+        return (
+            f"; GNSS fixes are farther apart than scenario.pose_tolerance_ms = {tolerance_ms:g} "
+            f"({'; '.join(sparse)}): a position is interpolated only between fixes at most "
+            "that far apart; raise scenario.pose_tolerance_ms above the gap between fixes"
+        )
+    return ""
 
 
 def _why_no_scene(derived: Derived, doc: EvidenceDocument) -> str:

@@ -154,7 +154,7 @@ class RoleTable:
             return TopicRole(
                 ROLE_IGNORED, kind, f"pose topic not used: ingest.pose.topic is {self.pose.topic!r}"
             )
-        if kind == KIND_POSE and schema == "foxglove.PoseInFrame" and source == "gnss":
+        if schema in ("foxglove.PoseInFrame", "foxglove_msgs/msg/PoseInFrame") and source == "gnss":
             return TopicRole(
                 ROLE_ORIENTATION, kind, "ego orientation when no transform reaches the vehicle"
             )

@@ -8,7 +8,8 @@ spelling (``sensor_msgs/msg/Image``) first, as rosbags does, so one table serves
 
 Fields are read by name from whatever the wire decoder returned (protobuf messages, JSON
 dicts, ROS message objects from mcap-ros2 or rosbags), so Foxglove protobuf, JSON and ROS
-recordings share every normalizer.
+recordings share every normalizer; the Foxglove schemas' ROS messages (``foxglove_msgs``)
+are the same schemas under ROS names.
 """
 
 from __future__ import annotations
@@ -173,7 +174,12 @@ def _pose_transform(pose: Any, what: str) -> Transform:
 # --- camera frames ------------------------------------------------------------------------
 
 
-@_normalizer(KIND_IMAGE, "foxglove.CompressedImage", "sensor_msgs/msg/CompressedImage")
+@_normalizer(
+    KIND_IMAGE,
+    "foxglove.CompressedImage",
+    "foxglove_msgs/msg/CompressedImage",
+    "sensor_msgs/msg/CompressedImage",
+)
 def _compressed(msg: Any) -> list[Normalized]:
     return [
         CompressedFrame(
@@ -182,7 +188,9 @@ def _compressed(msg: Any) -> list[Normalized]:
     ]
 
 
-@_normalizer(KIND_RAW_IMAGE, "sensor_msgs/msg/Image", "foxglove.RawImage")
+@_normalizer(
+    KIND_RAW_IMAGE, "sensor_msgs/msg/Image", "foxglove.RawImage", "foxglove_msgs/msg/RawImage"
+)
 def _raw(msg: Any) -> list[Normalized]:
     try:
         bigendian = bool(int(_get(msg, "is_bigendian")))
@@ -202,7 +210,7 @@ def _raw(msg: Any) -> list[Normalized]:
     ]
 
 
-@_normalizer(KIND_VIDEO, "foxglove.CompressedVideo")
+@_normalizer(KIND_VIDEO, "foxglove.CompressedVideo", "foxglove_msgs/msg/CompressedVideo")
 def _video(msg: Any) -> list[Normalized]:
     return [
         VideoPacket(
@@ -211,7 +219,12 @@ def _video(msg: Any) -> list[Normalized]:
     ]
 
 
-@_normalizer(KIND_CALIBRATION, "foxglove.CameraCalibration", "sensor_msgs/msg/CameraInfo")
+@_normalizer(
+    KIND_CALIBRATION,
+    "foxglove.CameraCalibration",
+    "foxglove_msgs/msg/CameraCalibration",
+    "sensor_msgs/msg/CameraInfo",
+)
 def _calibration(msg: Any) -> list[Normalized]:
     return [
         Calibration(
@@ -249,12 +262,12 @@ def _ros_edge(t: Any) -> TransformEdge:
     )
 
 
-@_normalizer(KIND_TRANSFORMS, "foxglove.FrameTransform")
+@_normalizer(KIND_TRANSFORMS, "foxglove.FrameTransform", "foxglove_msgs/msg/FrameTransform")
 def _frame_transform(msg: Any) -> list[Normalized]:
     return [_foxglove_edge(msg)]
 
 
-@_normalizer(KIND_TRANSFORMS, "foxglove.FrameTransforms")
+@_normalizer(KIND_TRANSFORMS, "foxglove.FrameTransforms", "foxglove_msgs/msg/FrameTransforms")
 def _frame_transforms(msg: Any) -> list[Normalized]:
     return [_foxglove_edge(t) for t in _get(msg, "transforms")]
 
@@ -272,7 +285,7 @@ def _transform_stamped(msg: Any) -> list[Normalized]:
 # --- poses --------------------------------------------------------------------------------
 
 
-@_normalizer(KIND_POSE, "foxglove.PoseInFrame")
+@_normalizer(KIND_POSE, "foxglove.PoseInFrame", "foxglove_msgs/msg/PoseInFrame")
 def _pose_in_frame(msg: Any) -> list[Normalized]:
     pose = _get(msg, "pose")
     return [PoseSample(_stamp(msg), _frame_id(msg), "", _pose_transform(pose, "pose"))]
@@ -317,7 +330,7 @@ def _fix(msg: Any, has_fix: bool) -> list[Normalized]:
     ]
 
 
-@_normalizer(KIND_FIX, "foxglove.LocationFix")
+@_normalizer(KIND_FIX, "foxglove.LocationFix", "foxglove_msgs/msg/LocationFix")
 def _location_fix(msg: Any) -> list[Normalized]:
     return _fix(msg, True)
 
