@@ -14,13 +14,12 @@ from typing import Annotated
 
 import msgspec
 import typer
-from rich.table import Table
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.render import stderr_console, stdout_console
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.nuscenes.config import load_build_config
-from dataset_devkit.nuscenes.ingest.inspect import RecordingReport, inspect_recording
+from dataset_devkit.nuscenes.ingest.inspect import EdgeReport, RecordingReport, inspect_recording
 from dataset_devkit.nuscenes.options import IngestConfig
 
 __all__ = ["register"]
@@ -32,63 +31,83 @@ recording_app = typer.Typer(
 
 
 def _rate(value: float | None) -> str:
-    return "" if value is None else f"{value:g} Hz"
+    return "" if value is None else f"  {value:.3g} Hz"
+
+
+def _seconds(t_ns: int | None, start_ns: int | None) -> str:
+    if t_ns is None:
+        return ""
+    return f"{(t_ns - (start_ns or 0)) / 1e9:.3f} s"
+
+
+def _tree_lines(report: RecordingReport) -> list[str]:
+    """The transform tree drawn by indentation, roots first (``~`` dynamic, ``=`` static)."""
+    children: dict[str, list[EdgeReport]] = {}
+    for edge in report.transforms:
+        children.setdefault(edge.parent, []).append(edge)
+    childs = {e.child for e in report.transforms}
+    roots = sorted(p for p in children if p not in childs)
+    start = report.start_ns
+    lines: list[str] = []
+
+    def walk(frame: str, depth: int) -> None:
+        for edge in sorted(children.get(frame, []), key=lambda e: e.child):
+            if edge.static:
+                what = "static"
+            else:
+                first = None if edge.first_s is None else round(edge.first_s * 1e9)
+                last = None if edge.last_s is None else round(edge.last_s * 1e9)
+                span = f"{_seconds(first, start)} to {_seconds(last, start)}"
+                what = f"{edge.samples} samples, {span}"
+            mark = "=" if edge.static else "~"
+            lines.append(f"{'  ' * (depth + 1)}{mark} {edge.child}  ({what})")
+            walk(edge.child, depth + 1)
+
+    for root in roots:
+        lines.append(f"  {root}")
+        walk(root, 0)
+    return lines
 
 
 def _print(report: RecordingReport) -> None:
-    console = stdout_console()
+    """Plain lines, never a table cell: nothing is cut at any terminal width or in a pipe."""
+    out = stdout_console()
+
+    def say(text: str) -> None:
+        out.print(text, markup=False, highlight=False, soft_wrap=True)
+
     duration = "" if report.duration_s is None else f", {report.duration_s:g} s of camera frames"
-    console.print(
-        f"{report.path}: {report.container}, {report.messages} messages{duration}",
-        markup=False,
-        highlight=False,
-    )
+    say(f"{report.path}: {report.container}, {report.messages} messages{duration}")
     if report.clock == "simulation":
-        console.print(
-            "  clock: simulation (header stamps count from the simulator's start, not 1970)",
-            markup=False,
-        )
+        say("clock: simulation (header stamps count from the simulator's start, not from 1970)")
     if report.truncated:
-        console.print(f"  truncated: {report.truncation_detail}", markup=False)
-    topics = Table(show_header=True, box=None, pad_edge=False)
-    for column in ("topic", "schema", "messages", "rate", "role", "why"):
-        topics.add_column(column, overflow="fold")
+        say(f"truncated: {report.truncation_detail}")
+    if report.topics:
+        say("topics:")
     for t in report.topics:
-        topics.add_row(t.topic, t.schema, str(t.messages), _rate(t.rate_hz), t.role, t.reason)
-    console.print(topics)
+        say(f"  {t.topic}  {t.schema or '(no schema)'}  {t.messages} messages{_rate(t.rate_hz)}")
+        say(f"      {t.role}: {t.reason}" if t.role != t.reason else f"      {t.role}")
     if report.cameras:
-        cameras = Table(show_header=True, box=None, pad_edge=False, title="cameras")
-        for column in ("camera", "topic", "encoding", "frames", "size", "frame", "channel"):
-            cameras.add_column(column, overflow="fold")
-        for c in report.cameras:
-            frames = str(c.frames) + (f" ({c.invalid_frames} invalid)" if c.invalid_frames else "")
-            cameras.add_row(
-                c.name, c.topic, c.encoding, frames, ", ".join(c.sizes), c.frame_id, c.channel
-            )
-        console.print(cameras)
+        say("cameras (times from the header stamps):")
+    for c in report.cameras:
+        invalid = f", {c.invalid_frames} not decodable" if c.invalid_frames else ""
+        say(
+            f"  {c.name}: {c.topic or 'video'}, {c.encoding}, {c.frames} frames{invalid}, "
+            f"{' '.join(c.sizes)}, frame {c.frame_id}, channel {c.channel}"
+        )
     if report.transforms:
-        edges = Table(show_header=True, box=None, pad_edge=False, title="transform tree")
-        for column in ("parent", "child", "kind", "samples", "from", "to"):
-            edges.add_column(column, overflow="fold")
-        for e in report.transforms:
-            edges.add_row(
-                e.parent,
-                e.child,
-                "static" if e.static else "dynamic",
-                str(e.samples),
-                "" if e.first_s is None else f"{e.first_s:.3f} s",
-                "" if e.last_s is None else f"{e.last_s:.3f} s",
-            )
-        console.print(edges)
-    if report.pose:
-        console.print(f"  ego pose: {report.pose}", markup=False, highlight=False)
-    console.print(f"  build: {report.build}", markup=False)
+        say("transform tree (~ dynamic, = static; times from the first camera frame):")
+        for line in _tree_lines(report):
+            say(line)
+    if report.pose and report.build == "ready":
+        say(f"ego pose: {report.pose}")
+    say(f"build: {report.build}")
     for problem in report.problems:
-        console.print(f"  missing: {problem}", markup=False, highlight=False)
+        say(f"  missing: {problem}")
     if report.suggestions:
-        console.print("  build.toml lines that would read it:", markup=False)
+        say("build.toml lines that would read it (choose each camera's channel):")
         for line in report.suggestions:
-            console.print(f"    {line}", markup=False, highlight=False)
+            say(f"  {line}")
 
 
 def inspect(

@@ -174,15 +174,20 @@ def _edges(scan: Scan) -> list[EdgeReport]:
 
 
 def _calibration_topic(scan: Scan, camera_topic: str) -> str | None:
-    """The calibration topic beside a camera topic (same namespace), if there is one."""
-    base = camera_topic.rsplit("/", 1)[0]
-    candidates = sorted(
+    """The calibration topic nearest a camera topic: in its namespace, or the closest parent
+    namespace (``/camera/left/image_raw/compressed`` -> ``/camera/left/camera_info``)."""
+    calibrations = sorted(
         topic
-        for (topic, _schema), _ in scan.stats.items()
-        if scan.roles.role_of(topic, _schema).kind == KIND_CALIBRATION
-        and topic.rsplit("/", 1)[0] == base
+        for (topic, schema) in scan.stats
+        if scan.roles.role_of(topic, schema).kind == KIND_CALIBRATION
     )
-    return candidates[0] if candidates else None
+    base = camera_topic
+    while "/" in base.strip("/"):
+        base = base.rsplit("/", 1)[0]
+        found = [t for t in calibrations if t.rsplit("/", 1)[0] == base]
+        if found:
+            return found[0]
+    return None
 
 
 def _suggestions(scan: Scan, options: IngestConfig) -> list[str]:

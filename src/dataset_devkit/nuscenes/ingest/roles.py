@@ -124,24 +124,26 @@ class RoleTable:
             return TopicRole(ROLE_IGNORED, "", f"schema {schema!r} not used")
         if kind in CAMERA_KINDS:
             if not self.mapped:
-                return TopicRole(ROLE_CAMERA, kind, "camera (named by its frame id)")
+                return TopicRole(ROLE_CAMERA, kind, "named by its frame id")
             camera = self.camera_by_topic.get(topic)
             if camera is None:
                 return TopicRole(ROLE_IGNORED, kind, "camera topic not listed in ingest.cameras")
-            return TopicRole(ROLE_CAMERA, kind, "camera (ingest.cameras)", camera)
+            return TopicRole(ROLE_CAMERA, kind, "listed in ingest.cameras", camera)
         if kind == KIND_CALIBRATION:
             if topic in self.calibration_topics:
                 camera = self.camera_by_topic[self.calibration_topics[topic]]
-                return TopicRole(ROLE_CALIBRATION, kind, f"calibration of {camera.topic}", camera)
-            return TopicRole(ROLE_CALIBRATION, kind, "calibration (matched by frame id)")
+                return TopicRole(ROLE_CALIBRATION, kind, f"of camera topic {camera.topic}", camera)
+            return TopicRole(ROLE_CALIBRATION, kind, "matched to its camera by frame id")
         if kind == KIND_TRANSFORMS:
             if _is_static_topic(topic):
-                return TopicRole(ROLE_STATIC_TF, kind, "static transforms (valid at all times)")
-            return TopicRole(ROLE_TF, kind, "transforms")
+                return TopicRole(ROLE_STATIC_TF, kind, "valid at all times")
+            return TopicRole(ROLE_TF, kind, "interpolated at each camera time")
         if kind == KIND_FIX:
             if self.pose.source == "gnss":
-                return TopicRole(ROLE_GNSS, kind, "GNSS fixes (ego position)")
-            return TopicRole(ROLE_GNSS, kind, "GNSS fixes (kept in gnss.json only)")
+                return TopicRole(ROLE_GNSS, kind, "the ego position")
+            return TopicRole(
+                ROLE_GNSS, kind, "kept in gnss.json (the ego pose comes from ingest.pose)"
+            )
         if kind in POSE_KINDS:
             return self._pose_role(topic, schema, kind)
         return TopicRole(ROLE_IGNORED, kind, f"schema {schema!r} not used")  # pragma: no cover
@@ -150,13 +152,13 @@ class RoleTable:
         source = self.pose.source
         if source in ("odometry", "pose"):
             if topic == self.pose.topic:
-                return TopicRole(ROLE_POSE, kind, f"ego pose (ingest.pose source = {source!r})")
+                return TopicRole(ROLE_POSE, kind, f"the ego pose (ingest.pose source = {source!r})")
             return TopicRole(
                 ROLE_IGNORED, kind, f"pose topic not used: ingest.pose.topic is {self.pose.topic!r}"
             )
         if schema in ("foxglove.PoseInFrame", "foxglove_msgs/msg/PoseInFrame") and source == "gnss":
             return TopicRole(
-                ROLE_ORIENTATION, kind, "ego orientation when no transform reaches the vehicle"
+                ROLE_ORIENTATION, kind, "the ego heading when no transform reaches the vehicle"
             )
         wanted = "odometry" if kind != KIND_POSE else "pose"
         return TopicRole(
