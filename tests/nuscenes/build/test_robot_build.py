@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
 from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as run
-from tests.nuscenes.robots import NAV2_TURTLEBOT, compare_dataroot
+from tests.nuscenes.robots import NAV2_TURTLEBOT, RecordedRobot, compare_dataroot
 from tests.nuscenes.robots.fixtures import RobotRecordings
 
 HEAD = """namespace = "robots"
@@ -31,11 +34,19 @@ output_dir = "out"
 """
 
 
+class Inspected(NamedTuple):
+    config: Path
+    inspect: subprocess.CompletedProcess[str]
+    report: Any
+    rec: RecordedRobot
+    env: dict[str, str]
+
+
 @pytest.fixture(scope="module")
 def published(
     robot_recording: RobotRecordings, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[Path, dict[str, object], dict[str, str]]:
-    """The ROS 1 nav2 bag, inspected and built with the inspect's own suggestions."""
+) -> Inspected:
+    """The ROS 1 nav2 bag, inspected, with a build.toml made of the inspect's suggestions."""
     rec = robot_recording("ros1", NAV2_TURTLEBOT)
     work = tmp_path_factory.mktemp("robot-build")
     env = _env()
@@ -45,7 +56,7 @@ def published(
     config.write_text(
         HEAD.format(bag=rec.path) + "[ingest]\n" + "\n".join(report["recordings"][0]["suggestions"])
     )
-    return config, {"inspect": done, "report": report, "rec": rec}, env
+    return Inspected(config, done, report, rec, env)
 
 
 def _env() -> dict[str, str]:
@@ -59,14 +70,11 @@ def _env() -> dict[str, str]:
 
 
 def test_inspect_says_the_bag_lacks_a_gnss_fix_and_which_lines_would_read_it(
-    published: tuple[Path, dict[str, object], dict[str, str]],
+    published: Inspected,
 ) -> None:
-    _, found, _ = published
-    done = found["inspect"]
-    report = found["report"]
-    assert done.returncode == 1  # type: ignore[attr-defined]
-    check_report(done.stdout)  # type: ignore[attr-defined]
-    (recording,) = report["recordings"]  # type: ignore[index]
+    assert published.inspect.returncode == 1
+    check_report(published.inspect.stdout)
+    (recording,) = published.report["recordings"]
     assert recording["container"] == "ROS 1 bag" and recording["build"] == "refused"
     assert recording["problems"] == [
         "no ego pose: the pose source is GNSS and the recording has no GNSS fix"
@@ -81,11 +89,10 @@ def test_inspect_says_the_bag_lacks_a_gnss_fix_and_which_lines_would_read_it(
 
 
 def test_the_suggested_config_reads_the_bag_and_builds_a_published_dataroot(
-    published: tuple[Path, dict[str, object], dict[str, str]],
+    published: Inspected,
 ) -> None:
-    config, found, env = published
-    rec = found["rec"]
-    ready = run(env, "recording", "inspect", str(rec.path), "--config", str(config))  # type: ignore[attr-defined]
+    config, _, _, rec, env = published
+    ready = run(env, "recording", "inspect", str(rec.path), "--config", str(config))
     assert ready.returncode == 0, ready.stdout + ready.stderr
     assert "build: ready" in ready.stdout
     assert "ego pose: tf map -> base_link" in ready.stdout
@@ -100,17 +107,15 @@ def test_the_suggested_config_reads_the_bag_and_builds_a_published_dataroot(
         rec,
         world_frame="map",
         vehicle_frame="base_link",
-        channels=channels,  # type: ignore[arg-type]
+        channels=channels,
     )
     assert comparison.mismatches == []
     validated = run(env, "validate", str(dataroot))
     assert validated.returncode == 0, validated.stderr
 
 
-def test_nuscenes_devkit_renders_the_robot_dataroot(
-    published: tuple[Path, dict[str, object], dict[str, str]], tmp_path: Path
-) -> None:
-    config, _, env = published
+def test_nuscenes_devkit_renders_the_robot_dataroot(published: Inspected, tmp_path: Path) -> None:
+    config, env = published.config, published.env
     dataroot = config.parent / "out" / "v1.0-trainval"
     if not dataroot.exists():
         built = run(env, "build", str(config))
@@ -126,9 +131,6 @@ nusc.render_sample_data(sample["data"]["CAM_FRONT"], out_path={str(tmp_path / "f
 nusc.render_sample(sample["token"], out_path={str(tmp_path / "sample.png")!r})
 print("rendered", sorted(sample["data"]))
 """
-    import subprocess
-    import sys
-
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
     )
