@@ -351,3 +351,18 @@ def test_a_wrong_frame_name_is_refused_with_the_frames_of_the_tree(
         FormatError, match=r"ingest.pose.world_frame 'mapp' is not a frame .*did you mean 'map'"
     ):
         open_recording(rec.path, wrong)
+
+
+def test_recording_inspect_reports_a_decoded_folder_and_an_mcap_drive(
+    recordings: dict[str, Path],
+) -> None:
+    from dataset_devkit.nuscenes.ingest.inspect import inspect_recording
+
+    decoded = inspect_recording(recordings["decoded"])
+    assert decoded.build == "ready" and decoded.backend == "pyav"
+    assert [c.channel for c in decoded.cameras] == ["CAM_FRONT", "CAM_BACK"][: len(decoded.cameras)]
+    drive = inspect_recording(recordings["protobuf"])
+    assert (drive.container, drive.build, drive.clock) == ("MCAP file", "ready", "wall")
+    roles = {t.topic: t.role for t in drive.topics}
+    assert "gnss" in roles.values() and "camera" in roles.values()
+    assert drive.pose.startswith("gnss position, tf orientation")

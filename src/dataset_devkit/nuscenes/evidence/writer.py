@@ -62,7 +62,8 @@ def config_fingerprint(config: PipelineConfig) -> str:
     return hashlib.sha256(encode_canonical(config)).hexdigest()
 
 
-def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
+def _to_evidence(src: RecordingSource, mapping: dict[str, str], pose_declared: bool) -> EvRecording:
+    """*pose_declared*: ``[ingest.pose]`` is set (the default's evidence predates the field)."""
     return EvRecording(
         recording_id=src.recording_id,
         source_type=src.source_type,
@@ -102,7 +103,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
         gnss_pose_offsets_m=src.gnss_pose_offsets_m,
         pose_frame=src.pose_frame or msgspec.UNSET,
         world_frame=src.world_frame or msgspec.UNSET,
-        pose_source=src.pose_source or msgspec.UNSET,
+        pose_source=src.pose_source if src.pose_source and pose_declared else msgspec.UNSET,
         clock=src.clock or msgspec.UNSET,
     )
 
@@ -163,7 +164,8 @@ def build_evidence(
     origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = channel_mapping(sources)
-    ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
+    declared = not isinstance(config.ingest.pose, msgspec.UnsetType)
+    ev_recordings = tuple(_to_evidence(s, mapping, declared) for s in sources)
     # The evidence holds the pose, GNSS and track streams as arrays now; the ingest's
     # objects per message (hundreds of bytes each) are not needed to store the frames.
     sources = [_without_streams(s) for s in sources]

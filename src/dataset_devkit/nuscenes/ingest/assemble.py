@@ -234,8 +234,7 @@ def assemble_recording(
         recording_id_from_name="recording_id" not in state.metadata,
         pose_frame=POSE_FRAME_LOCAL_TF if poses.pose_frame == POSE_FRAME_LOCAL_TF else "",
         world_frame=poses.world_frame,
-        # Left out for the default (GNSS) source, whose evidence bytes predate the field.
-        pose_source="" if isinstance(options.pose, msgspec.UnsetType) else poses.description,
+        pose_source=poses.description,
         clock="simulation" if simulated else "",
     )
 

@@ -292,7 +292,7 @@ def inspect_recording(
             tolerance_ns=pose_tolerance_ns,
             replay=lambda topics: iter(()),
         )
-        pose = source.pose_source or f"{len(source.rotations)} orientation samples (gnss)"
+        pose = source.pose_source
         if not source.rotations or not source.translations:
             problems.append(
                 "no ego pose: "

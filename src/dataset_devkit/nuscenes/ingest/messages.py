@@ -106,6 +106,10 @@ def decoder_for(
     decoder: Callable[[bytes], Any] | None = module.DecoderFactory().decoder_for(
         message_encoding, schema
     )
+    if decoder is None and message_encoding == "cdr" and name in ros_typestore(ros_distro).types:
+        # mcap-ros2 reads ``ros2msg`` definitions only; a standard type defined in another
+        # form (``ros2idl``) is read with its standard definition.
+        return _standard_cdr_decoder(name, topic, ros_distro)
     if decoder is None:
         raise FormatError(
             f"topic {topic!r} (schema {name!r}, encoding "
