@@ -62,7 +62,9 @@ def config_fingerprint(config: PipelineConfig) -> str:
     return hashlib.sha256(encode_canonical(config)).hexdigest()
 
 
-def _to_evidence(src: RecordingSource, mapping: dict[str, str], pose_declared: bool) -> EvRecording:
+def _to_evidence(
+    src: RecordingSource, mapping: dict[str, str], pose_declared: bool = False
+) -> EvRecording:
     """*pose_declared*: ``[ingest.pose]`` is set (the default's evidence predates the field)."""
     return EvRecording(
         recording_id=src.recording_id,
