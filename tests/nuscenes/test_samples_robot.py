@@ -9,6 +9,10 @@ from ``[ingest.pose] source = "tf"`` through the official ``NuScenes`` loader.
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
+import time
 import tracemalloc
 from collections import Counter
 from pathlib import Path
@@ -392,6 +396,29 @@ def test_a_failed_write_leaves_nothing_and_a_rerun_writes_the_recording(
     path = write_sample_robot(tmp_path / "robot", SMALL)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["robot"]
     assert sorted(p.name for p in path.iterdir()) == ["metadata.yaml", "robot.mcap"]
+
+
+def test_a_killed_writer_leaves_no_recording_and_the_next_call_cleans_up(tmp_path: Path) -> None:
+    target = tmp_path / "robot"
+    code = (
+        "import sys; from dataset_devkit.nuscenes.samples_robot import SampleRobot, "
+        "write_sample_robot; write_sample_robot(sys.argv[1], SampleRobot(duration_s=600))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    child = subprocess.Popen([sys.executable, "-c", code, str(target)], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.stat().st_size > 1 << 20 for p in tmp_path.rglob("*.mcap")):
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
+    (staging,) = tmp_path.iterdir()
+    assert staging.name.startswith(".robot.staging-")  # never the destination itself
+    path = write_sample_robot(target, SMALL)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["robot"]
+    assert _files(path) == _files(_write_in(tmp_path / "fresh", SMALL))
 
 
 def test_an_existing_destination_is_refused_and_left_untouched(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Final
@@ -132,17 +133,7 @@ def robot_cameras(count: int = 2, *, encoding: str = "rgb8") -> tuple[RobotCamer
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 6:
         raise ConfigError(f"cameras: expected 1 to 6 cameras, found {count!r}", key="cameras")
     _check_encoding(encoding, "encoding")
-    return tuple(
-        RobotCamera(
-            name=c.name,
-            topic=c.topic,
-            info_topic=c.info_topic,
-            channel=c.channel,
-            yaw_deg=c.yaw_deg,
-            encoding=encoding,
-        )
-        for c in ROBOT_CAMERAS[:count]
-    )
+    return tuple(dataclasses.replace(c, encoding=encoding) for c in ROBOT_CAMERAS[:count])
 
 
 def _check_encoding(encoding: str, key: str) -> None:
@@ -192,7 +183,9 @@ class SampleRobot:
             value = getattr(self, key)
             _positive(value, key, whole=True)
             if value % 2:  # Bayer tiles and 4:2:2 pairs need even sizes
-                raise ConfigError(f"{key}: expected an even number of pixels, found {value}")
+                raise ConfigError(
+                    f"{key}: expected an even number of pixels, found {value}", key=key
+                )
         if self.fps > 1000 or self.odom_hz > 1000 or self.amcl_hz > 1000:
             raise ConfigError("fps, odom_hz and amcl_hz must be at most 1000", key="fps")
         if not isinstance(self.cameras, tuple) or not self.cameras:
@@ -224,7 +217,7 @@ class SampleRobot:
         return int(self.duration_s * self.fps + 1e-9)
 
     def frame_stamp(self, camera: int, k: int) -> int:
-        """The header stamp (ns) of frame *k* of camera number *camera*."""
+        """The header stamp (ns) of frame *k* of camera number *camera* (3 ms apart)."""
         return self.start_ns + (round(k * 1e6 / self.fps) + 3000 * camera) * 1000
 
     # ------------------------------------------------------------------ motion
