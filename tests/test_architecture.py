@@ -128,6 +128,7 @@ NUSCENES_STAGES: dict[str, int] = {
     "spec": 0,
     "common": 0,
     "samples": 0,
+    "samples_robot": 0,
     "ingest": 1,
     "evidence": 2,
     "export": 3,

@@ -10,6 +10,7 @@ from dataset_devkit.nuscenes import build_evidence
 from dataset_devkit.nuscenes.evidence import Evidence
 from dataset_devkit.nuscenes.samples import write_sample_decoded, write_sample_mcap
 from tests.nuscenes.helpers import CONFIG, DRIVE, write_ros2
+from tests.nuscenes.robots.fixtures import robot_recording as robot_recording
 
 
 @pytest.fixture(scope="session")

@@ -124,11 +124,11 @@ def test_a_build_selecting_nothing_says_why_and_a_changed_rerun_names_the_old_ev
         '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
         '[paths]\noutput_dir = "out"\n'
     )
-    config.write_text(base.format(rules='rules = [{kind = "require_cameras", value = "CAM_X"}]\n'))
+    config.write_text(base.format(rules='rules = [{kind = "min_distance_m", value = 1e6}]\n'))
     done = run(package_env, "build", str(config))
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert "selects no scene of 2 scene windows; rejected 2 by rule 0 require_cameras" in (
+    assert "selects no scene of 2 scene windows; rejected 2 by rule 0 min_distance_m" in (
         done.stderr
     )
     config.write_text(base.format(rules=""))
@@ -139,6 +139,26 @@ def test_a_build_selecting_nothing_says_why_and_a_changed_rerun_names_the_old_ev
     )
     assert "set paths.evidence_dir to a new one" in again.stderr
     assert not (tmp_path / "out" / "v1.0-trainval").exists()
+
+
+def test_a_require_cameras_typo_is_refused_before_the_ingest_with_the_channels_there_are(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    write_sample_mcap(tmp_path / "drive.mcap", SampleDrive(duration_s=6.0))
+    config = tmp_path / "build.toml"
+    config.write_text(
+        'namespace = "cli"\n[sources]\ntype = "mcap_hf"\npaths = ["drive.mcap"]\n'
+        '[scenario]\nrules = [{kind = "require_cameras", value = "CAM_FRONT,CAM_REAR"}]\n'
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    done = run(package_env, "build", str(config))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert (
+        "scenario.rules[0].value: no recording has a camera channel 'CAM_REAR'; did you mean "
+        "'CAM_BACK'? (channels: CAM_BACK, CAM_FRONT)" in done.stderr
+    )
+    assert not (tmp_path / "out" / "evidence").exists()
 
 
 def test_build_config_mistakes_exit_1_with_one_line_naming_file_and_key(

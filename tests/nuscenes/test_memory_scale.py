@@ -31,10 +31,18 @@ _PER_SWEEP_FRAME = 150
 
 
 def _traced_build(tmp: Path, name: str, drive: SampleDrive, chunk_size: int) -> tuple[int, int]:
-    """Peak traced bytes of build_evidence + export_dataset of *drive*; samples exported."""
+    """Peak traced bytes of build_evidence + export_dataset of *drive*; samples exported.
+
+    The cyclic garbage collector is paused while the build is traced: when it runs depends
+    on every allocation since the process started (the tests before this one), so with it
+    the same build peaked up to 4 KB per key-frame sample apart from one run to the next.
+    Without it the figure is the same in every run, and includes any garbage the build
+    leaves to the collector (the worst case).
+    """
     mcap = write_sample_mcap(tmp / f"{name}.mcap", drive, chunk_size=chunk_size)
     config = PipelineConfig(namespace="mem", scenario=ScenarioConfig(scene_duration_s=20.0))
     gc.collect()
+    gc.disable()
     tracemalloc.start()
     try:
         evidence = build_evidence([mcap], config, tmp / f"evidence-{name}")
@@ -42,6 +50,7 @@ def _traced_build(tmp: Path, name: str, drive: SampleDrive, chunk_size: int) -> 
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
+        gc.enable()
     return peak, result.table_counts["sample"]
 
 

@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "release",
     "vin_store",
     "nuscenes",
+    "recording",
     "stereo",
     "kinds",
     "preview",

@@ -1,7 +1,9 @@
 """Demo step: sample drive recordings → evidence → staging nuScenes dataroot → official loader.
 
-The recordings are generated at demo time with the real writers (foxglove-sdk for a
-protobuf MCAP file, PyAV for a decoded recording folder), so nothing binary is committed.
+The recordings are generated at demo time with the real writers (the mcap writer for a
+protobuf MCAP file, PyAV for a decoded recording folder, rosbags for a robot's ROS 2 bag),
+so nothing binary is committed. The robot's bag has no GNSS: its ``build.toml`` takes the
+poses from the transform tree and maps its camera topics to official channels.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from dataset_devkit.nuscenes import (
     SplitConfig,
     build_evidence,
     export_dataset,
+    load_build_config,
 )
 from dataset_devkit.nuscenes.samples import SampleDrive, write_sample_decoded, write_sample_mcap
+from dataset_devkit.nuscenes.samples_robot import SampleRobot, robot_cameras, write_sample_robot
 
 __all__ = ["run"]
 
@@ -32,6 +36,52 @@ _CONFIG = ScenarioConfig(
         SelectionRule(kind="min_mean_speed_mps", value=1.0),
     ),
 )
+
+
+#: A small robot recording: two cameras at 10 Hz, small frames, so the demo stays quick.
+_ROBOT = SampleRobot(duration_s=25.0, fps=10.0, width=160, height=120, cameras=robot_cameras(2))
+#: What a user writes for their own robot: recordings, the tf pose source, the camera mapping.
+_ROBOT_TOML = """\
+namespace = "demo-robot"
+
+[sources]
+type = "mcap_hf"
+paths = ["recordings/robot-bag"]
+
+[ingest]
+vehicle_frame = "base_footprint"
+
+[ingest.pose]
+source = "tf"
+world_frame = "map"
+
+[[ingest.cameras]]
+topic = "/oakd/rgb/preview/image_raw"
+channel = "CAM_FRONT"
+calibration_topic = "/oakd/rgb/preview/camera_info"
+
+[[ingest.cameras]]
+topic = "/rear_camera/image_raw"
+channel = "CAM_BACK"
+calibration_topic = "/rear_camera/camera_info"
+
+[scenario]
+scene_duration_s = 8.0
+min_scene_duration_s = 4.0
+
+[split]
+test_fraction = 0.5
+
+[image]
+jpeg_quality = 95
+
+[publication]
+version = "v1.0-trainval"
+refuse_overwrite = true
+
+[paths]
+output_dir = "robot-out"
+"""
 
 
 def _official_loader_check(dataroot: Path) -> str:
@@ -47,29 +97,36 @@ def _official_loader_check(dataroot: Path) -> str:
 
 
 def run(out: Path) -> DemoReport:
-    """Build and export one MCAP and one decoded sample recording under *out*."""
+    """Build and export an MCAP, a decoded and a robot (ROS 2 bag) sample recording."""
     out.mkdir(parents=True, exist_ok=True)
     recordings = out / "recordings"
     recordings.mkdir(exist_ok=True)
+    robot_toml = out / "robot-build.toml"
+    robot_toml.write_text(_ROBOT_TOML, encoding="utf-8")
+    robot = load_build_config(robot_toml)
     sources = {
-        "mcap": write_sample_mcap(recordings / "drive-0001.mcap", _DRIVE),
-        "decoded": write_sample_decoded(
-            recordings / "drive-0002", _DRIVE, recording_id="drive-0002"
+        "mcap": (
+            write_sample_mcap(recordings / "drive-0001.mcap", _DRIVE),
+            _pipeline_config("mcap"),
         ),
+        "decoded": (
+            write_sample_decoded(recordings / "drive-0002", _DRIVE, recording_id="drive-0002"),
+            _pipeline_config("decoded"),
+        ),
+        "robot": (write_sample_robot(recordings / "robot-bag", _ROBOT), robot.pipeline),
     }
     lines: list[tuple[str, str]] = []
     hashes: dict[str, str] = {}
-    for kind, source in sources.items():
-        config = PipelineConfig(
-            namespace=f"demo-{kind}", scenario=_CONFIG, split=SplitConfig(test_fraction=0.5)
-        )
+    for kind, (source, config) in sources.items():
         evidence = build_evidence([source], config, out / f"evidence-{kind}")
         staging = out / f"staging-{kind}"
         result = export_dataset(staging, evidence, config=config)
         derived = evidence.document.derived
         splits = [s.split for s in derived.splits]
+        lines.append((f"{kind} recording", source.name))
+        if kind == "robot":
+            lines.append(("robot build config", f"{robot_toml} (poses from tf in map)"))
         lines += [
-            (f"{kind} recording", source.name),
             (
                 f"{kind} evidence",
                 f"{len(derived.scenes)} scene windows, {len(derived.selected_scene_ids)} "
@@ -83,4 +140,19 @@ def run(out: Path) -> DemoReport:
         ]
         hashes[f"evidence-{kind}"] = evidence.root_sha256
         hashes[f"staging-{kind}"] = build_manifest(staging).root_sha256
-    return DemoReport(title="nuScenes export", lines=lines, root_sha256=hashes)
+    bag = str(sources["robot"][0])
+    return DemoReport(
+        title="nuScenes export",
+        lines=lines,
+        root_sha256=hashes,
+        try_next=[
+            ("recording", "inspect", bag, "--config", str(robot_toml)),
+            ("build", str(robot_toml)),
+        ],
+    )
+
+
+def _pipeline_config(kind: str) -> PipelineConfig:
+    return PipelineConfig(
+        namespace=f"demo-{kind}", scenario=_CONFIG, split=SplitConfig(test_fraction=0.5)
+    )

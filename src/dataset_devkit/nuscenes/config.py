@@ -5,12 +5,26 @@
     namespace = "fleet-a-2026"            # dataset namespace: seeds every token and the split
 
     [sources]
-    type = "mcap_hf"                      # or "decoded_hf"; one source type per dataset
+    type = "mcap_hf"                      # message logs (.mcap, .bag, ROS 2 bag folders),
+                                          # or "decoded_hf"; one source type per dataset
     paths = ["drives/a.mcap", "drives/b.mcap"]   # relative to this file
     labels = "labels.json"                # optional human label file
 
     [ingest]                              # spec.IngestConfig
-    vehicle_frame = "base_link"           # MCAP transform-tree vehicle frame
+    vehicle_frame = "base_link"           # the robot's frame in the transform tree
+    exclude_topics = ["/debug/*"]         # optional: topics left out (shell patterns)
+    ros_distro = "humble"                 # optional: definitions for bags without them
+
+    [ingest.pose]                         # optional; default: source = "gnss"
+    source = "tf"                         # gnss | tf | odometry | pose
+    world_frame = "map"                   # the fixed frame of the poses
+    # topic = "/odom"                     # odometry and pose sources only
+
+    [[ingest.cameras]]                    # optional; default: every camera topic
+    topic = "/oakd/rgb/image_raw"
+    channel = "CAM_FRONT"
+    calibration_topic = "/oakd/rgb/camera_info"   # optional
+    # frame_id = "oakd_rgb_camera_optical_frame"  # optional override
 
     [scenario]                            # spec.ScenarioConfig
     scene_duration_s = 20.0
@@ -78,7 +92,7 @@ _TOP_KEYS = (
 _PATH_RE = re.compile(r"(?: - )?at `\$\.?(?P<path>[^`]*)`")
 _UNKNOWN_RE = re.compile(r"unknown field `([^`]*)`")
 _SHAPES = {
-    spec.SOURCE_MCAP: "MCAP recording (an .mcap file or a ROS 2 bag folder)",
+    spec.SOURCE_MCAP: "message log (an .mcap or .bag file, or a ROS 2 bag folder)",
     spec.SOURCE_DECODED: "decoded recording folder (recording.json)",
 }
 #: The allowed values of enumerated keys, by the key's last part, for error messages.
@@ -86,6 +100,8 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "kind": typing.get_args(spec.SelectionRuleKind),
     "type": typing.get_args(spec.SourceType),
     "method": ("recording_groups_v1",),
+    "source": typing.get_args(spec.PoseSourceKind),
+    "ros_distro": typing.get_args(spec.RosDistro),
 }
 
 

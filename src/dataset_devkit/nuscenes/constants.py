@@ -36,6 +36,7 @@ __all__ = [
     "MAP_FILENAME",
     "PIPELINE_AUDIT_FILE",
     "POSE_FRAME_LOCAL_ENU",
+    "POSE_FRAME_LOCAL_TF",
     "POSE_FRAME_WEB_MERCATOR",
     "PRIVACY_RESTRICTED_RAW",
     "PRIVACY_TRANSFORMED",
@@ -43,6 +44,7 @@ __all__ = [
     "SAMPLES_DIR",
     "SAMPLE_INTERVAL_NS",
     "SCENE_NAME_RE",
+    "SOURCE_COMBINATIONS",
     "SOURCE_CONTRACTS",
     "SOURCE_DECODED",
     "SOURCE_FILE",
@@ -170,7 +172,9 @@ MAP_DESCRIPTION: Final = (
 
 SourceType: TypeAlias = Literal["mcap_hf", "decoded_hf"]
 Privacy: TypeAlias = Literal["restricted_raw", "privacy_transformed"]
-PoseFrame: TypeAlias = Literal["legacy_web_mercator", "recording_local_enu_v1"]
+PoseFrame: TypeAlias = Literal[
+    "legacy_web_mercator", "recording_local_enu_v1", "recording_local_tf_v1"
+]
 SplitName: TypeAlias = Literal["train", "test"]
 ValidationState: TypeAlias = Literal["not_run", "passed"]
 
@@ -180,16 +184,29 @@ PRIVACY_RESTRICTED_RAW: Final = "restricted_raw"
 PRIVACY_TRANSFORMED: Final = "privacy_transformed"
 POSE_FRAME_WEB_MERCATOR: Final = "legacy_web_mercator"
 POSE_FRAME_LOCAL_ENU: Final = "recording_local_enu_v1"
+#: A recording's own fixed frame of its transform tree or pose topic (``map``, ``odom``),
+#: named in ``source.json``: metric, local, with no geographic claim.
+POSE_FRAME_LOCAL_TF: Final = "recording_local_tf_v1"
 #: Global horizontal resolution (metres) of decoded, privacy-transformed output.
 DECODED_GLOBAL_RESOLUTION_M: Final = 1.0
 #: CRS of ``published_east_m``/``published_north_m`` in gnss.json and of the MCAP pose frame.
 GLOBAL_CRS: Final = "EPSG:3857"
 
-#: The only allowed (privacy, pose frame, global horizontal resolution) per source type.
+#: The default (privacy, pose frame, global horizontal resolution) of each source type.
 SOURCE_CONTRACTS: Final[dict[str, tuple[str, str, float | None]]] = {
     SOURCE_MCAP: (PRIVACY_RESTRICTED_RAW, POSE_FRAME_WEB_MERCATOR, None),
     SOURCE_DECODED: (PRIVACY_TRANSFORMED, POSE_FRAME_LOCAL_ENU, DECODED_GLOBAL_RESOLUTION_M),
 }
+#: Every allowed (source type, privacy, pose frame, global horizontal resolution): the
+#: defaults above, and message logs whose poses come from their own transform tree or pose
+#: topic (a local frame, no geographic claim). Validation refuses any other combination.
+SOURCE_COMBINATIONS: Final[frozenset[tuple[str, str, str, float | None]]] = frozenset(
+    {
+        (SOURCE_MCAP, PRIVACY_RESTRICTED_RAW, POSE_FRAME_WEB_MERCATOR, None),
+        (SOURCE_MCAP, PRIVACY_RESTRICTED_RAW, POSE_FRAME_LOCAL_TF, None),
+        (SOURCE_DECODED, PRIVACY_TRANSFORMED, POSE_FRAME_LOCAL_ENU, DECODED_GLOBAL_RESOLUTION_M),
+    }
+)
 SPLIT_NAMES: Final = ("train", "test")
 VALIDATION_NOT_RUN: Final = "not_run"
 VALIDATION_PASSED: Final = "passed"

@@ -79,10 +79,16 @@ class SourceDocument(Record, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     #: 1.0 for decoded output; ``None`` (no privacy resolution claim) for restricted raw.
     global_horizontal_resolution_m: float | None
     global_crs: str
-    #: ``"verbatim"`` (MCAP JPEG bytes copied) or ``"reencoded"`` (decoded video, quality 95).
-    jpeg_policy: Literal["verbatim", "reencoded"]
+    #: ``"verbatim"`` (MCAP JPEG bytes copied), ``"reencoded"`` (decoded video, quality 95),
+    #: or ``"per_camera"`` (message-log cameras: JPEG copied verbatim, every other source
+    #: encoding — raw, PNG, video — encoded once at quality 95; ``recordings.json`` names each
+    #: camera's source encoding).
+    jpeg_policy: Literal["verbatim", "reencoded", "per_camera"]
     jpeg_quality: int | None
     scaffold_map_token: str
+    #: Added (additive): with ``pose_frame = recording_local_tf_v1``, the name of that frame
+    #: in the recordings' transform trees (``map``, ``odom``).
+    world_frame: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class CameraRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -103,6 +109,9 @@ class CameraRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True
     topic: str
     frames_observed: int
     frames_exported: int
+    #: Added (additive): how the source stored the frames (``png``, ``rgb8``, ``bayer_rggb8``,
+    #: ``h264``); unset for JPEG frames copied verbatim.
+    source_encoding: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class RecordingRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -128,6 +137,11 @@ class RecordingRecord(Record, frozen=True, kw_only=True, forbid_unknown_fields=T
     reason: str = ""
     #: Added (additive): what a truncated recording lost (``""`` when complete).
     truncation_detail: str = ""
+    #: Added (additive): where the ego poses came from (``tf map -> base_link``), when
+    #: ``[ingest.pose]`` declares it.
+    pose_source: str | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): ``simulation`` when the header stamps are a simulator's clock.
+    clock: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class RecordingsDocument(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -261,8 +275,9 @@ class SceneTags(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
     distance_m: float
     mean_speed_mps: float
     max_speed_mps: float
-    time_of_day: Literal["night", "dawn", "day", "dusk"]
-    local_solar_hour: float
+    #: ``unknown`` (and no solar hour) for simulation stamps or local poses without GNSS.
+    time_of_day: Literal["night", "dawn", "day", "dusk", "unknown"]
+    local_solar_hour: float | None
     channels: tuple[str, ...]
     nbr_samples: int
 

@@ -16,10 +16,14 @@ from dataset_devkit.nuscenes.constants import (
 )
 
 __all__ = [
+    "CameraTopicConfig",
     "ExportConfig",
     "ImageConfig",
     "IngestConfig",
     "PipelineConfig",
+    "PoseSourceConfig",
+    "PoseSourceKind",
+    "RosDistro",
     "ScenarioConfig",
     "SelectionRule",
     "SelectionRuleKind",
@@ -87,10 +91,60 @@ class ExportConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True
     include_sweeps: bool = False
 
 
+PoseSourceKind: TypeAlias = Literal["gnss", "tf", "odometry", "pose"]
+RosDistro: TypeAlias = Literal["noetic", "foxy", "galactic", "humble", "iron", "jazzy", "kilted"]
+
+
+class PoseSourceConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``[ingest.pose]``: where the ego pose of a message-log recording comes from.
+
+    ``gnss`` (the default): positions from GNSS fixes (EPSG:3857 + altitude), orientation
+    from the transform chain ``world_frame -> vehicle_frame``. ``tf``: position and
+    orientation both from that chain. ``odometry``/``pose``: from the messages of ``topic``
+    (``nav_msgs/msg/Odometry``; ``geometry_msgs/msg/PoseStamped``,
+    ``PoseWithCovarianceStamped``, ``foxglove.PoseInFrame``), composed with the static chain
+    from the message's child frame to the vehicle frame. Unset fields are left out of the
+    recorded config.
+    """
+
+    source: PoseSourceKind = "gnss"
+    #: The fixed frame the poses are expressed in (``map``, ``odom``, an earth-fixed frame).
+    #: Unset: the root of the transform tree above the vehicle frame (``gnss``, ``tf``), or
+    #: the messages' own ``frame_id`` (``odometry``, ``pose``).
+    world_frame: str | msgspec.UnsetType = msgspec.UNSET
+    #: The pose topic (``odometry`` and ``pose`` only).
+    topic: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class CameraTopicConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One ``[[ingest.cameras]]`` entry: a camera topic chosen for export, and its channel."""
+
+    topic: str
+    #: ``CAM_FRONT``, ``CAM_FRONT_LEFT``, ... or any ``CAM_*`` name. Unset: normalized from
+    #: the frame id (``oakd_rgb_camera_optical_frame`` -> ``CAM_OAKD_RGB_CAMERA_OPTICAL_FRAME``).
+    channel: str | msgspec.UnsetType = msgspec.UNSET
+    #: The topic of its calibration (``CameraInfo``). Unset: the calibration whose frame id
+    #: is the images' frame id.
+    calibration_topic: str | msgspec.UnsetType = msgspec.UNSET
+    #: The camera frame in the transform tree, when the images' ``frame_id`` is wrong or empty.
+    frame_id: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class IngestConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    #: Vehicle frame of MCAP transform trees: camera extrinsics are taken from it and the
-    #: transforms whose child it is give the ego orientation.
+    #: Vehicle frame of the transform tree: camera extrinsics are taken relative to it and the
+    #: ego pose is its pose.
     vehicle_frame: str = "base_link"
+    #: Added (additive): the pose source. Unset: GNSS positions, orientation from the tree.
+    pose: PoseSourceConfig | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): the camera topics to export. Unset: every camera topic, named by
+    #: its frame id.
+    cameras: tuple[CameraTopicConfig, ...] | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): topics left out entirely (shell patterns: ``"/debug/*"``).
+    exclude_topics: tuple[str, ...] | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): the ROS distribution whose standard message definitions decode a
+    #: bag without embedded definitions (sqlite3 bags before Iron, empty schema records).
+    #: Unset: humble.
+    ros_distro: RosDistro | msgspec.UnsetType = msgspec.UNSET
 
 
 class PipelineConfig(Record, frozen=True, kw_only=True, forbid_unknown_fields=True):

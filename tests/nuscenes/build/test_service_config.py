@@ -150,7 +150,9 @@ def test_a_wrong_source_type_is_caught_from_the_paths_before_any_recording_is_re
     (tmp_path / "drives" / "bag" / "metadata.yaml").write_text("not read")
     text = BASE.replace('type = "mcap_hf"', 'type = "decoded_hf"')
     path = write(tmp_path, text.replace('paths = ["drives/a.mcap"]', 'paths = ["drives/bag"]'))
-    with pytest.raises(ConfigError, match=r"is a MCAP recording \(an \.mcap file or a ROS 2 bag"):
+    with pytest.raises(
+        ConfigError, match=r"is a message log \(an \.mcap or \.bag file, or a ROS 2 bag"
+    ):
         load_build_config(path)
 
 

@@ -20,7 +20,7 @@ from dataset_devkit.nuscenes.common.streams import (
 from dataset_devkit.nuscenes.common.tokens import encode_canonical
 from dataset_devkit.nuscenes.evidence import Evidence, recheck_evidence
 from dataset_devkit.nuscenes.evidence import writer as evidence_writer
-from dataset_devkit.nuscenes.ingest.mcap_scan import CameraFrames
+from dataset_devkit.nuscenes.ingest.scan import CameraFrames
 
 
 @pytest.mark.parametrize("block", [1, 3, 4096])

@@ -91,7 +91,17 @@ def test_truncated_recording_is_read_up_to_the_last_complete_record(
     assert 0 < frames < 2 * FRAMES
 
 
-def test_non_jpeg_image_format_is_refused_naming_topic_and_schema(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("fmt", "message"),
+    [
+        ("webp", r"image format 'webp' is neither JPEG nor PNG"),
+        ("png", r"image is not a PNG \(no PNG signature\)"),
+        ("16UC1; compressedDepth png", r"is a compressed depth map, not a camera image"),
+    ],
+)
+def test_an_image_format_other_than_jpeg_or_png_is_refused_naming_topic_and_schema(
+    tmp_path: Path, fmt: str, message: str
+) -> None:
     from mcap.writer import Writer
 
     path = tmp_path / "png.mcap"
@@ -102,11 +112,11 @@ def test_non_jpeg_image_format_is_refused_naming_topic_and_schema(tmp_path: Path
             name="foxglove.CompressedImage", encoding="jsonschema", data=b"{}"
         )
         cid = writer.register_channel(topic="/cam/png", message_encoding="json", schema_id=sid)
-        msg = {"timestamp": {"sec": 1, "nsec": 0}, "frame_id": "cam", "format": "png", "data": ""}
+        msg = {"timestamp": {"sec": 1, "nsec": 0}, "frame_id": "cam", "format": fmt, "data": ""}
         writer.add_message(cid, log_time=1, publish_time=1, data=json.dumps(msg).encode())
         writer.finish()
     with pytest.raises(
-        FormatError, match=r"'/cam/png' \(schema 'foxglove.CompressedImage'\).*'png' is not JPEG"
+        FormatError, match=r"'/cam/png' \(schema 'foxglove.CompressedImage'\).*" + message
     ):
         read_mcap(path)
 
@@ -331,7 +341,7 @@ def test_a_recording_cut_before_any_image_is_refused_not_read_as_empty(
 ) -> None:
     path = tmp_path / "cut.mcap"
     path.write_bytes(recordings["protobuf"].read_bytes()[:40])
-    with pytest.raises(FormatError, match=r"no JPEG camera image .* in 0 messages read; truncated"):
+    with pytest.raises(FormatError, match=r"no camera image .* in 0 messages read; truncated"):
         read_mcap(path)
 
 

@@ -84,8 +84,12 @@ def test_a_folder_that_is_neither_kind_of_recording_says_what_was_expected(
     ("edit", "message"),
     [
         (
+            lambda t: t.replace("storage_identifier: mcap", "storage_identifier: leveldb"),
+            "storage_identifier is 'leveldb'; expected one of mcap, sqlite3",
+        ),
+        (
             lambda t: t.replace("storage_identifier: mcap", "storage_identifier: sqlite3"),
-            "only 'mcap' bags are read",
+            r"relative_file_paths\[0\]: expected the name of a .db3 split file \(sqlite3",
         ),
         (
             lambda t: t.replace("- drive-split_1.mcap", "- ../elsewhere.bin"),

@@ -63,13 +63,16 @@ class LocalEnu:
         """Position of a WGS84 point in this ENU frame (metres)."""
         x, y, z = wgs84_to_ecef(lat, lon, alt)
         ox, oy, oz = self.origin_ecef
-        d = (x - ox, y - oy, z - oz)
-        e, n, u = (sum(r * c for r, c in zip(row, d, strict=True)) for row in self._rows)
+        dx, dy, dz = x - ox, y - oy, z - oz
+        # Added left to right, as Python 3.11's sum() did: 3.12 made sum() of floats
+        # compensated, which would tie the recorded bytes to the Python version.
+        e, n, u = (0.0 + r[0] * dx + r[1] * dy + r[2] * dz for r in self._rows)
         return (e, n, u)
 
     def to_wgs84(self, east: float, north: float, up: float) -> tuple[float, float, float]:
         """Inverse of :meth:`from_wgs84`: ``(latitude, longitude, altitude)``."""
-        d = [sum(self._rows[r][c] * v for r, v in enumerate((east, north, up))) for c in range(3)]
+        rows = self._rows
+        d = [0.0 + rows[0][c] * east + rows[1][c] * north + rows[2][c] * up for c in range(3)]
         ox, oy, oz = self.origin_ecef
         lon, lat, alt = _transformer("EPSG:4978", "EPSG:4979").transform(
             ox + d[0], oy + d[1], oz + d[2]

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Sequence
+
+import msgspec
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.records import Derived, EvRecording, EvScene
 from dataset_devkit.nuscenes.evidence.scenes import derive_scenes
 from dataset_devkit.nuscenes.evidence.selection import check_rules, select_scenes
 from dataset_devkit.nuscenes.evidence.splits import assign_splits, check_split
-from dataset_devkit.nuscenes.spec import JPEG_QUALITY, SAMPLE_INTERVAL_NS, PipelineConfig
+from dataset_devkit.nuscenes.spec import (
+    CHANNEL_RE,
+    JPEG_QUALITY,
+    SAMPLE_INTERVAL_NS,
+    IngestConfig,
+    PipelineConfig,
+)
 
-__all__ = ["check_config", "derive"]
+__all__ = ["check_config", "check_ingest", "derive"]
 
 #: A scene window is at most a day, so a typo such as ``1e300`` is a ConfigError rather than
 #: an integer overflow.
@@ -33,6 +42,7 @@ def check_config(config: PipelineConfig) -> None:
         )
     if not config.ingest.vehicle_frame.strip():
         raise ConfigError("ingest.vehicle_frame must name a frame", key="ingest.vehicle_frame")
+    check_ingest(config.ingest)
     scenario = config.scenario
     for name in (
         "scene_duration_s",
@@ -77,6 +87,78 @@ def check_config(config: PipelineConfig) -> None:
         )
     check_rules(scenario.rules)
     check_split(config.split)
+
+
+def _named(value: object, key: str) -> None:
+    if isinstance(value, str) and not value.strip():
+        raise ConfigError(f"{key} must not be empty", key=key)
+
+
+def check_ingest(ingest: IngestConfig) -> None:
+    """``[ingest]`` on its own: pose source, camera mapping, exclusions (no recording read)."""
+    pose = ingest.pose
+    if not isinstance(pose, msgspec.UnsetType):
+        _named(pose.world_frame, "ingest.pose.world_frame")
+        _named(pose.topic, "ingest.pose.topic")
+        needs_topic = pose.source in ("odometry", "pose")
+        if needs_topic and not isinstance(pose.topic, str):
+            raise ConfigError(
+                f'ingest.pose.topic: source = "{pose.source}" takes its poses from a topic; '
+                'name it (topic = "/odom")',
+                key="ingest.pose.topic",
+            )
+        if not needs_topic and isinstance(pose.topic, str):
+            raise ConfigError(
+                f'ingest.pose.topic: source = "{pose.source}" reads no pose topic; use '
+                'source = "odometry" or "pose" with a topic, or remove topic',
+                key="ingest.pose.topic",
+            )
+    patterns = () if isinstance(ingest.exclude_topics, msgspec.UnsetType) else ingest.exclude_topics
+    for i, pattern in enumerate(patterns):
+        _named(pattern, f"ingest.exclude_topics[{i}]")
+    if isinstance(ingest.cameras, msgspec.UnsetType):
+        return
+    if not ingest.cameras:
+        raise ConfigError(
+            "ingest.cameras lists no camera; list at least one, or remove it to export every "
+            "camera topic",
+            key="ingest.cameras",
+        )
+    topics: dict[str, int] = {}
+    channels: dict[str, int] = {}
+    for i, cam in enumerate(ingest.cameras):
+        key = f"ingest.cameras[{i}]"
+        _named(cam.topic, f"{key}.topic")
+        _named(cam.frame_id, f"{key}.frame_id")
+        _named(cam.calibration_topic, f"{key}.calibration_topic")
+        if cam.topic in topics:
+            raise ConfigError(
+                f"{key}.topic: {cam.topic!r} is listed twice (also ingest.cameras"
+                f"[{topics[cam.topic]}])",
+                key=f"{key}.topic",
+            )
+        topics[cam.topic] = i
+        excluded = next((p for p in patterns if fnmatch.fnmatchcase(cam.topic, p)), None)
+        if excluded is not None:
+            raise ConfigError(
+                f"{key}.topic: {cam.topic!r} is also excluded by ingest.exclude_topics "
+                f"{excluded!r}",
+                key=f"{key}.topic",
+            )
+        if isinstance(cam.channel, str):
+            if CHANNEL_RE.fullmatch(cam.channel) is None:
+                raise ConfigError(
+                    f"{key}.channel: {cam.channel!r} is not a camera channel; use CAM_ and "
+                    "upper-case words (CAM_FRONT, CAM_FRONT_LEFT, CAM_BACK)",
+                    key=f"{key}.channel",
+                )
+            if cam.channel in channels:
+                raise ConfigError(
+                    f"{key}.channel: {cam.channel} is also the channel of ingest.cameras"
+                    f"[{channels[cam.channel]}]; each camera has its own channel",
+                    key=f"{key}.channel",
+                )
+            channels[cam.channel] = i
 
 
 def derive(recordings: Sequence[EvRecording], config: PipelineConfig) -> Derived:

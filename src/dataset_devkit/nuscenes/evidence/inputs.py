@@ -8,20 +8,26 @@ mapping.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
+import msgspec
+
+from dataset_devkit.errors import ConfigError, FormatError
 from dataset_devkit.nuscenes.common.tokens import normalize_channel
-from dataset_devkit.nuscenes.ingest import RecordingSource, read_decoded, read_mcap, read_rosbag
-from dataset_devkit.nuscenes.ingest.decoded_schema import RECORDING_FILE
-from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, is_bag_folder
+from dataset_devkit.nuscenes.ingest import RecordingSource
+from dataset_devkit.nuscenes.ingest.decoded_schema import load_recording
+from dataset_devkit.nuscenes.ingest.names import check_names
+from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS
+from dataset_devkit.nuscenes.ingest.open import open_recording as ingest_open
+from dataset_devkit.nuscenes.ingest.probe import RecordingTopics, probe_recording
+from dataset_devkit.nuscenes.options import IngestConfig, PipelineConfig
 
 __all__ = [
     "MAX_RECORDING_SPAN_NS",
     "channel_mapping",
+    "check_recording_names",
     "check_span",
     "distinct_recordings",
     "open_recording",
@@ -32,34 +38,42 @@ __all__ = [
 MAX_RECORDING_SPAN_NS = 24 * 3_600_000_000_000
 
 
-def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read one recording with the backend its shape selects.
+def open_recording(
+    path: Path,
+    options: IngestConfig | None = None,
+    *,
+    vehicle_frame: str | None = None,
+    pose_tolerance_ns: int = DEFAULT_POSE_TOLERANCE_NS,
+) -> RecordingSource:
+    """Read one recording with the backend its shape selects (see :mod:`..ingest.open`).
 
-    A ROS 2 bag folder (``metadata.yaml``), a decoded recording folder (``recording.json``)
-    or an ``.mcap`` file.
+    *vehicle_frame*, when given, overrides ``options.vehicle_frame``.
     """
-    path = Path(path)
-    if not os.path.lexists(path):
-        raise MissingPathError("recording not found", path=path)
-    if path.is_symlink():
-        raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
-    if path.is_dir():
-        if is_bag_folder(path):
-            return read_rosbag(path, vehicle_frame=vehicle_frame)
-        if os.path.lexists(path / RECORDING_FILE):
-            return read_decoded(path)
-        raise FormatError(
-            f"not a recording: a folder needs {BAG_METADATA_FILE} (a ROS 2 bag) or "
-            f"{RECORDING_FILE} (a decoded recording), found neither",
-            path=path,
-        )
-    if path.suffix == ".mcap":
-        return read_mcap(path, vehicle_frame=vehicle_frame)
-    raise FormatError(
-        "not a recording: expected an .mcap file, a ROS 2 bag folder (metadata.yaml) or a "
-        "decoded recording folder (recording.json)",
-        path=path,
-    )
+    options = options or IngestConfig()
+    if vehicle_frame is not None:
+        options = msgspec.structs.replace(options, vehicle_frame=vehicle_frame)
+    return ingest_open(Path(path), options, pose_tolerance_ns=pose_tolerance_ns)
+
+
+def check_recording_names(paths: Sequence[Path], config: PipelineConfig) -> None:
+    """The names ``[ingest]`` and ``require_cameras`` use, against the recordings' topics."""
+    probes: list[RecordingTopics] = []
+    decoded: list[str] = []
+    for path in paths:
+        probe = probe_recording(path, config.ingest)
+        if probe is not None:
+            probes.append(probe)
+            continue
+        doc, _ = load_recording(path)
+        decoded.extend(normalize_channel(c.name) for c in doc.cameras)
+    required = [
+        (f"scenario.rules[{i}]", channel.strip())
+        for i, rule in enumerate(config.scenario.rules)
+        if rule.kind == "require_cameras" and isinstance(rule.value, str)
+        for channel in rule.value.split(",")
+        if channel.strip()
+    ]
+    check_names(config.ingest, probes, required, decoded)
 
 
 def check_span(src: RecordingSource, path: Path) -> None:
@@ -120,10 +134,10 @@ def channel_mapping(sources: Sequence[RecordingSource]) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for src in sources:
         owners: dict[str, str] = {}
-        names = [c.source_name for c in src.cameras]
-        for name in names:
+        for camera in src.cameras:
+            name = camera.source_name
             try:
-                channel = normalize_channel(name)
+                channel = camera.channel or normalize_channel(name)
             except FormatError as exc:
                 raise FormatError(exc.detail, path=src.source_name) from None
             other = owners.setdefault(channel, name)

@@ -23,6 +23,8 @@ from dataset_devkit.nuscenes.evidence.inputs import check_span, open_recording
 from dataset_devkit.nuscenes.evidence.records import FRAMES_DIR, EvImage
 from dataset_devkit.nuscenes.ingest import RecordingSource
 from dataset_devkit.nuscenes.ingest.model import FrameExtractor
+from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS
+from dataset_devkit.nuscenes.options import IngestConfig
 
 __all__ = [
     "FrameTarget",
@@ -35,22 +37,29 @@ __all__ = [
 Progress = Callable[[str, int, int], None]
 
 
-def ingest_recording(path: Path, vehicle_frame: str) -> RecordingSource:
+def ingest_recording(
+    path: Path, options: IngestConfig, pose_tolerance_ns: int = DEFAULT_POSE_TOLERANCE_NS
+) -> RecordingSource:
     """Read one recording (task): the backend its shape selects, then the span check."""
-    source = open_recording(path, vehicle_frame=vehicle_frame)
+    source = open_recording(path, options, pose_tolerance_ns=pose_tolerance_ns)
     check_span(source, path)
     return source
 
 
 def ingest_recordings(
-    paths: Sequence[Path], vehicle_frame: str, executor: Executor | None, report: Progress
+    paths: Sequence[Path],
+    options: IngestConfig,
+    pose_tolerance_ns: int,
+    executor: Executor | None,
+    report: Progress,
 ) -> list[RecordingSource]:
     """Ingest every recording on *executor* (inline when None), in the order listed."""
     total = len(paths)
     report("ingest", 0, total)
     # A worker elsewhere has another working directory: it gets absolute paths.
     tasks: list[Task] = [
-        (str(p), (p if executor is None else p.absolute(), vehicle_frame)) for p in paths
+        (str(p), (p if executor is None else p.absolute(), options, pose_tolerance_ns))
+        for p in paths
     ]
     return run_tasks(
         executor,

@@ -61,6 +61,9 @@ class EvCamera(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     timestamps_ns: tuple[int, ...]
     #: Frames that did not decode cleanly, left out of ``timestamps_ns``: (time, reason).
     invalid_frames: tuple[tuple[int, str], ...] = ()
+    #: Added (additive): how the source stores the frames (``png``, ``rgb8``, ``h264``);
+    #: unset for JPEG frames copied verbatim.
+    source_encoding: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -87,6 +90,14 @@ class EvRecording(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     #: Horizontal distance (m) of each GNSS fix from the ego pose at its time, where the
     #: poses are a separate stream (decoded recordings): ``(fix time, metres)``.
     gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()
+    #: Added (additive): ``recording_local_tf_v1`` when the poses are in the recording's own
+    #: tree or pose-topic frame (then frames need no GNSS fix); unset: the source default.
+    pose_frame: str | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): that frame's name (``map``) and how the poses were made.
+    world_frame: str | msgspec.UnsetType = msgspec.UNSET
+    pose_source: str | msgspec.UnsetType = msgspec.UNSET
+    #: Added (additive): ``simulation`` when the header stamps are a simulator's clock.
+    clock: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class EvFrame(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -99,9 +110,10 @@ class EvFrame(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     grid_index: int
     ego_translation: Vec3
     ego_rotation: Quat
-    gnss_timestamp_ns: int
-    gnss_east_m: float
-    gnss_north_m: float
+    #: The nearest GNSS fix; None where the poses need no fix and none is near.
+    gnss_timestamp_ns: int | None
+    gnss_east_m: float | None
+    gnss_north_m: float | None
 
 
 class EvScene(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -120,7 +132,9 @@ class EvScene(_Ev, frozen=True, kw_only=True, forbid_unknown_fields=True):
     distance_m: float
     mean_speed_mps: float
     max_speed_mps: float
-    local_solar_hour: float
+    #: None where the clock or the position give no local time (then ``time_of_day`` is
+    #: ``unknown``): simulation stamps, poses in a local frame without GNSS fixes.
+    local_solar_hour: float | None
     time_of_day: str
     #: Empty unless the scene is valid.
     frames: tuple[EvFrame, ...]

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import msgspec
 import numpy as np
 
 from dataset_devkit.nuscenes.common.geometry import lerp, slerp
@@ -38,6 +39,14 @@ def time_of_day(solar_hour: float) -> str:
     return "night"
 
 
+def _clock_is_solar(rec: EvRecording) -> bool:
+    """Whether the stamps and the position give a local solar time: wall-clock stamps and a
+    GNSS longitude (GNSS-positioned poses, or fixes beside local poses)."""
+    if not isinstance(rec.clock, msgspec.UnsetType):
+        return False
+    return isinstance(rec.pose_frame, msgspec.UnsetType) or len(rec.gnss) > 0
+
+
 def _solar_hour(t_ns: int, longitude_deg: float) -> float:
     utc = datetime.fromtimestamp(t_ns / 1e9, tz=UTC)
     hour = utc.hour + utc.minute / 60 + utc.second / 3600
@@ -50,6 +59,9 @@ class _Streams:
 
     def __init__(self, rec: EvRecording, tolerance_ns: int) -> None:
         self.tolerance_ns = tolerance_ns
+        # Poses in the recording's own tree (or pose topic) frame stand without a GNSS fix;
+        # GNSS-positioned poses do not.
+        self.needs_fix = isinstance(rec.pose_frame, msgspec.UnsetType)
         self.translations = rec.translations
         self.rotations = rec.rotations
         self.gnss = rec.gnss
@@ -59,13 +71,13 @@ class _Streams:
         at_t = _bracket(self.translations, t, self.tolerance_ns)
         at_r = _bracket(self.rotations, t, self.tolerance_ns)
         fix = _nearest_row(self.gnss, t, self.tolerance_ns)
-        if at_t is None or at_r is None or fix is None:
+        if at_t is None or at_r is None or (fix is None and self.needs_fix):
             return None
         i, j, frac = at_t
         translation = lerp(self.translations.vec3(i), self.translations.vec3(j), frac)
         i, j, frac = at_r
         rotation = slerp(self.rotations.quat(i), self.rotations.quat(j), frac)
-        east, north = self.gnss.fix(fix)
+        east, north = self.gnss.fix(fix) if fix is not None else (None, None)
         return EvFrame(
             channel=channel,
             timestamp_ns=t,
@@ -73,7 +85,7 @@ class _Streams:
             grid_index=grid_index,
             ego_translation=translation,
             ego_rotation=rotation,
-            gnss_timestamp_ns=self.gnss.time(fix),
+            gnss_timestamp_ns=self.gnss.time(fix) if fix is not None else None,
             gnss_east_m=east,
             gnss_north_m=north,
         )
@@ -269,7 +281,7 @@ def derive_scenes(
             )
         valid = not reasons
         distance, mean_speed, max_speed = streams.motion(grid[0], grid[-1])
-        solar = _solar_hour(start, rec.longitude_deg)
+        solar = _solar_hour(start, rec.longitude_deg) if _clock_is_solar(rec) else None
         scenes.append(
             EvScene(
                 scene_id=scene_id(rec.source_digest, index),
@@ -286,7 +298,7 @@ def derive_scenes(
                 mean_speed_mps=mean_speed,
                 max_speed_mps=max_speed,
                 local_solar_hour=solar,
-                time_of_day=time_of_day(solar),
+                time_of_day=time_of_day(solar) if solar is not None else "unknown",
                 frames=tuple(sorted(frames, key=lambda f: (f.channel, f.timestamp_ns)))
                 if valid
                 else (),

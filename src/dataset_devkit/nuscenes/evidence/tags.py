@@ -22,7 +22,7 @@ def scene_tags(scene: EvScene, scene_token: str, scene_name: str) -> SceneTags:
         distance_m=scene.distance_m,
         mean_speed_mps=scene.mean_speed_mps,
         max_speed_mps=scene.max_speed_mps,
-        time_of_day=cast(Literal["night", "dawn", "day", "dusk"], scene.time_of_day),
+        time_of_day=cast(Literal["night", "dawn", "day", "dusk", "unknown"], scene.time_of_day),
         local_solar_hour=scene.local_solar_hour,
         channels=scene.channels,
         nbr_samples=len(grid),

@@ -21,6 +21,7 @@ from dataset_devkit.nuscenes.evidence.derive import check_config, derive
 from dataset_devkit.nuscenes.evidence.inputs import (
     MAX_RECORDING_SPAN_NS,
     channel_mapping,
+    check_recording_names,
     distinct_recordings,
     open_recording,
 )
@@ -61,7 +62,10 @@ def config_fingerprint(config: PipelineConfig) -> str:
     return hashlib.sha256(encode_canonical(config)).hexdigest()
 
 
-def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
+def _to_evidence(
+    src: RecordingSource, mapping: dict[str, str], pose_declared: bool = False
+) -> EvRecording:
+    """*pose_declared*: ``[ingest.pose]`` is set (the default's evidence predates the field)."""
     return EvRecording(
         recording_id=src.recording_id,
         source_type=src.source_type,
@@ -90,6 +94,7 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
                 rotation=c.rotation,
                 timestamps_ns=c.timestamps_ns,
                 invalid_frames=c.invalid_frames,
+                source_encoding=c.source_encoding or msgspec.UNSET,
             )
             for c in sorted(src.cameras, key=lambda c: mapping[c.source_name])
         ),
@@ -98,6 +103,10 @@ def _to_evidence(src: RecordingSource, mapping: dict[str, str]) -> EvRecording:
         gnss=FixRows.from_rows((g.timestamp_ns, g.east_m, g.north_m) for g in src.gnss),
         track=PoseRows.from_rows((s.timestamp_ns, s.value) for s in src.track),
         gnss_pose_offsets_m=src.gnss_pose_offsets_m,
+        pose_frame=src.pose_frame or msgspec.UNSET,
+        world_frame=src.world_frame or msgspec.UNSET,
+        pose_source=src.pose_source if src.pose_source and pose_declared else msgspec.UNSET,
+        clock=src.clock or msgspec.UNSET,
     )
 
 
@@ -140,8 +149,13 @@ def build_evidence(
     # before the ingest: a missing folder or an existing output would fail only at the end
     check_output_location(Path(out), "out", apart_from=[Path(p) for p in paths])
     report = progress or (lambda stage, done, total: None)
+    check_recording_names([Path(p) for p in paths], config)
     sources = ingest_recordings(
-        [Path(p) for p in paths], config.ingest.vehicle_frame, executor, report
+        [Path(p) for p in paths],
+        config.ingest,
+        round(config.scenario.pose_tolerance_ms * 1e6),
+        executor,
+        report,
     )
     types = sorted({s.source_type for s in sources})
     if len(types) != 1:
@@ -152,7 +166,8 @@ def build_evidence(
     origin = {s.source_digest: p for p, s in zip(paths, sources, strict=True)}
     sources.sort(key=lambda s: (s.recording_id, s.source_digest))
     mapping = channel_mapping(sources)
-    ev_recordings = tuple(_to_evidence(s, mapping) for s in sources)
+    declared = not isinstance(config.ingest.pose, msgspec.UnsetType)
+    ev_recordings = tuple(_to_evidence(s, mapping, declared) for s in sources)
     # The evidence holds the pose, GNSS and track streams as arrays now; the ingest's
     # objects per message (hundreds of bytes each) are not needed to store the frames.
     sources = [_without_streams(s) for s in sources]
@@ -231,8 +246,11 @@ _BLOCK = 4096
 def _encode(value: object) -> bytes:
     if isinstance(value, EvidenceDocument | EvRecording | EvCamera):
         # Evidence records encode every field under its own name (no rename, no omitted
-        # defaults): canonical JSON is their fields in sorted order.
-        fields = sorted(value.__struct_fields__)
+        # defaults; unset additive fields left out, as msgspec does): canonical JSON is their
+        # fields in sorted order.
+        fields = sorted(
+            f for f in value.__struct_fields__ if getattr(value, f) is not msgspec.UNSET
+        )
         return (
             b"{"
             + b",".join(

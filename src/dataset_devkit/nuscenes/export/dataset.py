@@ -19,6 +19,9 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
+import numpy as np
+
 from dataset_devkit.errors import (
     ConfigError,
     DestinationExistsError,
@@ -46,6 +49,7 @@ from dataset_devkit.nuscenes.spec import (
     EXTENSIONS_DIR,
     MAP_FILENAME,
     SOURCE_CONTRACTS,
+    SOURCE_MCAP,
     TABLE_NAMES,
     VERSION,
     PipelineConfig,
@@ -173,7 +177,40 @@ def _check_apart(staging: Path, evidence_root: Path) -> None:
         )
 
 
-def _why_no_scene(derived: Derived) -> str:
+def _pose_hint(doc: EvidenceDocument) -> str:
+    """Why key frames lack an ego pose, when the recordings themselves say it."""
+    gnss = [
+        r
+        for r in doc.recordings
+        if isinstance(r.pose_frame, msgspec.UnsetType) and r.source_type == SOURCE_MCAP
+    ]
+    no_fix = [r.recording_id for r in gnss if r.observations.gnss_fixes == 0]
+    if no_fix:
+        return (
+            f"; the pose source is GNSS (the default) and {', '.join(no_fix)} has no GNSS fix "
+            "(no NavSatFix or LocationFix message): take the ego pose from the transform tree "
+            'with [ingest.pose] source = "tf", world_frame = "map" (or source = "odometry", '
+            'topic = "/odom"); `dataset-devkit recording inspect` lists what a recording has'
+        )
+    tolerance_ms = doc.config.scenario.pose_tolerance_ms
+    sparse = []
+    for r in gnss:
+        gaps = np.diff(np.asarray(r.gnss.times, dtype=np.int64)) / 1e6
+        wide = gaps[gaps > tolerance_ms]
+        if len(wide):
+            sparse.append(
+                f"{r.recording_id}: {len(wide)} of {len(gaps)} gaps, up to {wide.max():.0f} ms"
+            )
+    if sparse:
+        return (
+            f"; GNSS fixes are farther apart than scenario.pose_tolerance_ms = {tolerance_ms:g} "
+            f"({'; '.join(sparse)}): a position is interpolated only between fixes at most "
+            "that far apart; raise scenario.pose_tolerance_ms above the gap between fixes"
+        )
+    return ""
+
+
+def _why_no_scene(derived: Derived, doc: EvidenceDocument) -> str:
     """Say which rule or which validity reason rejected every scene window."""
     if not derived.scenes:
         return "the evidence selects no scene: the recordings hold no camera frame"
@@ -188,6 +225,7 @@ def _why_no_scene(derived: Derived) -> str:
         + ", ".join(parts)
         + (f" (first invalid window: {'; '.join(invalid.reasons)})" if invalid else "")
         + "; nothing to export"
+        + (_pose_hint(doc) if invalid and "without ego pose" in " ".join(invalid.reasons) else "")
     )
 
 
@@ -245,7 +283,7 @@ def export_dataset(
             )
     _recompute(doc)
     if not doc.derived.selected_scene_ids:
-        raise FormatError(_why_no_scene(doc.derived), path=ev.root)
+        raise FormatError(_why_no_scene(doc.derived, doc), path=ev.root)
     tables = build_tables(doc)
     staging = Path(staging_dataroot)
     with _open_destination(staging) as root, FrameSource(ev.root, ev.manifest) as source:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import msgspec
+
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.nuscenes.evidence.labels import resolve_annotations
 from dataset_devkit.nuscenes.evidence.records import EvidenceDocument, EvScene
@@ -19,6 +21,7 @@ from dataset_devkit.nuscenes.spec import (
     JPEG_QUALITY,
     PIPELINE_AUDIT_FILE,
     RECORDINGS_FILE,
+    SOURCE_COMBINATIONS,
     SOURCE_CONTRACTS,
     SOURCE_DECODED,
     SOURCE_FILE,
@@ -57,23 +60,68 @@ def _round_half_up(x: float) -> int:
     return math.floor(x + 0.5)
 
 
-def source_document(source_type: str, map_token: str) -> SourceDocument:
-    """``source.json`` for *source_type*, refusing anything outside the fixed contract."""
+def source_document(
+    source_type: str,
+    map_token: str,
+    *,
+    pose_frame: str | None = None,
+    world_frame: str | None = None,
+    reencoded_cameras: bool = False,
+) -> SourceDocument:
+    """``source.json`` for *source_type*, refusing anything outside the fixed contract.
+
+    *pose_frame* other than the source type's default (a message log's own transform tree
+    frame) is recorded with its *world_frame* name; *reencoded_cameras* says that some
+    message-log cameras were not JPEG (then each camera's source encoding is in
+    ``recordings.json`` and the non-JPEG ones were encoded at quality 95).
+    """
     contract = SOURCE_CONTRACTS.get(source_type)
     if contract is None:
         raise ConfigError(f"unknown source type {source_type!r}", key="source_type")
-    privacy, pose_frame, resolution = contract
+    privacy, default_frame, resolution = contract
+    frame = pose_frame or default_frame
+    if (source_type, privacy, frame, resolution) not in SOURCE_COMBINATIONS:
+        raise ConfigError(
+            f"pose frame {frame!r} is outside the contract for {source_type}", key="pose_frame"
+        )
     decoded = source_type == SOURCE_DECODED
+    if decoded:
+        policy, quality = "reencoded", JPEG_QUALITY
+    elif reencoded_cameras:
+        policy, quality = "per_camera", JPEG_QUALITY
+    else:
+        policy, quality = "verbatim", None
     return SourceDocument(
         schema_version=EXTENSION_SCHEMA_VERSION,
         source_type=source_type,  # type: ignore[arg-type]
         privacy=privacy,  # type: ignore[arg-type]
-        pose_frame=pose_frame,  # type: ignore[arg-type]
+        pose_frame=frame,  # type: ignore[arg-type]
         global_horizontal_resolution_m=resolution,
         global_crs=GLOBAL_CRS,
-        jpeg_policy="reencoded" if decoded else "verbatim",
-        jpeg_quality=JPEG_QUALITY if decoded else None,
+        jpeg_policy=policy,  # type: ignore[arg-type]
+        jpeg_quality=quality,
         scaffold_map_token=map_token,
+        world_frame=world_frame if world_frame is not None else msgspec.UNSET,
+    )
+
+
+def _pose_frame(doc: EvidenceDocument) -> tuple[str | None, str | None]:
+    """The dataset's pose frame and world frame name: one for every recording."""
+    frames = {(r.pose_frame, r.world_frame) for r in doc.recordings}
+    if len(frames) > 1:
+        listed = ", ".join(
+            f"{r.recording_id}: {r.world_frame if isinstance(r.world_frame, str) else 'GNSS'}"
+            for r in doc.recordings
+        )
+        raise ConfigError(
+            f"the recordings' ego poses are in different frames ({listed}); one dataset has "
+            "one pose frame: declare [ingest.pose] world_frame",
+            key="ingest.pose.world_frame",
+        )
+    ((frame, world),) = frames
+    return (
+        frame if isinstance(frame, str) else None,
+        world if isinstance(world, str) else None,
     )
 
 
@@ -102,6 +150,7 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
                 frame_id=c.frame_id,
                 topic=c.topic,
                 frames_observed=len(c.timestamps_ns),
+                source_encoding=c.source_encoding,
                 frames_exported=exported[
                     (rec.source_digest, t.calibrated_by_key[(rec.source_digest, c.channel)])
                 ]
@@ -132,9 +181,12 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
                 selected=bool(log),
                 reason="" if log else _unselected_reason(doc, rec.source_digest),
                 truncation_detail=rec.observations.truncation_detail if rec.truncated else "",
+                pose_source=rec.pose_source,
+                clock=rec.clock,
             )
         )
     resolution = SOURCE_CONTRACTS[doc.source_type][2]
+    pose_frame, world_frame = _pose_frame(doc)
     gnss_rows = tuple(
         GnssRow(
             ego_pose_token=f.ego_pose.token,
@@ -147,12 +199,24 @@ def build_extensions(doc: EvidenceDocument, t: Tables, evidence_sha256: str) -> 
             fix_timestamp_ns=f.frame.gnss_timestamp_ns,
         )
         for f in t.frames
+        # Poses in a recording's own frame have a GNSS row only where a fix exists.
+        if f.frame.gnss_timestamp_ns is not None
+        and f.frame.gnss_east_m is not None
+        and f.frame.gnss_north_m is not None
     )
     named = [(s, t.scenes_by_id[s.scene_id][0]) for s in selected]
     windows, matches, refs = resolve_annotations(doc.namespace, doc.labels, doc.recordings, named)
     split_by_id = {s.scene_id: s for s in doc.derived.splits}
     return {
-        SOURCE_FILE: source_document(doc.source_type, t.map[0].token),
+        SOURCE_FILE: source_document(
+            doc.source_type,
+            t.map[0].token,
+            pose_frame=pose_frame,
+            world_frame=world_frame,
+            reencoded_cameras=any(
+                isinstance(c.source_encoding, str) for r in doc.recordings for c in r.cameras
+            ),
+        ),
         RECORDINGS_FILE: RecordingsDocument(
             schema_version=EXTENSION_SCHEMA_VERSION,
             channel_mapping=doc.channel_mapping,

@@ -1,104 +1,81 @@
-"""Ingest backend for MCAP recordings (``mcap_hf``, restricted raw, legacy Web Mercator poses).
+"""The MCAP container: ``.mcap`` files and ROS 2 bags stored as MCAP, read record by record.
 
-The file is read record by record with ``mcap``'s stream reader, so a recording whose writer
-crashed is read up to its last complete record and the loss is reported, never hidden. Frames
-are located in a first pass (header capture times, JPEG dimensions) and their bytes extracted
-verbatim in a second pass, only for the frames the scene grid needs.
+The file is read with ``mcap``'s stream reader, not its index: a recording whose writer
+crashed has no summary, and is read up to its last complete record (the incomplete final
+chunk salvaged by :mod:`.salvage`); the loss is reported, never hidden. The splits of a ROS 2
+bag are read in the order ``metadata.yaml`` lists them, as one stream of messages.
 """
 
 from __future__ import annotations
 
-import functools
-from collections import defaultdict
-from collections.abc import Iterator, Mapping
+import os
+import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from dataset_devkit.errors import FormatError, UnsafePathError
-from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator
-from dataset_devkit.nuscenes.common.geometry import Transform, compose, identity
-from dataset_devkit.nuscenes.ingest.decoded_schema import SAFE_RECORDING_ID
-from dataset_devkit.nuscenes.ingest.mcap_scan import (
-    IMAGE_SCHEMAS,
-    METADATA_NAME,
-    Scan,
-    iter_records,
-    scan_records,
-)
-from dataset_devkit.nuscenes.ingest.messages import (
-    Image,
-    Orientation,
-    TransformEdge,
-    decoder_for,
-    normalize,
-)
-from dataset_devkit.nuscenes.ingest.model import (
-    CameraStream,
-    GnssContext,
-    RecordingSource,
-    TimedQuat,
-    TimedVec3,
-)
-from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, bag_files
+from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
+from dataset_devkit.nuscenes.ingest.backend import Channel, Message, ReadState, Wanted
+from dataset_devkit.nuscenes.ingest.messages import DEFAULT_ROS_DISTRO, decoder_for
+from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE
+from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
+from dataset_devkit.nuscenes.ingest.schemas import canonical_schema_name, schema_info
 from dataset_devkit.nuscenes.ingest.source import (
     SourceDigest,
     SourceIdentity,
     open_regular,
     source_identity,
 )
-from dataset_devkit.nuscenes.spec import SOURCE_MCAP, RecordingObservations, Rejection
 
-__all__ = ["BACKEND_MCAP", "read_mcap", "read_rosbag"]
+__all__ = [
+    "BACKEND_MCAP",
+    "MCAP_MAGIC",
+    "METADATA_NAME",
+    "McapLog",
+    "decode_errors",
+    "replay",
+    "truncation_errors",
+]
 
 BACKEND_MCAP = "mcap"
 #: The 8 bytes every MCAP file starts with.
 MCAP_MAGIC = b"\x89MCAP0\r\n"
+#: Metadata record whose keys may name the recording (``recording_id``, ``vehicle``,
+#: ``location``).
+METADATA_NAME = "recording"
 
 
-def _extrinsics(
-    edges: Mapping[tuple[str, str], TransformEdge], root: str, target: str
-) -> Transform | None:
-    """Pose of *target* in *root* by walking the transform tree from the vehicle frame."""
-    children: dict[str, list[TransformEdge]] = defaultdict(list)
-    for (parent, _child), edge in sorted(edges.items()):
-        children[parent].append(edge)
-    stack: list[tuple[str, Transform]] = [(root, identity())]
-    seen = {root}
-    while stack:
-        frame, pose = stack.pop()
-        if frame == target:
-            return pose
-        for edge in children.get(frame, []):
-            if edge.child not in seen:
-                seen.add(edge.child)
-                stack.append((edge.child, compose(pose, edge.transform)))
-    return None
+def _stream_reader(f: BinaryIO) -> Any:
+    try:
+        from mcap.stream_reader import StreamReader
+    except ImportError as exc:
+        raise MissingDependencyError("mcap", extra="mcap", purpose="reading MCAP") from exc
+    return StreamReader(f, record_size_limit=1 << 31)
 
 
-def read_mcap(path: Path | str, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read an MCAP recording into a :class:`RecordingSource`.
+def truncation_errors() -> tuple[type[BaseException], ...]:
+    """What mcap's readers raise on a file that ends early or holds a broken record."""
+    from mcap.exceptions import McapError
 
-    Parameters
-    ----------
-    path
-        The ``.mcap`` file (a regular file, not a symlink).
-    vehicle_frame
-        The vehicle frame of the transform tree: camera extrinsics are taken from it, and the
-        transforms whose child it is give the ego orientation.
-    """
-    path = Path(path)
-    return _read_parts(path, (path,), None, vehicle_frame)
+    return (McapError, EOFError, struct.error)
 
 
-def read_rosbag(folder: Path | str, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read a ROS 2 bag folder (``metadata.yaml`` + split ``.mcap`` files) as one recording.
-
-    The splits are read in the order ``metadata.yaml`` lists them, as one stream of records;
-    the recording id defaults to the folder name.
-    """
-    folder = Path(folder)
-    meta, raw, parts = bag_files(folder)
-    return _read_parts(folder, parts, (meta, raw), vehicle_frame)
+def decode_errors() -> tuple[type[BaseException], ...]:
+    """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
+    errors: tuple[type[BaseException], ...] = (
+        KeyError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        EOFError,
+        struct.error,
+    )
+    try:
+        from google.protobuf.message import DecodeError
+    except ImportError:  # pragma: no cover - protobuf comes with the mcap extra
+        return errors
+    return (*errors, DecodeError)
 
 
 def _check_magic(f: BinaryIO, part: Path) -> None:
@@ -112,190 +89,157 @@ def _check_magic(f: BinaryIO, part: Path) -> None:
         )
 
 
-def _read_parts(
-    path: Path,
-    parts: tuple[Path, ...],
-    bag_metadata: tuple[Path, bytes] | None,
-    vehicle_frame: str,
-) -> RecordingSource:
-    """Scan *parts* in order as one recording named by *path* (a file or a bag folder)."""
-    digest = SourceDigest(BACKEND_MCAP)
-    size = 0
-    if bag_metadata is not None:
-        with open_regular(bag_metadata[0], BAG_METADATA_FILE) as f:
-            size += digest.add_file(BAG_METADATA_FILE, f)
-            if f.read() != bag_metadata[1]:
-                raise UnsafePathError("changed while it was read", path=bag_metadata[0])
-    scan = Scan()
-    identities: list[tuple[Path, SourceIdentity]] = []
-    details: list[str] = []
-    for part in parts:
-        with open_regular(part) as f:
-            _check_magic(f, part)
-            identity_before = source_identity(f)
-            size += digest.add_file(part.name, f)
-            scan.detail = ""
-            scan_records(f, part, vehicle_frame, scan)
-            if source_identity(f) != identity_before:
-                raise UnsafePathError("recording changed while it was read", path=part)
-        identities.append((part, identity_before))
-        if scan.detail:
-            details.append(f"{part.name}: {scan.detail}" if bag_metadata else scan.detail)
-    scan.detail = "; ".join(details)
-    if not scan.images:
-        raise FormatError(
-            f"no JPEG camera image ({', '.join(IMAGE_SCHEMAS)}) in "
-            f"{scan.messages} messages read"
-            + (f"; truncated: {scan.detail}" if scan.truncated else ""),
-            path=path,
-        )
-    cameras = []
-    for frame_id in sorted(scan.images):
-        topic = scan.topics[frame_id]
-        calib = scan.calibrations.get(frame_id)
-        if calib is None:
-            raise FormatError(
-                f"camera {frame_id!r} (topic {topic!r}) has no calibration message", path=path
+def _records(f: BinaryIO, path: Path, state: ReadState | None) -> Iterator[tuple[Any, Any, Any]]:
+    """``(schema, channel, message)`` in file order, stopping cleanly at truncation.
+
+    When the file ends inside a chunk, the complete records of that chunk are salvaged.
+    """
+    schemas: dict[int, Any] = {}
+    channels: dict[int, Any] = {}
+    last_good = 0
+    complete = False
+
+    def take(record: Any) -> Iterator[tuple[Any, Any, Any]]:
+        kind = type(record).__name__
+        if kind == "Schema":
+            schemas[record.id] = record
+        elif kind == "Channel":
+            channels[record.id] = record
+        elif kind == "Message":
+            channel = channels.get(record.channel_id)
+            if channel is None:
+                raise FormatError(f"message on unknown channel id {record.channel_id}", path=path)
+            if state is not None:
+                state.messages += 1
+            yield schemas.get(channel.schema_id), channel, record
+        elif kind == "Metadata" and state is not None and record.name == METADATA_NAME:
+            state.metadata = dict(record.metadata)
+
+    try:
+        for record in _stream_reader(f).records:
+            yield from take(record)
+            if type(record).__name__ == "Footer":
+                complete = True
+            last_good = f.tell()
+    except truncation_errors() as exc:
+        f.seek(last_good)
+        salvaged = salvage_chunk(f.read())
+        before = state.messages if state is not None else 0
+        for record in salvaged:
+            yield from take(record)
+        if state is not None:
+            seen = state.messages
+            total = os.fstat(f.fileno()).st_size
+            state.truncated = True
+            state.detail = (
+                f"file ends inside a record at byte {last_good} of {total} "
+                f"({type(exc).__name__}); {seen - before} messages salvaged from the "
+                f"incomplete final record; {seen} messages read in all; the rest of "
+                f"the {total - last_good} trailing bytes is unreadable"
             )
-        pose = _extrinsics(scan.edges, vehicle_frame, frame_id)
-        if pose is None:
-            raise FormatError(
-                f"camera {frame_id!r} (topic {topic!r}) is not reachable from {vehicle_frame!r} "
-                "in the transform tree",
-                path=path,
+        return
+    if not complete and state is not None:
+        state.truncated = True
+        state.detail = "no footer"
+
+
+def _messages(
+    f: BinaryIO, part: Path, wanted: Wanted, state: ReadState | None, ros_distro: str
+) -> Iterator[Message]:
+    decoders: dict[int, Any] = {}  # channel ids are per split file
+    described: dict[int, Channel] = {}
+    for schema, channel, message in _records(f, part, state):
+        info = described.get(channel.id)
+        if info is None:
+            raw_name = getattr(schema, "name", "") or ""
+            info = described[channel.id] = Channel(
+                topic=channel.topic,
+                schema=canonical_schema_name(raw_name),
+                encoding=channel.message_encoding,
             )
-        kept = []
-        for ts, dims in scan.images[frame_id].by_time():
-            if dims != (calib.width, calib.height):
-                scan.rejected += 1
-                scan.filtering.append(
-                    Rejection(
-                        subject=f"camera {frame_id}",
-                        reason=f"frame {ts} ns is {dims[0]}x{dims[1]}, calibration says "
-                        f"{calib.width}x{calib.height}: dropped",
-                    )
+        if not wanted(info):
+            yield Message(info, message.log_time, None)
+            continue
+        known = schema_info(info.schema)
+        if known is None:  # a caller wanting an unknown schema gets its messages counted
+            yield Message(info, message.log_time, None)
+            continue
+        decoder = decoders.get(channel.id)
+        if decoder is None:
+            decoder = decoders[channel.id] = decoder_for(
+                channel.message_encoding, schema, channel.topic, ros_distro=ros_distro
+            )
+        try:
+            records = known.normalize(decoder(message.data))
+        except decode_errors() as exc:
+            raise FormatError(
+                f"topic {channel.topic!r} (schema {getattr(schema, 'name', '')!r}): malformed "
+                f"message at log_time {message.log_time}: {type(exc).__name__}: {exc}",
+                path=part,
+            ) from exc
+        yield Message(info, message.log_time, records)
+
+
+class McapLog:
+    """An MCAP file, or the MCAP splits of a ROS 2 bag folder read as one recording."""
+
+    backend = BACKEND_MCAP
+
+    def __init__(
+        self,
+        path: Path,
+        parts: tuple[Path, ...],
+        bag_metadata: tuple[Path, bytes] | None = None,
+        *,
+        ros_distro: str = DEFAULT_ROS_DISTRO,
+    ) -> None:
+        self.path = path
+        self.parts = parts
+        self.bag_metadata = bag_metadata
+        self.ros_distro = ros_distro
+
+    def digest_members(self) -> list[tuple[str, Path]]:
+        members = [] if self.bag_metadata is None else [(BAG_METADATA_FILE, self.bag_metadata[0])]
+        return members + [(p.name, p) for p in self.parts]
+
+    def read(
+        self, wanted: Wanted, state: ReadState, digest: SourceDigest | None = None
+    ) -> Iterator[Message]:
+        """Every message of every split in order; each member is hashed into *digest* in
+        the same open, and must not change while it is read."""
+        if self.bag_metadata is not None and digest is not None:
+            meta, raw = self.bag_metadata
+            with open_regular(meta, BAG_METADATA_FILE) as f:
+                digest.add_file(BAG_METADATA_FILE, f)
+                if f.read() != raw:
+                    raise UnsafePathError("changed while it was read", path=meta)
+        details: list[str] = []
+        for part in self.parts:
+            with open_regular(part) as f:
+                _check_magic(f, part)
+                f.seek(0)
+                before = source_identity(f)
+                if digest is not None:
+                    digest.add_file(part.name, f)
+                state.detail = ""
+                yield from _messages(f, part, wanted, state, self.ros_distro)
+                if source_identity(f) != before:
+                    raise UnsafePathError("recording changed while it was read", path=part)
+            state.identities.append((part, before))
+            if state.detail:
+                details.append(
+                    f"{part.name}: {state.detail}" if self.bag_metadata else state.detail
                 )
-                continue
-            kept.append(ts)
-        cameras.append(
-            CameraStream(
-                source_name=frame_id,
-                topic=topic,
-                frame_id=frame_id,
-                width=calib.width,
-                height=calib.height,
-                intrinsic=calib.intrinsic,
-                distortion_model=calib.distortion_model,
-                distortion=calib.distortion,
-                translation=pose[0],
-                rotation=pose[1],
-                timestamps_ns=tuple(kept),
-            )
-        )
-    orientations = scan.ego_edges or scan.poses
-    if scan.ego_edges and scan.poses:
-        scan.filtering.append(
-            Rejection(
-                subject="PoseInFrame",
-                reason=f"{len(scan.poses)} poses ignored: transforms to {vehicle_frame!r} "
-                "take precedence",
-            )
-        )
-    rotations = _dedup_q(orientations)
-    fixes = sorted(
-        {fx.timestamp_ns: fx for fx in reversed(scan.fixes)}.values(),
-        key=lambda fx: fx.timestamp_ns,
-    )
-    translations: list[TimedVec3] = []
-    gnss: list[GnssContext] = []
-    track: list[TimedVec3] = []
-    local = LocalEnu(fixes[0].latitude, fixes[0].longitude, fixes[0].altitude) if fixes else None
-    for fx in fixes:
-        east, north = to_web_mercator(fx.latitude, fx.longitude)
-        translations.append(TimedVec3(fx.timestamp_ns, (east, north, fx.altitude)))
-        gnss.append(GnssContext(fx.timestamp_ns, east, north))
-        if local is not None:
-            track.append(
-                TimedVec3(fx.timestamp_ns, local.from_wgs84(fx.latitude, fx.longitude, fx.altitude))
-            )
-    observations = RecordingObservations(
-        messages_read=scan.messages,
-        image_frames={fid: len(frames) for fid, frames in sorted(scan.images.items())},
-        calibrations=dict(sorted(scan.calibration_counts.items())),
-        poses=len(orientations),
-        gnss_fixes=scan.gnss_seen,
-        truncated=scan.truncated,
-        truncation_detail=scan.detail,
-        rejected_messages=scan.rejected,
-    )
-    wanted_topics = {scan.topics[c.frame_id] for c in cameras}
-    recording_id = scan.metadata.get("recording_id", path.name if bag_metadata else path.stem)
-    if "recording_id" in scan.metadata and not SAFE_RECORDING_ID.fullmatch(recording_id):
-        raise FormatError(
-            f"metadata {METADATA_NAME!r}: recording_id {recording_id!r} must match "
-            f"{SAFE_RECORDING_ID.pattern} (as in a decoded recording.json)",
-            path=path,
-        )
-    return RecordingSource(
-        source_type=SOURCE_MCAP,
-        backend=BACKEND_MCAP,
-        recording_id=recording_id,
-        source_name=path.name,
-        source_size=size,
-        source_digest=digest.hexdigest(),
-        content_sha256=digest.content_hexdigest(),
-        vehicle=scan.metadata.get("vehicle", "unknown"),
-        location=scan.metadata.get("location", "unknown"),
-        truncated=scan.truncated,
-        cameras=tuple(cameras),
-        translations=tuple(translations),
-        rotations=rotations,
-        gnss=tuple(gnss),
-        track=tuple(track),
-        observations=observations,
-        filtering=tuple(scan.filtering),
-        extract_frames=functools.partial(_extract, tuple(identities), wanted_topics),
-        longitude_deg=fixes[0].longitude if fixes else 0.0,
-        recording_id_from_name="recording_id" not in scan.metadata,
-    )
+        state.detail = "; ".join(details)
 
 
-def _dedup_q(items: list[Orientation]) -> tuple[TimedQuat, ...]:
-    by_time: dict[int, Orientation] = {}
-    for item in items:
-        by_time.setdefault(item.timestamp_ns, item)
-    return tuple(TimedQuat(t, by_time[t].rotation) for t in sorted(by_time))
-
-
-def _extract(
-    parts: tuple[tuple[Path, SourceIdentity], ...],
-    topics: set[str],
-    wanted: Mapping[str, frozenset[int]],
-) -> Iterator[tuple[str, int, bytes]]:
-    """Second pass: the verbatim JPEG bytes of the wanted frames, in file order."""
-    remaining = {name: set(times) for name, times in wanted.items() if times}
+def replay(
+    parts: tuple[tuple[Path, SourceIdentity], ...], topics: frozenset[str], ros_distro: str
+) -> Iterator[Message]:
+    """The second pass: the messages of *topics*, decoded, from files that must not have
+    changed since the first pass (their identities)."""
     for path, expected in parts:
-        decoders: dict[int, Any] = {}  # channel ids are per split file
         with open_regular(path) as f:
             if source_identity(f) != expected:
                 raise UnsafePathError("recording changed since it was ingested", path=path)
-            for schema, channel, message in iter_records(f, path, None):
-                if channel.topic not in topics:
-                    continue
-                decoder = decoders.get(channel.id)
-                if decoder is None:
-                    decoder = decoders[channel.id] = decoder_for(
-                        channel.message_encoding, schema, channel.topic
-                    )
-                for rec in normalize(schema.name, decoder(message.data)):
-                    if isinstance(rec, Image) and rec.timestamp_ns in remaining.get(
-                        rec.frame_id, ()
-                    ):
-                        remaining[rec.frame_id].discard(rec.timestamp_ns)
-                        yield rec.frame_id, rec.timestamp_ns, rec.data
-    path = parts[-1][0].parent if len(parts) > 1 else parts[0][0]
-    missing = sorted((n, t) for n, ts in remaining.items() for t in ts)
-    if missing:
-        raise FormatError(
-            f"{len(missing)} frames seen at ingest are gone, first {missing[0]}", path=path
-        )
+            yield from _messages(f, path, lambda c: c.topic in topics, None, ros_distro)

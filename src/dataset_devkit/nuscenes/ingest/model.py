@@ -46,6 +46,11 @@ class CameraStream:
     #: Frames left out of ``timestamps_ns`` because they did not decode cleanly:
     #: ``(timestamp_ns, reason)``.
     invalid_frames: tuple[tuple[int, str], ...] = ()
+    #: The channel chosen in ``[[ingest.cameras]]``; None: normalized from the source name.
+    channel: str | None = None
+    #: How the source stores the frames (``png``, ``rgb8``, ``h264``); ``""`` for JPEG
+    #: frames copied verbatim.
+    source_encoding: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +114,16 @@ class RecordingSource:
     gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()
     #: The id is the file or folder name (no recorded id): it may be made unique.
     recording_id_from_name: bool = False
+    #: The frame of ``translations``/``rotations`` when it is the recording's own transform
+    #: tree or pose topic (``recording_local_tf_v1``); ``""``: the source type's default.
+    pose_frame: str = ""
+    #: That frame's name in the recording (``map``, ``odom``).
+    world_frame: str = ""
+    #: How the ego poses were made (``tf map -> base_link``), for reports.
+    pose_source: str = ""
+    #: ``"simulation"`` when the header stamps are a simulator's clock (seconds since its
+    #: start, not since 1970); ``""`` for wall-clock stamps.
+    clock: str = ""
 
 
 def check_intrinsic(k: Matrix3, width: int, height: int, what: str) -> None:

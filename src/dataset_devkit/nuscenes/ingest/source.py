@@ -63,6 +63,8 @@ class SourceDigest:
         self.backend = backend
         self._h = hashlib.sha256(b"dataset-devkit/nuscenes/source/v1\0" + backend.encode() + b"\0")
         self._content = hashlib.sha256()
+        #: Bytes hashed so far, over every member.
+        self.size = 0
 
     def add_file(self, name: str, f: BinaryIO) -> int:
         """Hash one member from the start of *f*; returns its size."""
@@ -79,6 +81,7 @@ class SourceDigest:
         if done != size:
             raise UnsafePathError(f"{name} changed size while hashing ({size} → {done} bytes)")
         f.seek(0)
+        self.size += size
         return size
 
     def hexdigest(self) -> str:

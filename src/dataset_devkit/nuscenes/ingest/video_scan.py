@@ -13,7 +13,7 @@ shift the others.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,10 +21,20 @@ from typing import Any
 
 from dataset_devkit.errors import FormatError
 
-__all__ = ["VideoScan", "decode_with_errors", "error_logging", "scan_video"]
+__all__ = [
+    "VideoScan",
+    "decode_with_errors",
+    "error_logging",
+    "judge_packet",
+    "logged_errors",
+    "scan_video",
+]
 
-#: PyAV's log level is process-wide: scans that raise it to ERROR and restore it take turns.
+#: PyAV's log level is process-wide: the first open :func:`error_logging` block raises it to
+#: ERROR, the last one to close restores it; this lock guards that count.
 _LOG_LOCK = threading.Lock()
+_open_blocks = 0
+_saved_logging: tuple[Any, bool] = (None, True)
 
 
 @dataclass
@@ -50,7 +60,7 @@ def decode_with_errors(container: Any, path: Path) -> Iterator[tuple[Any, list[A
     stream.codec_context.thread_count = 1
     packets = container.demux(stream)
     while True:
-        failed = ""
+        failed: BaseException | None = None
         frames: list[Any] = []
         with av.logging.Capture(local=True) as logs:
             try:
@@ -62,25 +72,57 @@ def decode_with_errors(container: Any, path: Path) -> Iterator[tuple[Any, list[A
             try:
                 frames = list(packet.decode())
             except av.FFmpegError as exc:
-                failed = f"packet does not decode ({exc.strerror or exc})"
-        errors = "; ".join(str(log[2]).strip() for log in logs if log[0] <= av.logging.ERROR)
-        if errors and not failed:
-            failed = f"decoder concealed damaged data ({errors})"
-        yield packet, frames, failed
+                failed = exc
+        yield packet, frames, judge_packet(logs, failed)
+
+
+def judge_packet(logs: Iterable[tuple[int, str, str]], failure: BaseException | None) -> str:
+    """The error of one packet's decode: its own failure, else the errors FFmpeg logged.
+
+    *logs* is what ``av.logging.Capture`` collected while the packet was decoded (on this
+    thread, inside :func:`error_logging`), *failure* the ``av.FFmpegError`` its decode
+    raised, if any. ``""`` means the packet decoded cleanly.
+    """
+    if failure is not None:
+        return f"packet does not decode ({getattr(failure, 'strerror', None) or failure})"
+    errors = logged_errors(logs)
+    return f"decoder concealed damaged data ({errors})" if errors else ""
+
+
+def logged_errors(logs: Iterable[tuple[int, str, str]]) -> str:
+    """The ERROR (and worse) lines of a capture, joined with ``"; "``; ``""`` if none."""
+    import av.logging
+
+    return "; ".join(str(log[2]).strip() for log in logs if log[0] <= av.logging.ERROR)
 
 
 @contextmanager
 def error_logging() -> Iterator[None]:
-    """FFmpeg errors routed to PyAV's log capture, for this block only (one block at a time)."""
+    """FFmpeg errors routed to PyAV's log capture while this block is open.
+
+    Blocks on several threads may overlap (each thread captures its own lines with
+    ``Capture(local=True)``): the level is raised while any block is open. Repeated lines are
+    not folded into a later "repeated N times" line, which would land in the capture of a
+    later packet and miss the packet that repeated the error.
+    """
     import av.logging
 
+    global _open_blocks, _saved_logging
     with _LOG_LOCK:
-        level = av.logging.get_level()
-        av.logging.set_level(av.logging.ERROR)
-        try:
-            yield
-        finally:
-            av.logging.set_level(level)
+        if _open_blocks == 0:
+            _saved_logging = (av.logging.get_level(), av.logging.get_skip_repeated())
+            av.logging.set_level(av.logging.ERROR)
+            av.logging.set_skip_repeated(False)
+        _open_blocks += 1
+    try:
+        yield
+    finally:
+        with _LOG_LOCK:
+            _open_blocks -= 1
+            if _open_blocks == 0:
+                level, skip_repeated = _saved_logging
+                av.logging.set_level(level)
+                av.logging.set_skip_repeated(skip_repeated)
 
 
 def scan_video(container: Any, expected: int, path: Path) -> VideoScan:

@@ -113,9 +113,9 @@ def check_source_contract(
     contract (values equal to the ego pose, every pose covered) to ``validate``.
     """
     source = ext.get(spec.SOURCE_FILE)
-    if source is not None:
-        _check_source(t, source, issues)
     recordings = ext.get(spec.RECORDINGS_FILE)
+    if source is not None:
+        _check_source(t, source, recordings, issues)
     if recordings is not None:
         _check_recordings(t, recordings, source, issues)
     gnss = ext.get(spec.GNSS_FILE)
@@ -163,20 +163,39 @@ def _gnss_digests_resolve(
     return set(map(operator.attrgetter("source_digest"), doc.rows)) <= digests
 
 
-def _check_source(t: LoadedTables, source: spec.SourceDocument, issues: list[str]) -> None:
+def _check_source(
+    t: LoadedTables,
+    source: spec.SourceDocument,
+    recordings: spec.RecordingsDocument | None,
+    issues: list[str],
+) -> None:
     rel = _rel(spec.SOURCE_FILE)
-    contract = spec.SOURCE_CONTRACTS.get(source.source_type)
     found = (source.privacy, source.pose_frame, source.global_horizontal_resolution_m)
-    if contract is None or found != contract:
+    if (source.source_type, *found) not in spec.SOURCE_COMBINATIONS:
+        allowed = sorted(str(c[1:]) for c in spec.SOURCE_COMBINATIONS if c[0] == source.source_type)
         issues.append(
             f"{rel}: source/privacy/pose combination {source.source_type}/{found[0]}/{found[1]}"
-            f"/{found[2]} is outside the fixed contract (expected {contract})"
+            f"/{found[2]} is outside the fixed contract (expected one of {', '.join(allowed)})"
+        )
+    local = source.pose_frame == spec.POSE_FRAME_LOCAL_TF
+    if local != isinstance(source.world_frame, str) or (
+        isinstance(source.world_frame, str) and not source.world_frame
+    ):
+        issues.append(
+            f"{rel} at $.world_frame: expected the frame name exactly when pose_frame is "
+            f"{spec.POSE_FRAME_LOCAL_TF}, found {source.world_frame!r} with {source.pose_frame}"
         )
     if source.global_crs != spec.GLOBAL_CRS:
         issues.append(
             f"{rel} at $.global_crs: expected {spec.GLOBAL_CRS}, found {source.global_crs}"
         )
-    policy = "verbatim" if source.source_type == spec.SOURCE_MCAP else "reencoded"
+    reencoded = recordings is not None and any(
+        isinstance(c.source_encoding, str) for r in recordings.recordings for c in r.cameras
+    )
+    if source.source_type == spec.SOURCE_MCAP:
+        policy = "per_camera" if reencoded else "verbatim"
+    else:
+        policy = "reencoded"
     quality = None if policy == "verbatim" else spec.JPEG_QUALITY
     if (source.jpeg_policy, source.jpeg_quality) != (policy, quality):
         issues.append(
@@ -318,6 +337,8 @@ def _check_gnss(
             )
         if digests is not None and row.source_digest not in digests:
             issues.append(f"{where}.source_digest: {row.source_digest} is not a recording")
+    if source is not None and source.pose_frame == spec.POSE_FRAME_LOCAL_TF:
+        return  # poses in the recording's own frame: GNSS rows only where fixes exist
     for pose in t.tables["ego_pose"]:
         if pose["token"] not in seen:
             issues.append(f"{rel}: ego pose {pose['token']} has no GNSS row")

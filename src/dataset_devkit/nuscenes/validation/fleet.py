@@ -43,6 +43,11 @@ def fleet_notes(
                 f"{name} is truncated ({rec.truncation_detail or 'no footer'}); "
                 f"{kept} complete scene{'s' if kept != 1 else ''} before the cut kept"
             )
+        if rec.clock == "simulation":
+            warnings.append(
+                f"{name} is stamped with a simulator's clock (seconds since the simulation "
+                "started, not since 1970): its log dates and times of day mean nothing"
+            )
         if not rec.selected:
             dropped.append(f"{name} contributes no scene: {rec.reason}")
     for validity_rec in validity.recordings:
