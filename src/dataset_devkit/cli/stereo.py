@@ -56,16 +56,14 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at --out."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
+    from dataset_devkit.integrity.workers import worker_pool
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     target(_KIND, out)
     with progress_bar() as advance:
         if workers:
-            context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            # spawn: zarr's loop thread does not fork; the workers die with this process
+            with worker_pool(workers, method="spawn") as pool:
                 result = build_stereo_dataset(
                     source, out, executor=pool, progress=advance, readable_by=readable_by.value
                 )
