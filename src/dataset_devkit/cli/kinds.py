@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
@@ -148,6 +149,7 @@ def validate(
     target(None, path)
     tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
+    require_for("validate", kind=tree.kind)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         validate_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval")
         return
@@ -225,6 +227,7 @@ def inspect(
     target(None, path)
     tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
+    require_for("inspect", kind=tree.kind)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         inspect_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval", as_json)
         return

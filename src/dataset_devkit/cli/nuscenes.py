@@ -18,6 +18,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, state, target
 from dataset_devkit.cli.progress import bars_enabled
 from dataset_devkit.cli.render import (
@@ -26,7 +27,8 @@ from dataset_devkit.cli.render import (
     stderr_console,
     stdout_console,
 )
-from dataset_devkit.nuscenes.build.service import build_dataset
+from dataset_devkit.kinds import TreeKind
+from dataset_devkit.nuscenes.build.service import build_dataset, required_extras
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
 from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
@@ -79,6 +81,7 @@ def build(
     """Build recordings into a validated, published, read-only v1.0-trainval dataroot."""
     target("nuscenes-dataroot", None)
     resolved = load_build_config(config)
+    require_for("build", required_extras(resolved))
     with _stage_progress() as progress:
         result = build_dataset(resolved, progress=progress, readable_by=readable_by.value)
     if as_json:
@@ -120,6 +123,7 @@ def build(
 def validate_nuscenes(dataroot: str, version: str) -> None:
     """Revalidate a published dataroot fully; exit 1 listing every issue."""
     target("nuscenes-dataroot", dataroot)
+    require_for("validate", kind=TreeKind.NUSCENES_DATAROOT)
     with _stage_progress() as progress:
         report = validate_dataroot(dataroot, version, state="published", progress=progress)
     report.raise_for_issues()
@@ -134,6 +138,7 @@ def validate_nuscenes(dataroot: str, version: str) -> None:
 def inspect_nuscenes(dataroot: str, version: str, as_json: bool) -> None:
     """Validate, then summarize a published dataroot (deterministic output)."""
     target("nuscenes-dataroot", dataroot)
+    require_for("inspect", kind=TreeKind.NUSCENES_DATAROOT)
     with _stage_progress() as progress:
         summary = inspect_dataroot(dataroot, version, progress=progress)
     data = summary.to_json()

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser
@@ -42,6 +43,7 @@ def preview_command(
     target(None, path)
     tree = detect_tree(path)
     target(tree.kind.value, tree.root)
+    require_for("preview", kind=tree.kind)
     with progress_bar() as advance:
         page = preview(
             path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=advance

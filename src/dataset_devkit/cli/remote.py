@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from dataset_devkit.cli.needs import URL_EXTRAS, require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import byte_size_parser, stderr_console, stdout_console
@@ -124,6 +125,7 @@ def verify_url(
     transfer: TransferOptions | None = None,
 ) -> None:
     """Verify the dataset at *url* in place; the same output as a local ``verify``."""
+    require_for("verify", URL_EXTRAS)
     options = (transfer or TransferOptions()).keywords(upload=False)
     with progress_bar() as advance:
         report = verify_remote(
@@ -141,6 +143,7 @@ def publish_to_url(
     transfer: TransferOptions | None = None,
 ) -> None:
     """Upload *tree* to *url* and commit it; exit 0 also when it is already published."""
+    require_for("publish", URL_EXTRAS)
     options = (transfer or TransferOptions()).keywords(upload=True)
     with progress_bar() as advance:
         result = publish_remote(
@@ -194,6 +197,7 @@ def validate_url(url: str, *, as_json: bool) -> None:
     """``validate URL``: a dataset on an object store is checked as a content-manifest tree
     (every object hashed in place); the kind-specific checks need the tree on disk."""
     target(_KIND, url)
+    require_for("validate", URL_EXTRAS)
     with progress_bar() as advance:
         report = verify_remote(url, progress=advance)
     report.raise_for_issues()
@@ -218,6 +222,7 @@ def validate_url(url: str, *, as_json: bool) -> None:
 def inspect_url(url: str, *, as_json: bool) -> None:
     """``inspect URL``: the dataset's content manifest, read from the object store."""
     target(_KIND, url)
+    require_for("inspect", URL_EXTRAS)
     location = open_location(url)
     policy = RetryPolicy()
     manifest = read_remote_manifest(location, CONTENT_MANIFEST_NAME, policy)

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from dataset_devkit.cli.expect import refuse_other_kind
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
@@ -60,6 +61,7 @@ def build(
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     target(_KIND, out)
+    require_for("stereo build")
     with progress_bar() as advance:
         if workers:
             # spawn: zarr's loop thread does not fork; the workers die with this process
@@ -113,6 +115,7 @@ def validate(
 
     target(_KIND, root)
     refuse_other_kind(root, "stereo dataset", _STEREO_KINDS)
+    require_for("stereo validate")
     with progress_bar() as advance:
         result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)
     reader = result.reader

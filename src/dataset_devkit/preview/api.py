@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.extras import require_extras
 from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.preview.html import write_index
 from dataset_devkit.preview.kinds import Kind, detect
@@ -93,6 +94,7 @@ def preview(
             f"{target}: preview output must be absent or an empty directory"
         )
     kind, source = detect(source)
+    require_extras("preview", ["preview"])  # matplotlib and Pillow, before anything is made
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, UnsafePathError
+from dataset_devkit.extras import require_extras
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     new_staging_dir,
@@ -31,7 +32,14 @@ from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.validation.dataroot import Progress
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
-__all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
+__all__ = [
+    "BUILD_STAGES",
+    "SOURCE_EXTRAS",
+    "BuildResult",
+    "Exporter",
+    "build_dataset",
+    "required_extras",
+]
 
 #: Stage names passed to ``progress``, in order (the first four come from the exporter).
 BUILD_STAGES = (
@@ -43,6 +51,13 @@ BUILD_STAGES = (
     "official-loader",
     "hash",
 )
+
+#: The extras a build needs for the ``sources.type`` of its config: the readers of that
+#: kind of recording, and the official nuScenes loader that checks what is published.
+SOURCE_EXTRAS: dict[str, tuple[str, ...]] = {
+    spec.SOURCE_MCAP: ("mcap", "nuscenes"),
+    spec.SOURCE_DECODED: ("video", "nuscenes"),
+}
 
 #: ``exporter(config, staging, progress)`` writes the staging dataroot from the recordings.
 Exporter = Callable[[BuildConfig, Path, Progress], None]
@@ -111,6 +126,13 @@ def _ensure_output_dir(path: Path) -> None:
         raise UnsafePathError("output directory is a symlink; refusing to follow it", path=path)
 
 
+def required_extras(config: BuildConfig, *, exporter: bool = False) -> tuple[str, ...]:
+    """The extras building *config* needs (only the official loader's for a caller's own
+    *exporter*; a Dask ``executor.scheduler`` adds ``dask``)."""
+    needed = ("nuscenes",) if exporter else SOURCE_EXTRAS[config.sources.type]
+    return (*needed, "dask") if config.executor.scheduler is not None else needed
+
+
 def _default_exporter(
     config: BuildConfig, staging: Path, progress: Progress, executors: BuildExecutors
 ) -> None:
@@ -160,10 +182,13 @@ def build_dataset(
     DatarootInvalid
         The exported dataroot failed validation (every issue listed); nothing was published.
     MissingDependencyError
-        The ``nuscenes`` extra is not installed.
+        An extra the build needs is not installed (:func:`required_extras`); checked
+        before anything is written.
     """
     report: Progress = progress or (lambda _stage, _n, _total: None)
     readable = check_readable_by(readable_by)  # a bad value fails before anything is built
+    # Every package the stages import, before anything is written (not in a worker later).
+    require_extras("building a nuScenes dataroot", required_extras(config, exporter=bool(exporter)))
     final = config.final_dataroot
     _ensure_output_dir(config.output_dir)
     check_final_destination(final)

@@ -65,6 +65,18 @@ def _truncation_errors() -> tuple[type[BaseException], ...]:
     return (McapError, EOFError, struct.error)
 
 
+def _raise_if_codec_missing(exc: BaseException, path: Path) -> None:
+    """A chunk compressed with a codec that is not installed is not a truncated file."""
+    if type(exc).__name__ != "UnsupportedCompressionError":
+        return
+    codec = str(exc).rsplit(" ", 1)[-1]  # mcap names the module: zstandard or lz4
+    raise MissingDependencyError(
+        codec if codec in ("zstandard", "lz4") else "mcap",
+        extra="mcap",
+        purpose=f"{path}: reading its compressed chunks",
+    ) from None
+
+
 def _decode_errors() -> tuple[type[BaseException], ...]:
     """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
     errors: tuple[type[BaseException], ...] = (
@@ -187,6 +199,7 @@ def iter_records(f: BinaryIO, path: Path, scan: Scan | None) -> Iterator[tuple[A
                 complete = True
             last_good = f.tell()
     except _truncation_errors() as exc:
+        _raise_if_codec_missing(exc, path)
         f.seek(last_good)
         salvaged = salvage_chunk(f.read())
         before = scan.messages if scan is not None else 0
