@@ -12,6 +12,7 @@ import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from dataset_devkit.errors import ConfigError, FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.nuscenes.common.tokens import normalize_channel
@@ -22,6 +23,7 @@ from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE, is_bag_fold
 __all__ = [
     "MAX_RECORDING_SPAN_NS",
     "channel_mapping",
+    "check_recording",
     "check_span",
     "distinct_recordings",
     "open_recording",
@@ -32,11 +34,12 @@ __all__ = [
 MAX_RECORDING_SPAN_NS = 24 * 3_600_000_000_000
 
 
-def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
-    """Read one recording with the backend its shape selects.
+def check_recording(path: Path) -> Literal["rosbag", "decoded", "mcap"]:
+    """The backend a recording's shape selects, once its path is checked to be one.
 
     A ROS 2 bag folder (``metadata.yaml``), a decoded recording folder (``recording.json``)
-    or an ``.mcap`` file.
+    or an ``.mcap`` file; nothing is read, so a build checks every recording this way
+    before it creates anything.
     """
     path = Path(path)
     if not os.path.lexists(path):
@@ -45,21 +48,31 @@ def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> Recording
         raise UnsafePathError("recording is a symlink; refusing to follow it", path=path)
     if path.is_dir():
         if is_bag_folder(path):
-            return read_rosbag(path, vehicle_frame=vehicle_frame)
+            return "rosbag"
         if os.path.lexists(path / RECORDING_FILE):
-            return read_decoded(path)
+            return "decoded"
         raise FormatError(
             f"not a recording: a folder needs {BAG_METADATA_FILE} (a ROS 2 bag) or "
             f"{RECORDING_FILE} (a decoded recording), found neither",
             path=path,
         )
     if path.suffix == ".mcap":
-        return read_mcap(path, vehicle_frame=vehicle_frame)
+        return "mcap"
     raise FormatError(
         "not a recording: expected an .mcap file, a ROS 2 bag folder (metadata.yaml) or a "
         "decoded recording folder (recording.json)",
         path=path,
     )
+
+
+def open_recording(path: Path, *, vehicle_frame: str = "base_link") -> RecordingSource:
+    """Read one recording with the backend its shape selects (:func:`check_recording`)."""
+    backend = check_recording(path)
+    if backend == "rosbag":
+        return read_rosbag(path, vehicle_frame=vehicle_frame)
+    if backend == "decoded":
+        return read_decoded(path)
+    return read_mcap(path, vehicle_frame=vehicle_frame)
 
 
 def check_span(src: RecordingSource, path: Path) -> None:
