@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.extras import require_extras
+from dataset_devkit.integrity.oserrors import creating_in
 from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.preview.html import write_index
 from dataset_devkit.preview.kinds import Kind, detect
@@ -95,8 +96,9 @@ def preview(
         )
     kind, source = detect(source)
     require_extras("preview", ["preview"])  # matplotlib and Pillow, before anything is made
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    with creating_in(target.parent, target):  # a folder the user may not write is named
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         sections = _render(kind, source, staging, scenes, pairs, rows, seed, progress)
         write_index(staging, f"{kind.value} preview: {source.name}", sections)
