@@ -177,7 +177,7 @@ def _verify_local(
         )
     if report.manifest_location is None:  # a release directory has no manifest of its own
         accepted = (kind for kind in TreeKind if kind is not TreeKind.RELEASE)
-        refuse_other_kind(directory, "tree with a content manifest", accepted)
+        refuse_other_kind(directory, "tree with a content manifest", accepted, command="verify")
     show_verification(report, shown=directory, as_json=as_json)
 
 

@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
@@ -130,6 +131,21 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
     return _verified(tree)
 
 
+#: Trees ``--dataroot`` reads: a dataroot, also once restored, or a damaged one.
+_DATAROOT_KINDS = (
+    TreeKind.NUSCENES_DATAROOT,
+    TreeKind.RESTORED_RELEASE,
+    TreeKind.CONTENT_MANIFEST_TREE,
+)
+
+
+def _refuse_other_than_a_dataroot(dataroot: str, command: str) -> None:
+    """``--dataroot`` given another kind of tree says so, as ``validate PATH`` does."""
+    target("nuscenes-dataroot", dataroot)
+    if dataroot:  # "" is refused by the library, naming the option
+        refuse_other_kind(Path(dataroot), "nuScenes dataroot", _DATAROOT_KINDS, command=command)
+
+
 def validate(
     path: _PATH = None, dataroot: _DATAROOT = None, version: _VERSION = None, as_json: _JSON = False
 ) -> None:
@@ -139,6 +155,7 @@ def validate(
             raise typer.BadParameter("give PATH or --dataroot, not both", param_hint="PATH")
         if dataroot is None or version is None:
             raise typer.BadParameter("--dataroot D --version v1.0-trainval go together")
+        _refuse_other_than_a_dataroot(dataroot, "validate")
         validate_nuscenes(dataroot, version)
         return
     if path is None:
@@ -217,6 +234,7 @@ def inspect(
             raise typer.BadParameter("give PATH or --dataroot, not both", param_hint="PATH")
         if dataroot is None or version is None:
             raise typer.BadParameter("--dataroot D --version v1.0-trainval go together")
+        _refuse_other_than_a_dataroot(dataroot, "inspect")
         inspect_nuscenes(dataroot, version, as_json)
         return
     if path is None:

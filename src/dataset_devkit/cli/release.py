@@ -197,7 +197,9 @@ def verify(
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
     target(_KIND, release_dir)
-    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
+    refuse_other_kind(
+        release_dir, "release directory", (TreeKind.RELEASE,), command="release verify"
+    )
     with progress_bar() as advance:
         summary = verify_release(
             release_dir,
@@ -246,7 +248,9 @@ def unpack(
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     target(_KIND, release_dir)
-    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
+    refuse_other_kind(
+        release_dir, "release directory", (TreeKind.RELEASE,), command="release unpack"
+    )
     output = renamed(out, old_out, "--out", "--output")
     if output is None:
         raise typer.BadParameter("missing --out, the directory to restore into", param_hint="--out")

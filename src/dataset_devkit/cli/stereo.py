@@ -9,7 +9,7 @@ import msgspec
 import typer
 from rich.table import Table
 
-from dataset_devkit.cli.expect import refuse_other_kind
+from dataset_devkit.cli.expect import refuse_any_kind, refuse_other_kind
 from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
@@ -62,6 +62,7 @@ def build(
 
     target(_KIND, out)
     require_for("stereo build")
+    refuse_any_kind(source, "render export", "stereo build takes the folder a renderer exported")
     with progress_bar() as advance:
         if workers:
             # spawn: zarr's loop thread does not fork; the workers die with this process
@@ -114,7 +115,7 @@ def validate(
     from dataset_devkit.stereo import validate_stereo
 
     target(_KIND, root)
-    refuse_other_kind(root, "stereo dataset", _STEREO_KINDS)
+    refuse_other_kind(root, "stereo dataset", _STEREO_KINDS, command="stereo validate")
     require_for("stereo validate")
     with progress_bar() as advance:
         result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)

@@ -56,7 +56,7 @@ def _jsonable(value: Any) -> Any:
 def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store inspect")
     summary = inspect_store(store)
     if as_json:
         data = _jsonable(dataclasses.asdict(summary))
@@ -89,7 +89,7 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store verify")
     with progress_bar() as advance:
         report = verify_store(store, progress=advance)
     if as_json:
@@ -120,7 +120,7 @@ def sample_command(
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store sample")
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
