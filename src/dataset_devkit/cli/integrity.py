@@ -266,9 +266,8 @@ def publish(
     console = stdout_console()
     if result.already_published:
         console.print(
-            f"already published {result.final}: an earlier run of this command renamed "
-            f"{staging.name} into place before it stopped; {result.manifest.file_count} files "
-            "verified, nothing to do"
+            f"already published {result.final}: an earlier run of this command published "
+            f"{staging.name} there; {result.manifest.file_count} files verified, nothing to do"
         )
     else:
         console.print(

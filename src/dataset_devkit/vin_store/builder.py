@@ -248,7 +248,11 @@ def build_vin_offline_store(
                 },
             )
             published = publish_tree(
-                dirs.tree, out, validate=raise_for_store_issues, progress=progress
+                dirs.tree,
+                out,
+                validate=raise_for_store_issues,
+                progress=progress,
+                user_staging=False,
             )
         except BaseException as exc:
             # Bad input, or a store that does not validate: the same call would fail the
