@@ -149,10 +149,11 @@ def _check(code: int, out: str, err: str, expected: int, message: str) -> None:
     assert code == expected, err
     report = check_report(out, ok=False)
     assert "Traceback" not in err and not report.get("notes"), (err, report)
-    if "error" not in report:  # a verification report: the issues it found, no aside
-        found = [f"{issue['path']}: {issue['detail']}" for issue in report["issues"]]
-        assert message in found, found
-        return
-    assert message in report["error"], report["error"]
     if expected == 1:
         assert err == f"error: {report['error']}\n", err
+    if message in report["error"]:
+        return
+    # A verification report: the message is one of the issues it found, with no aside.
+    root = report["root"]
+    found = [f"{root}/{i['path']}: {i['detail']}" for i in report["issues"] if i["path"]]
+    assert message in found, (report["error"], found)

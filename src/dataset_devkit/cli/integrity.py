@@ -23,9 +23,12 @@ from dataset_devkit.cli.remote import (
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
+    count,
+    format_size,
     hidden_alias,
     path_parser,
     renamed,
+    size_option,
     stdout_console,
 )
 from dataset_devkit.errors import ConfigError
@@ -103,7 +106,8 @@ def manifest(
         return
     console = stdout_console()
     console.print(
-        f"wrote {directory / location}: {result.file_count} files, {result.total_bytes} bytes"
+        f"wrote {directory / location}: {count(result.file_count, 'file')}, "
+        f"{format_size(result.total_bytes)}"
     )
     console.print(f"root_sha256 {result.root_sha256}")
 
@@ -203,11 +207,10 @@ def publish(
     old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
     workers: _WORKERS = None,
     part_size: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--part-size",
-            metavar="SIZE",
-            help="With a URL: the multipart part size, e.g. 64MiB (default: 32MiB; S3 takes "
+            "With a URL: the multipart part size, e.g. 64MiB (default: 32MiB; S3 takes "
             "5MiB to 5GiB). Files up to --part-concurrency parts go in one request.",
         ),
     ] = None,
@@ -267,11 +270,12 @@ def publish(
     if result.already_published:
         console.print(
             f"already published {result.final}: an earlier run of this command published "
-            f"{staging.name} there; {result.manifest.file_count} files verified, nothing to do"
+            f"{staging.name} there; {count(result.manifest.file_count, 'file')} verified, "
+            "nothing to do"
         )
     else:
         console.print(
-            f"published {result.final}: {result.manifest.file_count} files (read-only), "
+            f"published {result.final}: {count(result.manifest.file_count, 'file')} (read-only), "
             f"manifest {result.manifest_location}"
         )
     console.print(f"root_sha256 {result.root_sha256}")

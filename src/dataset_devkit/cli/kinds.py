@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from dataset_devkit.cli.expect import refuse_other_kind
@@ -23,7 +22,7 @@ from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.remote import inspect_url, is_url, location_parser, validate_url
-from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.cli.render import format_size, print_table, stdout_console, table
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
 from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, detect_tree
@@ -253,9 +252,10 @@ def inspect(
     if as_json:
         emit_report(ok=True, markers=list(tree.markers), **facts)
         return
-    table = Table(title=f"{tree.kind.value} {tree.root}", show_header=False, title_justify="left")
-    table.add_column("item", style="cyan", no_wrap=True)
-    table.add_column("value", overflow="fold")
+    facts_table = table(
+        "item", "value", title=f"{tree.kind.value} {tree.root}", show_header=False,
+        title_justify="left",
+    )  # fmt: skip
     show: Callable[[Any], str] = lambda v: (  # noqa: E731
         ", ".join(f"{k} {x}" for k, x in v.items())
         if isinstance(v, dict)
@@ -264,11 +264,13 @@ def inspect(
         else str(v)
     )
     for key, value in facts.items():
+        if key in ("bytes", "package_bytes"):  # sizes read as sizes, as everywhere
+            value = f"{format_size(value)} ({value:,} bytes)"
         if key != "root_sha256":
-            table.add_row(key.replace("_", " "), show(value))
-    table.add_row("told by", ", ".join(tree.markers))
+            facts_table.add_row(key.replace("_", " "), show(value))
+    facts_table.add_row("told by", ", ".join(tree.markers))
     console = stdout_console()
-    console.print(table)
+    print_table(console, facts_table)
     console.print(f"root_sha256 {facts['root_sha256']}")
 
 

@@ -16,7 +16,6 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-from rich.table import Table
 
 from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, state, target
@@ -24,8 +23,11 @@ from dataset_devkit.cli.progress import bars_enabled
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
+    count,
+    print_table,
     stderr_console,
     stdout_console,
+    table,
 )
 from dataset_devkit.kinds import TreeKind
 from dataset_devkit.nuscenes.build.service import build_dataset, required_extras
@@ -104,7 +106,8 @@ def build(
     console = stdout_console()
     console.print(f"published {result.dataroot} (read-only)")
     console.print(
-        f"{result.scenes} scenes, {result.samples} samples, {result.images} images, "
+        f"{count(result.scenes, 'scene')}, {count(result.samples, 'sample')}, "
+        f"{count(result.images, 'image')}, "
         f"channels {', '.join(result.channels)}"
     )
     console.print(
@@ -146,29 +149,27 @@ def inspect_nuscenes(dataroot: str, version: str, as_json: bool) -> None:
         # The nuScenes contract's summary keys stay at the top level, as before.
         emit_report(ok=True, **data)
         return
-    table = Table(title=f"{version} dataroot", show_header=True)
-    table.add_column("item")
-    table.add_column("value", overflow="fold")
-    for name, count in data["tables"].items():
-        table.add_row(f"table {name}", str(count))
+    rows = table("item", "value", title=f"{version} dataroot", show_header=True)
+    for name, rows_of_table in data["tables"].items():
+        rows.add_row(f"table {name}", str(rows_of_table))
     images = data["images"]
-    table.add_row(
+    rows.add_row(
         "images",
         f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)",
     )
-    table.add_row("channels", ", ".join(data["channels"]))
-    table.add_row(
+    rows.add_row("channels", ", ".join(data["channels"]))
+    rows.add_row(
         "recordings", f"{data['recordings']} ({data['recordings_selected']} contribute scenes)"
     )
     scenes = data["scenes"]
-    table.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
-    table.add_row("source type", data["source_type"])
-    table.add_row("privacy", data["privacy"])
-    table.add_row("pose frame", data["pose_frame"])
-    table.add_row("validation", data["validation_state"])
-    table.add_row("content manifest", data["content_manifest"])
+    rows.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
+    rows.add_row("source type", data["source_type"])
+    rows.add_row("privacy", data["privacy"])
+    rows.add_row("pose frame", data["pose_frame"])
+    rows.add_row("validation", data["validation_state"])
+    rows.add_row("content manifest", data["content_manifest"])
     console = stdout_console()
-    console.print(table)
+    print_table(console, rows)
     console.print(f"root_sha256 {data['root_sha256']}")
     for line in data["warnings"]:
         console.print(f"warning: {line}", markup=False, highlight=False)

@@ -9,13 +9,16 @@ import msgspec
 import typer
 
 from dataset_devkit.cli.expect import refuse_other_kind
-from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     ReadableByChoice,
+    count,
+    format_size,
     hidden_alias,
     path_parser,
     renamed,
+    size_option,
     stdout_console,
 )
 from dataset_devkit.errors import VerificationFailed
@@ -72,11 +75,11 @@ def pack(
     ] = None,
     package_limit: Annotated[
         int,
-        typer.Option(
+        size_option(
             "--package-limit",
-            min=4096,
-            metavar="BYTES",
-            help="Max bytes per package (at least 4096).",
+            "Max size of a package, e.g. 64KiB or 1GiB (at least 4096 bytes).",
+            minimum=4096,
+            default=f"{DEFAULT_PACKAGE_LIMIT} bytes, 4 GiB less one",
         ),
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
@@ -161,10 +164,10 @@ def pack(
     console = stdout_console()
     for fam in result.manifest.families:
         console.print(
-            f"{fam.name}: {fam.status}, {fam.file_count} files, {fam.total_bytes} bytes, "
-            f"{fam.package_count} packages"
+            f"{fam.name}: {fam.status}, {count(fam.file_count, 'file')}, "
+            f"{format_size(fam.total_bytes)}, {count(fam.package_count, 'package')}"
         )
-    console.print(f"wrote {result.release} ({len(result.manifest.packages)} packages)")
+    console.print(f"wrote {result.release} ({count(len(result.manifest.packages), 'package')})")
     console.print(f"root_sha256 {result.manifest.snapshot.root_sha256}")
 
 
@@ -212,7 +215,8 @@ def verify(
         emit_report(ok=True, root_sha256=_snapshot_root(release_dir), **_summary(summary))
         return
     stdout_console().print(
-        f"OK {release_dir}: {summary.packages} packages ({summary.package_bytes} bytes) of "
+        f"OK {release_dir}: {count(summary.packages, 'package')} "
+        f"({format_size(summary.package_bytes)}) of "
         f"{', '.join(summary.families)} verified"
     )
 
@@ -283,7 +287,8 @@ def unpack(
         return
     stdout_console().print(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
-        f"{summary.written} files written, {summary.skipped} already present and verified"
+        f"{count(summary.written, 'file')} written, {summary.skipped} already present and "
+        "verified"
     )
 
 
@@ -309,28 +314,29 @@ def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | No
             f"not the expected {expect_root.lower()} (--expect-root)"
         )
     report = verify_restored(directory, state)
+    failure = VerificationFailed(
+        f"{directory}: restored release {report.name} does not verify", report.issues
+    )
     if as_json:
         details = report.to_json()
-        emit_report(
-            ok=report.ok,
-            kind="restored-release",
-            root=directory,
-            root_sha256=report.snapshot_root,
-            issues=details.pop("issues"),
-            exit_code=None if report.ok else 1,
+        facts: dict[str, Any] = {
+            "kind": "restored-release",
+            "root": directory,
+            "root_sha256": report.snapshot_root,
+            "issues": details.pop("issues"),
             **{k: v for k, v in details.items() if k not in ("ok", "tree")},
-        )
+        }
         if not report.ok:
-            raise typer.Exit(1)
+            fail_with_report(failure, **facts)
+        emit_report(ok=True, **facts)
         return True
     if not report.ok:
-        raise VerificationFailed(
-            f"{directory}: restored release {report.name} does not verify", report.issues
-        )
-    absent = ", ".join(f"{fam} ({n} files)" for fam, n in report.absent.items())
+        raise failure
+    absent = ", ".join(f"{fam} ({count(n, 'file')})" for fam, n in report.absent.items())
     stdout_console().print(
         f"OK {directory}: families {', '.join(report.present)} of release {report.name} "
-        f"verified ({report.file_count} files, {report.total_bytes} bytes) against its "
+        f"verified ({count(report.file_count, 'file')}, {format_size(report.total_bytes)}) "
+        "against its "
         f"release index, snapshot root_sha256 {report.snapshot_root}; not restored: {absent}"
     )
     return True
