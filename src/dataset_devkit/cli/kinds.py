@@ -22,7 +22,7 @@ from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.remote import inspect_url, is_url, location_parser, validate_url
-from dataset_devkit.cli.render import format_size, print_table, stdout_console, table
+from dataset_devkit.cli.render import format_size, print_table, stdout_console, table, text_parser
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
 from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, detect_tree
@@ -39,11 +39,14 @@ _PATH = Annotated[
         show_default=False,
     ),
 ]
-# A str, not a Path: typer would turn "" into Path("."), the working directory; the library
-# refuses an empty name with a ConfigError naming the key instead.
+# A str, not a Path: typer would turn "" into Path("."), the working directory.
 _DATAROOT = Annotated[
     str | None,
-    typer.Option("--dataroot", help="A published nuScenes dataroot (the contract's spelling)."),
+    typer.Option(
+        "--dataroot",
+        help="A published nuScenes dataroot (the contract's spelling).",
+        parser=text_parser,
+    ),
 ]
 _VERSION = Annotated[
     str | None,

@@ -28,6 +28,7 @@ from dataset_devkit.cli.render import (
     stderr_console,
     stdout_console,
     table,
+    text_parser,
 )
 from dataset_devkit.kinds import TreeKind
 from dataset_devkit.nuscenes.build.service import build_dataset, required_extras
@@ -72,9 +73,8 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def build(
-    # A str, not a Path: typer would turn "" into Path("."), the working directory; the
-    # library refuses an empty name with a ConfigError naming the key instead.
-    config: Annotated[str, typer.Argument(help="The TOML build config.")],
+    # A str, not a Path: typer would turn "" into Path("."), the working directory.
+    config: Annotated[str, typer.Argument(help="The TOML build config.", parser=text_parser)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
     readable_by: Annotated[
         ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)

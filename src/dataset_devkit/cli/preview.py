@@ -25,12 +25,13 @@ def preview_command(
             "--out", help="An absent or empty directory for the page.", parser=path_parser
         ),
     ],
-    scenes: Annotated[int, typer.Option("--scenes", help="nuScenes scenes drawn.")] = 3,
-    pairs: Annotated[int, typer.Option("--pairs", help="Stereo pairs drawn.")] = 4,
+    scenes: Annotated[int, typer.Option("--scenes", min=1, help="nuScenes scenes drawn.")] = 3,
+    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Stereo pairs drawn.")] = 4,
     rows: Annotated[
-        int, typer.Option("--rows", help="VIN rows sampled; nuScenes samples per scene grid.")
+        int,
+        typer.Option("--rows", min=1, help="VIN rows sampled; nuScenes samples per scene grid."),
     ] = 256,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled subset.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the sampled subset.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Draw PATH (nuScenes, stereo, VIN store, release, restored or any manifest tree).

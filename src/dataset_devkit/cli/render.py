@@ -27,6 +27,7 @@ __all__ = [
     "stderr_console",
     "stdout_console",
     "table",
+    "text_parser",
 ]
 
 
@@ -53,6 +54,13 @@ def path_parser(value: str) -> Path:
     if not value:
         raise typer.BadParameter("must not be empty (an unset shell variable?)")
     return Path(value)
+
+
+def text_parser(value: str) -> str:
+    """A name or path argument kept as text, refusing ``""`` as :func:`path_parser` does."""
+    if not value:
+        raise typer.BadParameter("must not be empty (an unset shell variable?)")
+    return value
 
 
 def byte_size_parser(text: str | int) -> int:

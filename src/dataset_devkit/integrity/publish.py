@@ -25,7 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, PublicationError, UnsafePathError
+from dataset_devkit.errors import (
+    DestinationExistsError,
+    MissingPathError,
+    PublicationError,
+    UnsafePathError,
+)
 from dataset_devkit.integrity.durable import sync_filesystem
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
@@ -230,6 +235,10 @@ def publish_tree(
             f"{final}: already exists and {staging} is gone; no record beside it says "
             f"{staging.name} became it: check it with `dataset-devkit verify {final}`"
         )
+    # What the staged tree is comes first: a missing one or a file is not a misplaced one.
+    if not os.path.lexists(staging):
+        raise MissingPathError("no such directory", path=staging)
+    os.close(open_dir_nofollow(staging))  # a file or a link: named the safe way's words
     try:
         parent_fd = pin_parent(final)
     except DestinationExistsError:
