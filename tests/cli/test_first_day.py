@@ -25,6 +25,7 @@ from dataset_devkit.vin_store import VinOfflineSample, build_vin_offline_store
 from tests.absent import without
 from tests.cli.report_check import check_report
 from tests.cli_run import run_many
+from tests.s3_server import S3Server
 
 
 def _writable_copy(tree: Path, target: Path) -> Path:
@@ -281,3 +282,22 @@ def test_a_missing_extra_fails_the_same_way_before_any_work(
             _check(args, code, out, err, inputs["root"])
             assert code == 1 and "pip install 'dataset-devkit[" in err, (args, err)
     assert os.listdir(inputs["new"]) == []
+
+
+def test_an_object_store_url_that_is_not_there_fails_the_same_way(
+    inputs: dict[str, str], s3_server: S3Server, package_env: dict[str, str]
+) -> None:
+    env = {**package_env, **s3_server.environment}
+    empty = f"s3://{s3_server.create_bucket()}/nothing-here"
+    lines = [
+        ["verify", "s3://no-such-bucket/x", "--retries", "0"],
+        ["validate", empty],
+        ["inspect", empty],
+        ["verify", empty],
+        ["publish", inputs["missing"], "--out", empty],
+        ["publish", inputs["tree"], "--out", "s3://no-such-bucket/x", "--retries", "0"],
+    ]
+    argvs = [*lines, *([*argv, "--json"] for argv in lines)]
+    for argv, (code, out, err) in zip(argvs, run_many(env, argvs), strict=True):
+        _check(argv, code, out, err, inputs["root"])
+        assert code == 1, (argv, err)
