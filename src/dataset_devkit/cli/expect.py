@@ -44,9 +44,10 @@ def _refuse_missing_or_file(path: Path, wanted: str, accepted: set[TreeKind], co
     if path.is_dir():
         return
     holder = path.absolute().parent
-    if _kind_of(holder) in accepted:
+    held_by = _kind_of(holder)
+    if held_by in accepted:
         raise ConfigError(
-            f"{path}: a file of the {_kind_of(holder)} {holder}, not the tree itself; "
+            f"{path}: a file of the {held_by} {holder}, not the tree itself; "
             f"give its folder: dataset-devkit {command} {holder}",
             key="path",
         )

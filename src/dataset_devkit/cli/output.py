@@ -117,7 +117,9 @@ def _split(text: str) -> tuple[str, str, str]:
     """``(path, kind, detail)`` of one issue line (see the module docstring)."""
     head, sep, detail = text.partition(": ")
     path, at, field = head.partition(" at ")
-    if sep and path and not any(ch.isspace() for ch in path):
+    # A head is a path when it reads like one: one word with a folder or a file suffix
+    # ("reader: ..." names a check, not a file).
+    if sep and not any(ch.isspace() for ch in path) and ("/" in path or "." in path):
         if at:  # a format error's "PATH at $.field: detail"
             return path, "invalid", f"at {field}: {detail}"
         kind, sep, rest = detail.partition(": ")
