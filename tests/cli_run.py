@@ -42,14 +42,15 @@ print(json.dumps(results))
 
 
 def run_many(
-    env: dict[str, str], argvs: list[list[str]], cwd: str | None = None
+    env: dict[str, str], argvs: list[list[str]], cwd: str | None = None, columns: int = 200
 ) -> list[tuple[int, str, str]]:
-    """``(exit code, stdout, stderr)`` of each command line, in one child process."""
+    """``(exit code, stdout, stderr)`` of each command line, in one child process, its
+    output piped (not a terminal) as if ``COLUMNS`` were *columns*."""
     done = subprocess.run(
         [sys.executable, "-c", _RUN_MANY, json.dumps(argvs)],
         capture_output=True,
         text=True,
-        env={**env, "COLUMNS": "200"},
+        env={**env, "COLUMNS": str(columns)},
         cwd=cwd,
         timeout=300,
         check=False,

@@ -32,7 +32,7 @@ def last_frames(shown: str) -> dict[str, str]:
 
 def assert_full(frame: str, count: int, unit: str = "files") -> None:
     """*frame* ends with all its bytes and all *count* items done, a byte rate and times."""
-    size = r"\d[\d.]* (?:bytes|[kMGT]B)"
+    size = r"\d[\d.]* (?:B|[KMGT]iB)"  # the toolkit's one size format (integrity.numbers)
     pattern = rf"({size})/\1 · {count}/{count} {unit}\s+{size}/s\s+\d+:\d\d:\d\d"
     assert re.search(pattern, frame), (frame, count, unit)
 

@@ -27,8 +27,10 @@ as attributes so programs need not parse messages.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ConfigError",
@@ -123,15 +125,52 @@ class MissingDependencyError(DevkitError, ImportError):
         The ``dataset-devkit[extra]`` that provides it.
     purpose
         What needs it.
+    package
+        The distribution to install, when its name is not the module's (``Pillow``).
+    more
+        Further ``(package, extra)`` pairs missing too, named in the same message.
     """
 
-    def __init__(self, module: str, *, extra: str, purpose: str) -> None:
-        super().__init__(
-            f"{purpose} needs the Python package {module!r}, which is not installed; "
-            f"install it with: pip install 'dataset-devkit[{extra}]'"
-        )
+    def __init__(
+        self,
+        module: str,
+        *,
+        extra: str,
+        purpose: str,
+        package: str | None = None,
+        more: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        if package is None:  # the distribution's name, where it is not the module's
+            from dataset_devkit.extras import package_of  # extras imports this module
+
+            package = package_of(module)
         self.module = module
         self.extra = extra
+        self.purpose = purpose
+        self.package = package
+        self.more = tuple((str(p), str(e)) for p, e in more)
+        self.packages = (self.package, *(p for p, _ in self.more))
+        self.extras = tuple(dict.fromkeys([extra, *(e for _, e in self.more)]))
+        names = ", ".join(repr(name) for name in self.packages)
+        one = len(self.packages) == 1
+        what = "package" if one else "packages"
+        are, them = ("is", "it") if one else ("are", "them")
+        super().__init__(
+            f"{purpose} needs the Python {what} {names}, which {are} not installed; install "
+            f"{them} with: pip install 'dataset-devkit[{','.join(self.extras)}]'"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in a worker process and sent back pickled, or copied to add a subject:
+        # the keyword-only arguments must come back too.
+        rebuild = functools.partial(
+            MissingDependencyError,
+            extra=self.extra,
+            purpose=self.purpose,
+            package=self.package,
+            more=self.more,
+        )
+        return (rebuild, (self.module,))
 
 
 class UnsafePathError(DevkitError, PermissionError):

@@ -1,7 +1,7 @@
 """A small JSON Schema check of the one ``--json`` report every command prints.
 
 It implements the keywords :data:`~dataset_devkit.cli.output.REPORT_SCHEMA` uses (type,
-required, properties, items, additionalProperties, pattern) so the tests need no extra
+required, properties, items, additionalProperties, pattern, enum) so the tests need no extra
 dependency; an unknown keyword fails loudly rather than passing unchecked.
 """
 
@@ -21,7 +21,7 @@ _TYPES: dict[str, Any] = {
     "integer": int,
     "null": type(None),
 }
-_KNOWN = {"type", "required", "properties", "items", "additionalProperties", "pattern"}
+_KNOWN = {"type", "required", "properties", "items", "additionalProperties", "pattern", "enum"}
 
 
 def problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
@@ -37,6 +37,8 @@ def problems(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
         )
         if not ok:
             return [f"{where}: expected {names}, found {type(value).__name__}"]
+    if "enum" in schema and value not in schema["enum"]:
+        found.append(f"{where}: {value!r} is not one of {schema['enum']}")
     if isinstance(value, str) and "pattern" in schema and not re.search(schema["pattern"], value):
         found.append(f"{where}: {value!r} does not match {schema['pattern']}")
     if isinstance(value, dict):
@@ -63,6 +65,7 @@ def check_report(stdout: str, *, ok: bool | None = None, kind: str | None = None
         assert report["ok"] is ok, stdout
         if not ok:
             assert isinstance(report.get("exit_code"), int) and report["exit_code"] != 0, stdout
+            assert isinstance(report.get("error"), str) and report["error"], stdout
     if kind is not None:
         assert report["kind"] == kind, stdout
     return report

@@ -24,6 +24,9 @@ COMMANDS = [
     ("stereo", "build", "", "--out", "ds"),
     ("stereo", "validate", ""),
     ("demo", ""),
+    ("build", ""),
+    ("validate", "--dataroot", "", "--version", "v1.0-trainval"),
+    ("inspect", "--dataroot", "", "--version", "v1.0-trainval"),
 ]
 
 

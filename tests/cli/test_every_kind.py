@@ -122,13 +122,17 @@ def test_a_damaged_tree_fails_validate_with_every_issue_in_the_report(
     assert done.stderr.startswith("error: ")
 
 
-def test_the_nuscenes_spelling_on_a_stereo_tree_still_runs_the_nuscenes_contract(
+def test_the_nuscenes_spelling_on_a_stereo_tree_tells_its_kind_as_validate_path_does(
     demo: tuple[Path, str], env: dict[str, str]
 ) -> None:
     out, _ = demo
     stereo = str(out / "stereo" / "GenVR-duo-20261023")
     contract = run_devkit(env, "validate", "--dataroot", stereo, "--version", "v1.0-trainval")
-    assert contract.returncode == 1 and "v1.0-trainval" in contract.stderr
+    assert contract.returncode == 1
+    assert contract.stderr == (
+        f"error: {stereo}: not a nuScenes dataroot, this is a stereo-dataset (check it with: "
+        f"dataset-devkit stereo validate {stereo})\n"
+    )
     told = run_devkit(env, "validate", stereo)
     assert told.returncode == 0 and "valid stereo-dataset" in told.stdout
 

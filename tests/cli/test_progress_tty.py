@@ -116,5 +116,5 @@ def test_a_stage_done_in_one_update_still_shows_its_rate(monkeypatch: pytest.Mon
         advance(ProgressUpdate("check packages", nbytes=3000, total_bytes=3000))
         advance(ProgressUpdate("read back", items=3, total_items=3, unit="pairs"))
     shown = last_frames(console.file.getvalue())  # type: ignore[attr-defined]
-    assert re.search(r"3\.0 kB/3\.0 kB +\d[\d.]* (?:bytes|[kMGT]B)/s", shown["check packages"])
+    assert re.search(r"2\.9 KiB/2\.9 KiB +\d[\d.]* (?:B|[KMGT]iB)/s", shown["check packages"])
     assert re.search(r"3/3 pairs +\d[\d.]* pairs/s", shown["read back"])

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dataset_devkit.cli.output import REPORT_SCHEMA
+import pytest
+
+from dataset_devkit.cli.output import REPORT_SCHEMA, issue_record
+from dataset_devkit.integrity import Issue, IssueKind
 from tests.cli.report_check import check_report, problems
 from tests.cli_run import run_devkit, run_many
 
@@ -81,3 +84,32 @@ def test_the_documented_schema_is_the_one_checked() -> None:
     text = docs.read_text("utf-8")
     start = text.index("```json\n", text.index("## The JSON report schema")) + len("```json\n")
     assert json.loads(text[start : text.index("```", start)]) == REPORT_SCHEMA
+
+
+@pytest.mark.parametrize(
+    ("issue", "record"),
+    [
+        (Issue("data/a.bin", IssueKind.CHANGED, "size 7"), ("data/a.bin", "changed", "size 7")),
+        ("data/a.bin: missing: expected 9 bytes", ("data/a.bin", "missing", "expected 9 bytes")),
+        ("/r/tree/data/a.bin: too short", ("data/a.bin", "invalid", "too short")),
+        (
+            "tree/index.jsonl at line 3 $.x: unknown",
+            ("index.jsonl", "invalid", "at line 3 $.x: unknown"),
+        ),
+        (
+            "package base/b-1.tar SHA-256 is 1, expected 2",
+            ("base/b-1.tar", "invalid", "SHA-256 is 1, expected 2"),
+        ),
+        ("base/b-1.tar: member 'x' differs", ("base/b-1.tar", "invalid", "member 'x' differs")),
+        (
+            "family 'nope' is not part of this release",
+            ("", "invalid", "family 'nope' is not part of this release"),
+        ),
+        ("reader: no index lists it", ("", "invalid", "reader: no index lists it")),
+    ],
+)
+def test_every_issue_becomes_a_path_inside_the_root_a_known_kind_and_a_detail(
+    issue: object, record: tuple[str, str, str]
+) -> None:
+    root = "/r/tree" if str(issue).startswith("/r/") else "tree"
+    assert issue_record(issue, root) == dict(zip(("path", "kind", "detail"), record, strict=True))

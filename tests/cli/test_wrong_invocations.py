@@ -37,6 +37,17 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     made["file"] = root / "a-file"
     made["file"].write_text("not a tree")
     made["missing"] = root / "missing"
+    made["recording"] = root / "drive.mcap"
+    made["recording"].write_bytes(b"\x89MCAP0\r\n" + bytes(64))
+    config = (
+        'namespace = "x"\n{extra}[sources]\ntype = "mcap_hf"\npaths = ["drive.mcap"]\n'
+        '[publication]\nversion = "v1.0-trainval"\nrefuse_overwrite = true\n'
+        '[paths]\noutput_dir = "out"\n'
+    )
+    made["key_typo"] = root / "key-typo.toml"
+    made["key_typo"].write_text(config.format(extra="[scenario]\nscene_duraton_s = 2.0\n"))
+    made["table_typo"] = root / "table-typo.toml"
+    made["table_typo"].write_text(config.format(extra="[splt]\ntest_fraction = 0.5\n"))
     return made
 
 
@@ -68,7 +79,45 @@ CASES = [
     (("store", "verify", "{empty}"), 1, "{empty}/manifest.json: is this a VIN offline store?"),
     # The release directory is named once, not twice.
     (("release", "verify", "{empty}"), 1, "{empty}/manifest.json: missing"),
-    (("release", "verify", "{file}"), 1, "release directory {file}: exists and is not a dir"),
+    (("release", "verify", "{file}"), 1, "{file}: expected a release directory (a directory)"),
+    # What the path is, and what the command takes instead.
+    (("release", "verify", "{missing}"), 1, "{missing}: no such release directory"),
+    (
+        ("stereo", "build", "{stereo}", "--out", "{empty}/ds"),
+        1,
+        "{stereo}: not a render export, this is a stereo-dataset (stereo build takes the "
+        "folder a renderer exported; check this one with: dataset-devkit stereo validate",
+    ),
+    (
+        ("stereo", "build", "{empty}", "--out", "{empty}/ds"),
+        1,
+        "{empty}: not a render export: it holds no export.json",
+    ),
+    (
+        ("store", "inspect", "{store}/manifest.json"),
+        1,
+        "{store}/manifest.json: a file of the vin-store {store}, not the tree itself; give "
+        "its folder: dataset-devkit store inspect {store}",
+    ),
+    (
+        ("build", "{recording}"),
+        1,
+        "{recording}: this is a recording (of sources.type 'mcap_hf'), not a build config; "
+        "build takes a TOML file that lists the recordings under [sources] paths",
+    ),
+    (
+        ("validate", "--dataroot", "{stereo}", "--version", "v1.0-trainval"),
+        1,
+        "{stereo}: not a nuScenes dataroot, this is a stereo-dataset (check it with: "
+        "dataset-devkit stereo validate {stereo})",
+    ),
+    (
+        ("inspect", "--dataroot", "{release}", "--version", "v1.0-trainval"),
+        1,
+        "{release}: not a nuScenes dataroot, this is a release",
+    ),
+    (("build", "{key_typo}"), 1, "scenario.scene_duraton_s: unknown key; did you mean "),
+    (("build", "{table_typo}"), 1, "unknown config key 'splt'; did you mean 'split'?"),
     (("stereo", "build", "{missing}", "--out", "{empty}/ds"), 1, "{missing}: no such export"),
     (("stereo", "build", "{file}", "--out", "{empty}/ds"), 1, "{file}: expected the export"),
     (
@@ -84,17 +133,27 @@ def test_each_mistake_is_one_line_naming_what_to_do(
 ) -> None:
     names = {name: str(path) for name, path in trees.items()}
     argvs = [[part.format(**names) for part in (*argv, "--json")] for argv, _, _ in CASES]
+    wrong = []  # every case is checked, and every one that fails is listed
     for (code, out, err), (argv, expected, message) in zip(
         run_many(package_env, argvs), CASES, strict=True
     ):
-        assert code == expected, (argv, err)
-        report = check_report(out, ok=False)
-        assert "Traceback" not in err and not report.get("notes"), (argv, err, report)
-        if "error" not in report:  # a verification report: the issues it found, no aside
-            found = [f"{issue['path']}: {issue['detail']}" for issue in report["issues"]]
-            assert message.format(**names) in found, (argv, found)
-            continue
-        assert message.format(**names) in report["error"], (argv, report["error"])
-        if expected == 1:
-            assert err == f"error: {report['error']}\n", (argv, err)
+        try:
+            _check(code, out, err, expected, message.format(**names))
+        except AssertionError as exc:
+            wrong.append((argv, str(exc) or err))
+    assert wrong == []
     assert list(trees["empty"].iterdir()) == []  # nothing was written
+
+
+def _check(code: int, out: str, err: str, expected: int, message: str) -> None:
+    assert code == expected, err
+    report = check_report(out, ok=False)
+    assert "Traceback" not in err and not report.get("notes"), (err, report)
+    if expected == 1:
+        assert err == f"error: {report['error']}\n", err
+    if message in report["error"]:
+        return
+    # A verification report: the message is one of the issues it found, with no aside.
+    root = report["root"]
+    found = [f"{root}/{i['path']}: {i['detail']}" for i in report["issues"] if i["path"]]
+    assert message in found, (report["error"], found)

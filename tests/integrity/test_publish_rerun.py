@@ -6,6 +6,7 @@ the re-run is the same ``dataset-devkit publish STAGING --out FINAL`` command.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ _KILLED_AT = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)
 
     publish_tree(Path(sys.argv[1]), Path(sys.argv[2]), on_phase=hook)
+    hook("returned")
     """
 )
 
@@ -45,24 +47,43 @@ def _killed_publish(staging: Path, final: Path, phase: str, env: dict[str, str])
     assert child.returncode == -9, child.stderr
 
 
-def test_the_same_command_after_a_kill_after_the_rename_says_already_published(
-    tmp_path: Path, package_env: dict[str, str]
+#: Kills around the final rename: just before it (under the lock), right after it, after the
+#: check of the renamed tree, and after ``publish_tree`` returned (before the process exits).
+AROUND_THE_RENAME = ["locked", "renamed", "verified", "returned"]
+
+
+@pytest.mark.parametrize("phase", AROUND_THE_RENAME)
+def test_the_same_command_after_a_kill_around_the_rename_exits_0(
+    phase: str, tmp_path: Path, package_env: dict[str, str]
 ) -> None:
-    phase = "renamed"  # killed before the check and the note's removal (other phases:
-    # test_publish_faults.py kills at random moments)
     staging = make_tree(tmp_path / "staging")
     final = tmp_path / "final"
     _killed_publish(staging, final, phase, package_env)
-    assert final.exists() and (tmp_path / record_name(final)).exists()
+    renamed = phase != "locked"
+    assert final.exists() is renamed and (tmp_path / record_name(final)).exists() is renamed
     rerun = run_limited(package_env, ["publish", str(staging), "--out", str(final)])
     assert rerun.returncode == 0, rerun.stderr
-    assert rerun.stdout.startswith(f"already published {final}"), rerun.stdout
+    said = "already published" if renamed else "published"
+    assert rerun.stdout.startswith(f"{said} {final}"), rerun.stdout
     report = verify_tree(final)
     assert report.ok and report.file_count == len(SAMPLE)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]  # no note left behind
+    # The record stays: every later run of the same command gives the same answer.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["final", record_name(final)])
     again = run_limited(package_env, ["publish", str(staging), "--out", str(final)])
-    assert again.returncode == 1  # the note is gone: a third run is a plain refusal
-    assert "already exists" in again.stderr
+    assert again.returncode == 0 and again.stdout.startswith(f"already published {final}")
+
+
+def test_a_finished_publish_run_again_says_already_published(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    staging = make_tree(tmp_path / "staging")
+    final = tmp_path / "final"
+    first = run_limited(package_env, ["publish", str(staging), "--out", str(final), "--json"])
+    assert first.returncode == 0, first.stderr
+    again = run_limited(package_env, ["publish", str(staging), "--out", str(final), "--json"])
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["already_published"] is True
+    assert json.loads(again.stdout)["root_sha256"] == json.loads(first.stdout)["root_sha256"]
 
 
 def test_a_note_naming_this_staging_does_not_accept_another_tree(tmp_path: Path) -> None:
@@ -96,8 +117,17 @@ def test_a_note_for_the_final_tree_with_another_root_is_refused(tmp_path: Path) 
     assert verify_tree(final).root_sha256 == result.root_sha256
 
 
-def test_without_a_note_an_existing_final_name_stays_a_refusal(tmp_path: Path) -> None:
+def test_without_a_record_an_existing_final_name_stays_a_refusal(tmp_path: Path) -> None:
     final = tmp_path / "final"
-    publish_tree(make_tree(tmp_path / "staging"), final)
+    publish_tree(make_tree(tmp_path / "other"), final)
+    with pytest.raises(DestinationExistsError, match="no record beside it says staging"):
+        publish_tree(tmp_path / "staging", final)  # no run of "publish staging" left one
+    (tmp_path / record_name(final)).unlink()
     with pytest.raises(DestinationExistsError, match="already exists"):
-        publish_tree(tmp_path / "staging", final)  # same names, but no run left a note
+        publish_tree(tmp_path / "staging", final)
+
+
+def test_a_private_staging_leaves_no_record(tmp_path: Path) -> None:
+    final = tmp_path / "final"
+    publish_tree(make_tree(tmp_path / ".final.staging-0"), final, user_staging=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["final"]

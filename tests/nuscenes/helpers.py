@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -150,17 +150,21 @@ def rewrite_mcap(
     edit: Callable[[str, bytes], bytes] = lambda _schema, data: data,
     *,
     metadata: dict[str, str] | None = None,
+    compression: Literal["zstd", "lz4", "none"] = "zstd",
+    chunk_size: int = 1024 * 1024,
 ) -> Path:
     """Copy every message of *src* into *dst* through ``edit(schema_name, data)``.
 
     Tests damage one message (or add a ``recording`` metadata record) this way, with the
-    real ``mcap`` writer, instead of hand-editing bytes.
+    real ``mcap`` writer, instead of hand-editing bytes; *compression* (``zstd``, ``lz4``
+    or ``none``) and *chunk_size* are the writer's.
     """
     from mcap.reader import make_reader
-    from mcap.writer import Writer
+    from mcap.writer import CompressionType, Writer
 
     with src.open("rb") as f, dst.open("wb") as out:
-        writer = Writer(out)
+        codec = CompressionType[compression.upper()]
+        writer = Writer(out, compression=codec, chunk_size=chunk_size)
         writer.start()
         channels: dict[int, int] = {}
         for schema, channel, message in make_reader(f).iter_messages():

@@ -101,14 +101,15 @@ def test_build_rejects_a_config_outside_the_v1_contract(
     assert "publication.refuse_overwrite" in done.stderr
 
 
-def test_an_empty_dataroot_exits_1_instead_of_reading_the_working_directory(
+def test_an_empty_dataroot_is_a_usage_error_instead_of_the_working_directory(
     package_env: dict[str, str],
 ) -> None:
     for command in ("validate", "inspect"):
         done = run(package_env, command, "--dataroot", "", "--version", "v1.0-trainval")
-        assert done.returncode == 1
+        assert done.returncode == 2
         assert done.stderr.strip() == (
-            "error: dataroot must be a non-empty str or Path, found ''"
+            "error: Invalid value for '--dataroot': must not be empty (an unset shell "
+            f"variable?) (see: dataset-devkit {command} --help)"
         ), done.stderr
         assert done.stdout == ""
 
@@ -196,5 +197,5 @@ def test_an_empty_build_config_argument_is_refused_not_read_as_the_working_direc
     package_env: dict[str, str],
 ) -> None:
     done = run(package_env, "build", "")
-    assert done.returncode == 1
-    assert done.stderr.strip() == "error: config must be a non-empty str or Path, found ''"
+    assert done.returncode == 2
+    assert "'CONFIG': must not be empty (an unset shell variable?)" in done.stderr

@@ -58,7 +58,9 @@ def test_a_root_that_is_missing_or_a_file_is_named_in_one_line(
         StereoDataset(afile)
     result = run_devkit(package_env, "stereo", "validate", str(afile))
     assert result.returncode == 1
-    assert result.stderr == f"error: {afile}: expected a dataset directory, found a file\n"
+    assert (
+        result.stderr == f"error: {afile}: expected a stereo dataset (a directory), found a file\n"
+    )
 
 
 def test_use_depth_must_be_a_bool(built: BuildResult) -> None:

@@ -50,7 +50,7 @@ def test_validate_of_a_missing_root_exits_1_with_one_line(tmp_path, package_env)
         check=False,
     )
     assert done.returncode == 1
-    assert done.stderr == f"error: {tmp_path / 'none'}: no such dataset directory\n"
+    assert done.stderr == f"error: {tmp_path / 'none'}: no such stereo dataset\n"
 
 
 def test_build_from_a_bad_source_exits_1_naming_the_problem(tmp_path, package_env):

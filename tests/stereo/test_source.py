@@ -133,7 +133,7 @@ def test_paths_outside_the_export_are_refused(source, tmp_path, path):
 
 
 def test_a_missing_export_file_is_a_devkit_error(tmp_path):
-    with pytest.raises(DevkitError, match=r"export\.json: cannot be read"):
+    with pytest.raises(DevkitError, match=r"not a render export: it holds no export\.json"):
         load_source(tmp_path)
 
 

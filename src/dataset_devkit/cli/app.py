@@ -20,7 +20,6 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.rich_utils import rich_format_error
 
 from dataset_devkit import __version__
 from dataset_devkit.cli.help import tidy_help
@@ -112,11 +111,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     state.kind = state.root = None
     try:
         code = command.main(args=args, prog_name="dataset-devkit", standalone_mode=False)
-    except _ClickException as exc:  # usage errors: Click's own message, exit 2
-        rich_format_error(exc)  # type: ignore[arg-type]
+    except _ClickException as exc:  # usage errors: Click's own message, one line, exit 2
         exit_code = int(getattr(exc, "exit_code", 2))
+        message = _usage_line(exc, args)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
+        err.print(Text.assemble(("error: ", "bold red"), message))
         if state.json:
-            write_failure_safely(getattr(exc, "format_message", exc.__str__)(), exit_code)
+            write_failure_safely(message, exit_code)
         sys.exit(exit_code)
     except DevkitError as exc:
         _fail(str(exc), getattr(exc, "issues", ()))
@@ -151,6 +152,27 @@ _ENVIRONMENT_ERRNOS = frozenset(
 )
 
 
+def _command_path(args: list[str]) -> str:
+    """``dataset-devkit store sample``: the program and the command words *args* start with."""
+    words, node = ["dataset-devkit"], command
+    for arg in args:
+        sub = (getattr(node, "commands", None) or {}).get(arg)
+        if sub is None:
+            if arg.startswith("-"):
+                continue  # a root option before the command (--debug)
+            break
+        words.append(arg)
+        node = sub
+    return " ".join(words)
+
+
+def _usage_line(exc: Exception, args: list[str]) -> str:
+    """Click's message for a usage error on one line, with the help to read."""
+    text = getattr(exc, "format_message", exc.__str__)()
+    text = " ".join(str(text).split())  # Click wraps some messages over lines
+    return f"{text} (see: {_command_path(args)} --help)"
+
+
 def _interrupted() -> NoReturn:
     Console(stderr=True, highlight=False).print("interrupted", style="bold red")
     if state.json:
@@ -162,7 +184,9 @@ def _fail(message: str, issues: Sequence[object]) -> NoReturn:
     if state.debug:
         traceback.print_exc()
     err = Console(stderr=True, highlight=False, soft_wrap=True)
-    err.print(Text.assemble(("error: ", "bold red"), message))
+    summary = message.split("\n", 1)[0]
+    # With --json the issues are in the report: stderr keeps the one summary line.
+    err.print(Text.assemble(("error: ", "bold red"), summary if state.json else message))
     if state.json:
-        write_failure_safely(message.split("\n", 1)[0], 1, issues)
+        write_failure_safely(summary, 1, issues)
     sys.exit(1)

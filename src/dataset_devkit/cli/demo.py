@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.render import path_parser, stdout_console
-from dataset_devkit.demo import DEMO_STEPS, DemoReport, run_demo
+from dataset_devkit.demo import DEMO_EXTRAS, DEMO_STEPS, DemoReport, run_demo
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 
 __all__ = ["register"]
@@ -46,6 +47,7 @@ def demo(
 ) -> None:
     """Build, publish, verify and read small datasets with every system, and show them."""
     target("demo", out)
+    require_for("demo")  # every extra the steps use, before any step writes
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="dataset-devkit-demo-"))
     elif out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
@@ -61,7 +63,7 @@ def demo(
     if not as_json:
         console.print(Text.assemble(("dataset-devkit demo", "bold"), f" → {out}"), "")
     steps: list[dict[str, Any]] = []
-    for report in run_demo(out, DEMO_STEPS):
+    for report in run_demo(out, DEMO_STEPS, DEMO_EXTRAS):
         steps.append(
             {
                 "title": report.title,

@@ -23,9 +23,12 @@ from dataset_devkit.cli.remote import (
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
+    count,
+    format_size,
     hidden_alias,
     path_parser,
     renamed,
+    size_option,
     stdout_console,
 )
 from dataset_devkit.errors import ConfigError
@@ -103,7 +106,8 @@ def manifest(
         return
     console = stdout_console()
     console.print(
-        f"wrote {directory / location}: {result.file_count} files, {result.total_bytes} bytes"
+        f"wrote {directory / location}: {count(result.file_count, 'file')}, "
+        f"{format_size(result.total_bytes)}"
     )
     console.print(f"root_sha256 {result.root_sha256}")
 
@@ -177,7 +181,7 @@ def _verify_local(
         )
     if report.manifest_location is None:  # a release directory has no manifest of its own
         accepted = (kind for kind in TreeKind if kind is not TreeKind.RELEASE)
-        refuse_other_kind(directory, "tree with a content manifest", accepted)
+        refuse_other_kind(directory, "tree with a content manifest", accepted, command="verify")
     show_verification(report, shown=directory, as_json=as_json)
 
 
@@ -203,11 +207,10 @@ def publish(
     old_out: Annotated[Path | None, hidden_alias("--to", "--out", path=True)] = None,
     workers: _WORKERS = None,
     part_size: Annotated[
-        str | None,
-        typer.Option(
+        int | None,
+        size_option(
             "--part-size",
-            metavar="SIZE",
-            help="With a URL: the multipart part size, e.g. 64MiB (default: 32MiB; S3 takes "
+            "With a URL: the multipart part size, e.g. 64MiB (default: 32MiB; S3 takes "
             "5MiB to 5GiB). Files up to --part-concurrency parts go in one request.",
         ),
     ] = None,
@@ -266,13 +269,13 @@ def publish(
     console = stdout_console()
     if result.already_published:
         console.print(
-            f"already published {result.final}: an earlier run of this command renamed "
-            f"{staging.name} into place before it stopped; {result.manifest.file_count} files "
-            "verified, nothing to do"
+            f"already published {result.final}: an earlier run of this command published "
+            f"{staging.name} there; {count(result.manifest.file_count, 'file')} verified, "
+            "nothing to do"
         )
     else:
         console.print(
-            f"published {result.final}: {result.manifest.file_count} files (read-only), "
+            f"published {result.final}: {count(result.manifest.file_count, 'file')} (read-only), "
             f"manifest {result.manifest_location}"
         )
     console.print(f"root_sha256 {result.root_sha256}")

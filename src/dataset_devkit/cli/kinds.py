@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
+from dataset_devkit.cli.expect import refuse_other_kind
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.nuscenes import inspect_nuscenes, validate_nuscenes
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.remote import inspect_url, is_url, location_parser, validate_url
-from dataset_devkit.cli.render import stdout_console
+from dataset_devkit.cli.render import format_size, print_table, stdout_console, table, text_parser
 from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.integrity import read_manifest, verify_tree
 from dataset_devkit.kinds import UNPACK_STATE_SUFFIX, DetectedTree, TreeKind, detect_tree
@@ -38,11 +39,14 @@ _PATH = Annotated[
         show_default=False,
     ),
 ]
-# A str, not a Path: typer would turn "" into Path("."), the working directory; the library
-# refuses an empty name with a ConfigError naming the key instead.
+# A str, not a Path: typer would turn "" into Path("."), the working directory.
 _DATAROOT = Annotated[
     str | None,
-    typer.Option("--dataroot", help="A published nuScenes dataroot (the contract's spelling)."),
+    typer.Option(
+        "--dataroot",
+        help="A published nuScenes dataroot (the contract's spelling).",
+        parser=text_parser,
+    ),
 ]
 _VERSION = Annotated[
     str | None,
@@ -144,6 +148,21 @@ def _validate_tree(tree: DetectedTree) -> dict[str, Any]:
     return _verified(tree)
 
 
+#: Trees ``--dataroot`` reads: a dataroot, also once restored, or a damaged one.
+_DATAROOT_KINDS = (
+    TreeKind.NUSCENES_DATAROOT,
+    TreeKind.RESTORED_RELEASE,
+    TreeKind.CONTENT_MANIFEST_TREE,
+)
+
+
+def _refuse_other_than_a_dataroot(dataroot: str, command: str) -> None:
+    """``--dataroot`` given another kind of tree says so, as ``validate PATH`` does."""
+    target("nuscenes-dataroot", dataroot)
+    if dataroot:  # "" is refused by the library, naming the option
+        refuse_other_kind(Path(dataroot), "nuScenes dataroot", _DATAROOT_KINDS, command=command)
+
+
 def validate(
     path: _PATH = None, dataroot: _DATAROOT = None, version: _VERSION = None, as_json: _JSON = False
 ) -> None:
@@ -153,6 +172,7 @@ def validate(
             raise typer.BadParameter("give PATH or --dataroot, not both", param_hint="PATH")
         if dataroot is None or version is None:
             raise typer.BadParameter("--dataroot D --version v1.0-trainval go together")
+        _refuse_other_than_a_dataroot(dataroot, "validate")
         validate_nuscenes(dataroot, version)
         return
     if path is None:
@@ -163,6 +183,7 @@ def validate(
     target(None, path)
     tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
+    require_for("validate", kind=tree.kind)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         validate_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval")
         return
@@ -234,6 +255,7 @@ def inspect(
             raise typer.BadParameter("give PATH or --dataroot, not both", param_hint="PATH")
         if dataroot is None or version is None:
             raise typer.BadParameter("--dataroot D --version v1.0-trainval go together")
+        _refuse_other_than_a_dataroot(dataroot, "inspect")
         inspect_nuscenes(dataroot, version, as_json)
         return
     if path is None:
@@ -244,6 +266,7 @@ def inspect(
     target(None, path)
     tree = detect_tree(Path(path))
     target(tree.kind.value, tree.root)
+    require_for("inspect", kind=tree.kind)
     if tree.kind is TreeKind.NUSCENES_DATAROOT:
         inspect_nuscenes(str(tree.root), version or tree.version or "v1.0-trainval", as_json)
         return
@@ -251,9 +274,10 @@ def inspect(
     if as_json:
         emit_report(ok=True, markers=list(tree.markers), **facts)
         return
-    table = Table(title=f"{tree.kind.value} {tree.root}", show_header=False, title_justify="left")
-    table.add_column("item", style="cyan", no_wrap=True)
-    table.add_column("value", overflow="fold")
+    facts_table = table(
+        "item", "value", title=f"{tree.kind.value} {tree.root}", show_header=False,
+        title_justify="left",
+    )  # fmt: skip
     show: Callable[[Any], str] = lambda v: (  # noqa: E731
         ", ".join(f"{k} {x}" for k, x in v.items())
         if isinstance(v, dict)
@@ -262,11 +286,13 @@ def inspect(
         else str(v)
     )
     for key, value in facts.items():
+        if key in ("bytes", "package_bytes"):  # sizes read as sizes, as everywhere
+            value = f"{format_size(value)} ({value:,} bytes)"
         if key != "root_sha256":
-            table.add_row(key.replace("_", " "), show(value))
-    table.add_row("told by", ", ".join(tree.markers))
+            facts_table.add_row(key.replace("_", " "), show(value))
+    facts_table.add_row("told by", ", ".join(tree.markers))
     console = stdout_console()
-    console.print(table)
+    print_table(console, facts_table)
     console.print(f"root_sha256 {facts['root_sha256']}")
 
 

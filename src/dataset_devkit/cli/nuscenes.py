@@ -16,17 +16,22 @@ from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
-from rich.table import Table
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, state, target
 from dataset_devkit.cli.progress import bars_enabled
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
+    count,
+    print_table,
     stderr_console,
     stdout_console,
+    table,
+    text_parser,
 )
-from dataset_devkit.nuscenes.build.service import build_dataset
+from dataset_devkit.kinds import TreeKind
+from dataset_devkit.nuscenes.build.service import build_dataset, required_extras
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
 from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
@@ -68,9 +73,8 @@ def _stage_progress() -> Iterator[Callable[[str, int, int], None]]:
 
 
 def build(
-    # A str, not a Path: typer would turn "" into Path("."), the working directory; the
-    # library refuses an empty name with a ConfigError naming the key instead.
-    config: Annotated[str, typer.Argument(help="The TOML build config.")],
+    # A str, not a Path: typer would turn "" into Path("."), the working directory.
+    config: Annotated[str, typer.Argument(help="The TOML build config.", parser=text_parser)],
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
     readable_by: Annotated[
         ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)
@@ -79,6 +83,7 @@ def build(
     """Build recordings into a validated, published, read-only v1.0-trainval dataroot."""
     target("nuscenes-dataroot", None)
     resolved = load_build_config(config)
+    require_for("build", required_extras(resolved))
     with _stage_progress() as progress:
         result = build_dataset(resolved, progress=progress, readable_by=readable_by.value)
     if as_json:
@@ -101,7 +106,8 @@ def build(
     console = stdout_console()
     console.print(f"published {result.dataroot} (read-only)")
     console.print(
-        f"{result.scenes} scenes, {result.samples} samples, {result.images} images, "
+        f"{count(result.scenes, 'scene')}, {count(result.samples, 'sample')}, "
+        f"{count(result.images, 'image')}, "
         f"channels {', '.join(result.channels)}"
     )
     console.print(
@@ -120,6 +126,7 @@ def build(
 def validate_nuscenes(dataroot: str, version: str) -> None:
     """Revalidate a published dataroot fully; exit 1 listing every issue."""
     target("nuscenes-dataroot", dataroot)
+    require_for("validate", kind=TreeKind.NUSCENES_DATAROOT)
     with _stage_progress() as progress:
         report = validate_dataroot(dataroot, version, state="published", progress=progress)
     report.raise_for_issues()
@@ -134,6 +141,7 @@ def validate_nuscenes(dataroot: str, version: str) -> None:
 def inspect_nuscenes(dataroot: str, version: str, as_json: bool) -> None:
     """Validate, then summarize a published dataroot (deterministic output)."""
     target("nuscenes-dataroot", dataroot)
+    require_for("inspect", kind=TreeKind.NUSCENES_DATAROOT)
     with _stage_progress() as progress:
         summary = inspect_dataroot(dataroot, version, progress=progress)
     data = summary.to_json()
@@ -141,29 +149,27 @@ def inspect_nuscenes(dataroot: str, version: str, as_json: bool) -> None:
         # The nuScenes contract's summary keys stay at the top level, as before.
         emit_report(ok=True, **data)
         return
-    table = Table(title=f"{version} dataroot", show_header=True)
-    table.add_column("item")
-    table.add_column("value", overflow="fold")
-    for name, count in data["tables"].items():
-        table.add_row(f"table {name}", str(count))
+    rows = table("item", "value", title=f"{version} dataroot", show_header=True)
+    for name, rows_of_table in data["tables"].items():
+        rows.add_row(f"table {name}", str(rows_of_table))
     images = data["images"]
-    table.add_row(
+    rows.add_row(
         "images",
         f"{images['total']} ({images['key_frames']} key frames, {images['sweeps']} sweeps)",
     )
-    table.add_row("channels", ", ".join(data["channels"]))
-    table.add_row(
+    rows.add_row("channels", ", ".join(data["channels"]))
+    rows.add_row(
         "recordings", f"{data['recordings']} ({data['recordings_selected']} contribute scenes)"
     )
     scenes = data["scenes"]
-    table.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
-    table.add_row("source type", data["source_type"])
-    table.add_row("privacy", data["privacy"])
-    table.add_row("pose frame", data["pose_frame"])
-    table.add_row("validation", data["validation_state"])
-    table.add_row("content manifest", data["content_manifest"])
+    rows.add_row("scenes", f"{scenes['total']} (train {scenes['train']}, test {scenes['test']})")
+    rows.add_row("source type", data["source_type"])
+    rows.add_row("privacy", data["privacy"])
+    rows.add_row("pose frame", data["pose_frame"])
+    rows.add_row("validation", data["validation_state"])
+    rows.add_row("content manifest", data["content_manifest"])
     console = stdout_console()
-    console.print(table)
+    print_table(console, rows)
     console.print(f"root_sha256 {data['root_sha256']}")
     for line in data["warnings"]:
         console.print(f"warning: {line}", markup=False, highlight=False)

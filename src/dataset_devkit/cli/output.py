@@ -7,25 +7,38 @@ Every command with ``--json`` prints exactly one object on stdout::
 
 and a failure prints the same object with ``"ok": false``, ``"exit_code"`` and ``"error"``
 (the one line stderr also shows). ``docs/cli.md`` documents it; the CLI tests check every
-command's output against :data:`REPORT_SCHEMA`.
+command's failures against :data:`REPORT_SCHEMA`.
+
+An issue's ``path`` is relative to the report's ``root`` (the file inside the tree), or
+``""`` for a problem about no single file; its ``kind`` is one of the integrity core's
+:class:`~dataset_devkit.integrity.IssueKind` values, or ``invalid`` for everything else
+(a format, a count, a hash a system checks itself). Systems report issues as
+:class:`~dataset_devkit.integrity.Issue` values or as lines that start with the file they are
+about (``PATH: detail``, ``PATH at $.field: detail``, ``package PATH detail``);
+:func:`issue_record` turns either into the one shape.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+import typer
 
 from dataset_devkit.integrity import IssueKind
 
 __all__ = [
+    "ISSUE_KINDS",
     "REPORT_SCHEMA",
     "RunState",
     "emit_report",
+    "fail_with_report",
     "failure_report",
     "issue_record",
     "state",
@@ -46,6 +59,10 @@ class RunState:
 
 
 _ISSUE_KINDS = frozenset(kind.value for kind in IssueKind)
+#: Every ``kind`` an issue of a report may have.
+ISSUE_KINDS: tuple[str, ...] = (*sorted(_ISSUE_KINDS), "invalid")
+#: A line about a release package or member that names it after a noun.
+_NAMED_AFTER = re.compile(r"(?:package|member) '?(?P<path>[^'\s:]+)'?:? (?P<detail>.+)", re.S)
 
 #: The state of the one command a process runs.
 state = RunState()
@@ -67,7 +84,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "additionalProperties": False,
                 "properties": {
                     "path": {"type": "string"},
-                    "kind": {"type": "string"},
+                    "kind": {"enum": list(ISSUE_KINDS)},
                     "detail": {"type": "string"},
                 },
             },
@@ -84,25 +101,52 @@ def target(kind: str | None, root: Path | str | None) -> None:
     state.root = None if root is None else str(root)
 
 
-def issue_record(issue: object, default_kind: str = "invalid") -> dict[str, str]:
-    """One ``{"path", "kind", "detail"}`` from a structured issue or a ``path: detail`` line.
+def _inside(path: str, root: str | None) -> str:
+    """*path* relative to *root* when it lies inside it (as given, or absolute)."""
+    if not root or not path:
+        return path
+    for base in dict.fromkeys([root.rstrip("/"), str(Path(root).absolute())]):
+        if path == base:
+            return ""
+        if path.startswith(base + "/"):
+            return path[len(base) + 1 :]
+    return path
 
-    Systems report issues as :class:`~dataset_devkit.integrity.Issue` values or as lines
-    that start with the path they are about; a line whose head is not one word has no path.
-    """
+
+def _split(text: str) -> tuple[str, str, str]:
+    """``(path, kind, detail)`` of one issue line (see the module docstring)."""
+    head, sep, detail = text.partition(": ")
+    path, at, field = head.partition(" at ")
+    # A head is a path when it reads like one: one word with a folder or a file suffix
+    # ("reader: ..." names a check, not a file).
+    if sep and not any(ch.isspace() for ch in path) and ("/" in path or "." in path):
+        if at:  # a format error's "PATH at $.field: detail"
+            return path, "invalid", f"at {field}: {detail}"
+        kind, sep, rest = detail.partition(": ")
+        if sep and kind in _ISSUE_KINDS:  # an integrity Issue's line: "path: kind: detail"
+            return path, kind, rest
+        return path, "invalid", detail
+    named = _NAMED_AFTER.fullmatch(text)
+    if named:
+        return named["path"], "invalid", named["detail"]
+    return "", "invalid", text
+
+
+def issue_record(issue: object, root: str | None = None) -> dict[str, str]:
+    """One ``{"path", "kind", "detail"}`` from a structured issue or an issue line, its
+    path relative to the report's *root*."""
     to_json = getattr(issue, "to_json", None)
     if callable(to_json):
         data = to_json()
         if isinstance(data, Mapping) and {"path", "kind", "detail"} <= set(data):
-            return {k: str(data[k]) for k in ("path", "kind", "detail")}
-    text = str(issue)
-    path, sep, detail = text.partition(": ")
-    if not sep or not path or any(ch.isspace() for ch in path):
-        return {"path": "", "kind": default_kind, "detail": text}
-    kind, sep, rest = detail.partition(": ")
-    if sep and kind in _ISSUE_KINDS:  # an integrity Issue's line: "path: kind: detail"
-        return {"path": path, "kind": kind, "detail": rest}
-    return {"path": path, "kind": default_kind, "detail": detail}
+            kind = str(data["kind"])
+            return {
+                "path": _inside(str(data["path"]), root),
+                "kind": kind if kind in _ISSUE_KINDS else "invalid",
+                "detail": str(data["detail"]),
+            }
+    path, kind, detail = _split(str(issue))
+    return {"path": _inside(path, root), "kind": kind, "detail": detail}
 
 
 def emit_report(
@@ -112,26 +156,44 @@ def emit_report(
     root_sha256: str | None = None,
     issues: Iterable[object] = (),
     kind: str | None = None,
-    issue_kind: str = "invalid",
     exit_code: int | None = None,
+    error: str | None = None,
     **extra: Any,
 ) -> None:
     """Print the report of a finished command as one JSON object on stdout.
 
-    A command that reports failures itself (``verify --json`` with differences) passes
-    ``ok=False`` and the *exit_code* it is about to exit with.
+    A failed check goes through :func:`fail_with_report` instead.
     """
+    shown = str(root) if root is not None else state.root
     report: dict[str, Any] = {
         "ok": ok,
         "kind": kind if kind is not None else state.kind,
-        "root": str(root) if root is not None else state.root,
+        "root": shown,
         "root_sha256": root_sha256,
-        "issues": [issue_record(issue, issue_kind) for issue in issues],
+        "issues": [issue_record(issue, shown) for issue in issues],
     }
     if exit_code is not None:
         report["exit_code"] = exit_code
+    if error is not None:
+        report["error"] = error
     report.update(extra)
     _write(report)
+
+
+def fail_with_report(failure: Exception, **report: Any) -> NoReturn:
+    """End a command whose check failed: the report (``ok`` false, its issues and counts)
+    with ``exit_code`` 1 and ``error``, the summary line stderr shows too; exit 1.
+
+    *failure* is the error the check raises (its first line is the summary; an
+    :class:`~dataset_devkit.errors.IntegrityError` also carries the issues, which the
+    report lists when *report* names none).
+    """
+    summary = str(getattr(failure, "summary", "") or str(failure).split("\n", 1)[0])
+    report.setdefault("issues", getattr(failure, "issues", ()))
+    emit_report(ok=False, exit_code=1, error=summary, **report)
+    with contextlib.suppress(OSError, ValueError):  # stderr gone too: the exit code says it
+        sys.stderr.write(f"error: {summary}\n")
+    raise typer.Exit(1)
 
 
 def failure_report(message: str, exit_code: int, issues: Iterable[object] = ()) -> None:
@@ -142,7 +204,7 @@ def failure_report(message: str, exit_code: int, issues: Iterable[object] = ()) 
             "kind": state.kind,
             "root": state.root,
             "root_sha256": None,
-            "issues": [issue_record(issue, "error") for issue in issues],
+            "issues": [issue_record(issue, state.root) for issue in issues],
             "exit_code": exit_code,
             "error": message,
         }

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import path_parser
@@ -24,12 +25,13 @@ def preview_command(
             "--out", help="An absent or empty directory for the page.", parser=path_parser
         ),
     ],
-    scenes: Annotated[int, typer.Option("--scenes", help="nuScenes scenes drawn.")] = 3,
-    pairs: Annotated[int, typer.Option("--pairs", help="Stereo pairs drawn.")] = 4,
+    scenes: Annotated[int, typer.Option("--scenes", min=1, help="nuScenes scenes drawn.")] = 3,
+    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Stereo pairs drawn.")] = 4,
     rows: Annotated[
-        int, typer.Option("--rows", help="VIN rows sampled; nuScenes samples per scene grid.")
+        int,
+        typer.Option("--rows", min=1, help="VIN rows sampled; nuScenes samples per scene grid."),
     ] = 256,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the sampled subset.")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of the sampled subset.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Draw PATH (nuScenes, stereo, VIN store, release, restored or any manifest tree).
@@ -42,6 +44,7 @@ def preview_command(
     target(None, path)
     tree = detect_tree(path)
     target(tree.kind.value, tree.root)
+    require_for("preview", kind=tree.kind)
     with progress_bar() as advance:
         page = preview(
             path, out, scenes=scenes, pairs=pairs, rows=rows, seed=seed, progress=advance

@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.filesize import decimal
 from rich.progress import (
     BarColumn,
     Progress,
@@ -30,6 +29,7 @@ from rich.text import Text
 
 from dataset_devkit.cli.output import state
 from dataset_devkit.cli.render import stderr_console
+from dataset_devkit.integrity.numbers import format_size
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate
 
 __all__ = ["bars_enabled", "progress_bar"]
@@ -53,8 +53,8 @@ class _CountsColumn(ProgressColumn):
         parts = []
         if fields["bytes_done"] or fields["bytes_total"]:
             total = fields["bytes_total"]
-            of = f"/{decimal(total)}" if total else ""
-            parts.append(f"{decimal(fields['bytes_done'])}{of}")
+            of = f"/{format_size(total)}" if total else ""
+            parts.append(f"{format_size(fields['bytes_done'])}{of}")
         if fields["items_done"] or fields["items_total"]:
             total = fields["items_total"]
             of = f"/{total}" if total else ""
@@ -82,7 +82,7 @@ class _RateColumn(ProgressColumn):
         if speed is None:
             return Text("", style="progress.data.speed")
         if fields["bytes_done"]:
-            return Text(f"{decimal(int(speed))}/s", style="progress.data.speed")
+            return Text(f"{format_size(int(speed))}/s", style="progress.data.speed")
         return Text(f"{speed:.1f} {fields['unit']}/s", style="progress.data.speed")
 
 

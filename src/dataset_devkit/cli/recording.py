@@ -15,9 +15,11 @@ from typing import Annotated
 import msgspec
 import typer
 
+from dataset_devkit.cli.needs import require_for
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.render import stderr_console, stdout_console
 from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity.numbers import count
 from dataset_devkit.nuscenes.config import load_build_config
 from dataset_devkit.nuscenes.ingest.inspect import EdgeReport, RecordingReport, inspect_recording
 from dataset_devkit.nuscenes.options import IngestConfig
@@ -58,7 +60,7 @@ def _tree_lines(report: RecordingReport) -> list[str]:
                 first = None if edge.first_s is None else round(edge.first_s * 1e9)
                 last = None if edge.last_s is None else round(edge.last_s * 1e9)
                 span = f"{_seconds(first, start)} to {_seconds(last, start)}"
-                what = f"{edge.samples} samples, {span}"
+                what = f"{count(edge.samples, 'sample')}, {span}"
             mark = "=" if edge.static else "~"
             lines.append(f"{'  ' * (depth + 1)}{mark} {edge.child}  ({what})")
             walk(edge.child, depth + 1)
@@ -77,7 +79,7 @@ def _print(report: RecordingReport) -> None:
         out.print(text, markup=False, highlight=False, soft_wrap=True)
 
     duration = "" if report.duration_s is None else f", {report.duration_s:g} s of camera frames"
-    say(f"{report.path}: {report.container}, {report.messages} messages{duration}")
+    say(f"{report.path}: {report.container}, {count(report.messages, 'message')}{duration}")
     if report.clock == "simulation":
         say("clock: simulation (header stamps count from the simulator's start, not from 1970)")
     if report.truncated:
@@ -85,14 +87,15 @@ def _print(report: RecordingReport) -> None:
     if report.topics:
         say("topics:")
     for t in report.topics:
-        say(f"  {t.topic}  {t.schema or '(no schema)'}  {t.messages} messages{_rate(t.rate_hz)}")
+        schema = t.schema or "(no schema)"
+        say(f"  {t.topic}  {schema}  {count(t.messages, 'message')}{_rate(t.rate_hz)}")
         say(f"      {t.role}: {t.reason}" if t.role != t.reason else f"      {t.role}")
     if report.cameras:
         say("cameras (times from the header stamps):")
     for c in report.cameras:
         invalid = f", {c.invalid_frames} not decodable" if c.invalid_frames else ""
         say(
-            f"  {c.name}: {c.topic or 'video'}, {c.encoding}, {c.frames} frames{invalid}, "
+            f"  {c.name}: {c.topic or 'video'}, {c.encoding}, {count(c.frames, 'frame')}{invalid}, "
             f"{' '.join(c.sizes)}, frame {c.frame_id}, channel {c.channel}"
         )
     if report.transforms:
@@ -120,6 +123,7 @@ def inspect(
 ) -> None:
     """Show each recording's topics, cameras, transforms and ego pose, as a build sees them."""
     target("recording", paths[0] if len(paths) == 1 else None)
+    require_for("recording inspect")
     options = IngestConfig()
     tolerance_ns = None
     if config is not None:

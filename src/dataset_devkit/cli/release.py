@@ -9,15 +9,19 @@ import msgspec
 import typer
 
 from dataset_devkit.cli.expect import refuse_other_kind
-from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     ReadableByChoice,
+    count,
+    format_size,
     hidden_alias,
     path_parser,
     renamed,
+    size_option,
     stdout_console,
 )
+from dataset_devkit.errors import VerificationFailed
 from dataset_devkit.kinds import TreeKind
 from dataset_devkit.release import (
     DEFAULT_PACKAGE_LIMIT,
@@ -71,11 +75,11 @@ def pack(
     ] = None,
     package_limit: Annotated[
         int,
-        typer.Option(
+        size_option(
             "--package-limit",
-            min=4096,
-            metavar="BYTES",
-            help="Max bytes per package (at least 4096).",
+            "Max size of a package, e.g. 64KiB or 1GiB (at least 4096 bytes).",
+            minimum=4096,
+            default=f"{DEFAULT_PACKAGE_LIMIT} bytes, 4 GiB less one",
         ),
     ] = DEFAULT_PACKAGE_LIMIT,
     rule: Annotated[
@@ -160,10 +164,10 @@ def pack(
     console = stdout_console()
     for fam in result.manifest.families:
         console.print(
-            f"{fam.name}: {fam.status}, {fam.file_count} files, {fam.total_bytes} bytes, "
-            f"{fam.package_count} packages"
+            f"{fam.name}: {fam.status}, {count(fam.file_count, 'file')}, "
+            f"{format_size(fam.total_bytes)}, {count(fam.package_count, 'package')}"
         )
-    console.print(f"wrote {result.release} ({len(result.manifest.packages)} packages)")
+    console.print(f"wrote {result.release} ({count(len(result.manifest.packages), 'package')})")
     console.print(f"root_sha256 {result.manifest.snapshot.root_sha256}")
 
 
@@ -196,7 +200,9 @@ def verify(
 ) -> None:
     """Verify packages and every member against files.jsonl (default: delivered families)."""
     target(_KIND, release_dir)
-    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
+    refuse_other_kind(
+        release_dir, "release directory", (TreeKind.RELEASE,), command="release verify"
+    )
     with progress_bar() as advance:
         summary = verify_release(
             release_dir,
@@ -209,7 +215,8 @@ def verify(
         emit_report(ok=True, root_sha256=_snapshot_root(release_dir), **_summary(summary))
         return
     stdout_console().print(
-        f"OK {release_dir}: {summary.packages} packages ({summary.package_bytes} bytes) of "
+        f"OK {release_dir}: {count(summary.packages, 'package')} "
+        f"({format_size(summary.package_bytes)}) of "
         f"{', '.join(summary.families)} verified"
     )
 
@@ -245,7 +252,9 @@ def unpack(
 ) -> None:
     """Verify and restore families with the same logic as the shipped unpack.py."""
     target(_KIND, release_dir)
-    refuse_other_kind(release_dir, "release directory", (TreeKind.RELEASE,))
+    refuse_other_kind(
+        release_dir, "release directory", (TreeKind.RELEASE,), command="release unpack"
+    )
     output = renamed(out, old_out, "--out", "--output")
     if output is None:
         raise typer.BadParameter("missing --out, the directory to restore into", param_hint="--out")
@@ -278,7 +287,8 @@ def unpack(
         return
     stdout_console().print(
         f"OK: {', '.join(summary.families)} restored into {summary.output}: "
-        f"{summary.written} files written, {summary.skipped} already present and verified"
+        f"{count(summary.written, 'file')} written, {summary.skipped} already present and "
+        "verified"
     )
 
 
@@ -298,21 +308,22 @@ def verify_partial_restore(directory: Path, as_json: bool, expect_root: str | No
     report = partial_restore_verdict(directory, expect_root=expect_root)
     if report is None:
         return False
+    failure = VerificationFailed(f"{directory}: {report.describe()}", report.issues)
     if as_json:
         details = report.to_json()
-        emit_report(
-            ok=report.ok,
-            kind="restored-release",
-            root=directory,
-            root_sha256=report.snapshot_root,
-            issues=details.pop("issues"),
-            exit_code=None if report.ok else 1,
+        facts: dict[str, Any] = {
+            "kind": "restored-release",
+            "root": directory,
+            "root_sha256": report.snapshot_root,
+            "issues": details.pop("issues"),
             **{k: v for k, v in details.items() if k not in ("ok", "tree")},
-        )
+        }
         if not report.ok:
-            raise typer.Exit(1)
+            fail_with_report(failure, **facts)
+        emit_report(ok=True, **facts)
         return True
-    report.raise_for_issues()
+    if not report.ok:
+        raise failure
     stdout_console().print(f"OK {directory}: {report.describe()}")
     return True
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import typer
 
-from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.needs import URL_EXTRAS, require_for
+from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import byte_size_parser, stderr_console, stdout_console
+from dataset_devkit.cli.render import count, format_size, stderr_console, stdout_console
+from dataset_devkit.errors import DevkitError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ManifestNotFoundError
 from dataset_devkit.integrity.bucket import (
     RetryPolicy,
@@ -45,7 +47,7 @@ class TransferOptions:
     command talks to an object store. ``None`` keeps the library's default."""
 
     workers: int | None = None
-    part_size: str | None = None
+    part_size: int | None = None
     part_concurrency: int | None = None
     retries: int | None = None
 
@@ -71,7 +73,7 @@ class TransferOptions:
         if self.retries is not None:
             kwargs["retry"] = replace(RetryPolicy(), request_retries=self.retries)
         if upload and self.part_size is not None:
-            kwargs["part_size"] = byte_size_parser(self.part_size)
+            kwargs["part_size"] = self.part_size
         if upload and self.part_concurrency is not None:
             kwargs["part_concurrency"] = self.part_concurrency
         return kwargs
@@ -83,23 +85,26 @@ def show_verification(
     """Print a verify report, local or remote, the one way: JSON (exit 1 unless ok), or
     ``OK`` with the counts and root hash, or every issue (exit 1)."""
     if as_json:
-        emit_report(
-            ok=report.ok,
-            root=root,
-            root_sha256=report.root_sha256,
-            issues=report.details,
-            manifest_location=report.manifest_location,
-            actual_root_sha256=report.actual_root_sha256,
-            files=report.file_count,
-            bytes=report.total_bytes,
-            exit_code=None if report.ok else 1,
-        )
+        facts: dict[str, Any] = {
+            "root": root,
+            "root_sha256": report.root_sha256,
+            "issues": report.details,
+            "manifest_location": report.manifest_location,
+            "actual_root_sha256": report.actual_root_sha256,
+            "files": report.file_count,
+            "bytes": report.total_bytes,
+        }
         if not report.ok:
-            raise typer.Exit(1)
+            try:
+                report.raise_for_issues()
+            except DevkitError as exc:
+                fail_with_report(exc, **facts)
+        emit_report(ok=True, **facts)
         return
     if report.ok:
         stdout_console().print(
-            f"OK {shown}: {report.file_count} files, {report.total_bytes} bytes match "
+            f"OK {shown}: {count(report.file_count, 'file')}, {format_size(report.total_bytes)} "
+            "match "
             f"{report.manifest_location}",
             f"root_sha256 {report.root_sha256}",
             sep="\n",
@@ -124,6 +129,7 @@ def verify_url(
     transfer: TransferOptions | None = None,
 ) -> None:
     """Verify the dataset at *url* in place; the same output as a local ``verify``."""
+    require_for("verify", URL_EXTRAS)
     options = (transfer or TransferOptions()).keywords(upload=False)
     with progress_bar() as advance:
         report = verify_remote(
@@ -141,6 +147,7 @@ def publish_to_url(
     transfer: TransferOptions | None = None,
 ) -> None:
     """Upload *tree* to *url* and commit it; exit 0 also when it is already published."""
+    require_for("publish", URL_EXTRAS)
     options = (transfer or TransferOptions()).keywords(upload=True)
     with progress_bar() as advance:
         result = publish_remote(
@@ -171,13 +178,13 @@ def publish_to_url(
     console = stdout_console()
     if result.already_published and not result.uploaded_files:
         console.print(
-            f"already published {result.url}: {result.file_count} files, "
+            f"already published {result.url}: {count(result.file_count, 'file')}, "
             f"manifest {result.manifest_location}"
         )
     else:
         skipped = f", {result.skipped_files} already there" if result.skipped_files else ""
         console.print(
-            f"published {result.url}: {result.file_count} files "
+            f"published {result.url}: {count(result.file_count, 'file')} "
             f"({result.uploaded_files} uploaded{skipped}), manifest {result.manifest_location}"
         )
     console.print(f"root_sha256 {result.root_sha256}")
@@ -194,6 +201,7 @@ def validate_url(url: str, *, as_json: bool) -> None:
     """``validate URL``: a dataset on an object store is checked as a content-manifest tree
     (every object hashed in place); the kind-specific checks need the tree on disk."""
     target(_KIND, url)
+    require_for("validate", URL_EXTRAS)
     with progress_bar() as advance:
         report = verify_remote(url, progress=advance)
     report.raise_for_issues()
@@ -218,6 +226,7 @@ def validate_url(url: str, *, as_json: bool) -> None:
 def inspect_url(url: str, *, as_json: bool) -> None:
     """``inspect URL``: the dataset's content manifest, read from the object store."""
     target(_KIND, url)
+    require_for("inspect", URL_EXTRAS)
     location = open_location(url)
     policy = RetryPolicy()
     manifest = read_remote_manifest(location, CONTENT_MANIFEST_NAME, policy)
@@ -239,6 +248,7 @@ def inspect_url(url: str, *, as_json: bool) -> None:
         return
     console = stdout_console()
     console.print(
-        f"{_KIND} {location.url}: {manifest.file_count} files, {manifest.total_bytes} bytes"
+        f"{_KIND} {location.url}: {count(manifest.file_count, 'file')}, "
+        f"{format_size(manifest.total_bytes)}"
     )
     console.print(f"root_sha256 {manifest.root_sha256}")

@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import enum
-import re
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.table import Table
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity.numbers import count, format_size, parse_size
 
 __all__ = [
     "READABLE_BY_HELP",
     "ReadableByChoice",
     "byte_size_parser",
+    "count",
+    "format_size",
     "hidden_alias",
     "path_parser",
+    "print_table",
     "renamed",
+    "size_option",
     "stderr_console",
     "stdout_console",
+    "table",
+    "text_parser",
 ]
 
 
@@ -47,25 +56,58 @@ def path_parser(value: str) -> Path:
     return Path(value)
 
 
-_SIZE = re.compile(r"(\d+)\s*(|b|kb|mb|gb|kib|mib|gib)", re.IGNORECASE)
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "kib": 1 << 10,
-    "mib": 1 << 20,
-    "gib": 1 << 30,
-}
+def text_parser(value: str) -> str:
+    """A name or path argument kept as text, refusing ``""`` as :func:`path_parser` does."""
+    if not value:
+        raise typer.BadParameter("must not be empty (an unset shell variable?)")
+    return value
 
 
-def byte_size_parser(text: str) -> int:
-    """``134217728``, ``128MiB`` or ``100MB`` as bytes (options such as ``--part-size``)."""
-    found = _SIZE.fullmatch(text.strip())
-    if found is None:
-        raise typer.BadParameter(f"expected bytes such as 134217728, 128MiB or 100MB: {text!r}")
-    return int(found.group(1)) * _UNITS[found.group(2).lower()]
+def byte_size_parser(text: str | int) -> int:
+    """``134217728``, ``128MiB`` or ``100MB`` as bytes: the parser of every size option
+    (``--shard-bytes``, ``--package-limit``, ``--part-size``); a default is already bytes."""
+    if isinstance(text, int):
+        return text
+    try:
+        return parse_size(text)
+    except ConfigError:
+        raise typer.BadParameter(
+            f"expected a size such as 134217728, 128MiB or 100MB, found {text!r}"
+        ) from None
+
+
+def size_option(flag: str, help: str, *, minimum: int = 1, default: str | bool = True) -> Any:
+    """A Typer option taking a size in bytes with an optional unit (``64KiB``, ``1MB``);
+    *default* is how ``--help`` shows the default (a size, not a raw byte count)."""
+
+    def parse(text: str | int) -> int:
+        size = byte_size_parser(text)
+        if size < minimum:
+            raise typer.BadParameter(f"{text} is below the smallest size, {format_size(minimum)}")
+        return size
+
+    return typer.Option(flag, parser=parse, metavar="SIZE", help=help, show_default=default)
+
+
+def table(*columns: str, **options: Any) -> Table:
+    """A rich table whose cells never lose characters: long ones wrap (``fold``), never
+    end in "…" (a cut pair id or path cannot be copied back). See :func:`print_table`."""
+    made = Table(**options)
+    for name in columns:
+        made.add_column(name, overflow="fold")
+    return made
+
+
+def print_table(console: Console, shown: Table) -> None:
+    """Print *shown*; off a terminal (a pipe, a log) at its full width, one row a line,
+    so ``grep`` and ``awk`` see whole rows whatever ``COLUMNS`` says."""
+    if console.is_terminal:
+        console.print(shown)
+        return
+    widest = console.measure(shown, options=console.options.update(width=1 << 16)).maximum
+    # A console is never printed wider than it is: a second one, as wide as the table.
+    wide = Console(file=console.file, width=max(widest, console.width), highlight=False)
+    wide.print(shown)
 
 
 def stdout_console() -> Console:

@@ -7,16 +7,20 @@ from typing import Annotated, Any
 
 import msgspec
 import typer
-from rich.table import Table
 
-from dataset_devkit.cli.expect import refuse_other_kind
-from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.expect import refuse_any_kind, refuse_other_kind
+from dataset_devkit.cli.needs import require_for
+from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
 from dataset_devkit.cli.render import (
     READABLE_BY_HELP,
     ReadableByChoice,
+    count,
+    format_size,
     path_parser,
+    print_table,
     stdout_console,
+    table,
 )
 from dataset_devkit.errors import ConfigError, DestinationExistsError, DevkitError
 from dataset_devkit.integrity import read_manifest
@@ -56,16 +60,16 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON report.")] = False,
 ) -> None:
     """Check SOURCE fully, build the dataset, read it back, publish it read-only at --out."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
+    from dataset_devkit.integrity.workers import worker_pool
     from dataset_devkit.stereo import build_stereo_dataset  # numpy and friends load lazily
 
     target(_KIND, out)
+    require_for("stereo build")
+    refuse_any_kind(source, "render export", "stereo build takes the folder a renderer exported")
     with progress_bar() as advance:
         if workers:
-            context = multiprocessing.get_context("spawn")  # zarr's loop thread does not fork
-            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            # spawn: zarr's loop thread does not fork; the workers die with this process
+            with worker_pool(workers, method="spawn") as pool:
                 result = build_stereo_dataset(
                     source, out, executor=pool, progress=advance, readable_by=readable_by.value
                 )
@@ -75,7 +79,7 @@ def build(
             )
     summary: dict[str, Any] = {
         "pairs": result.pairs,
-        "frames_per_eye": result.frames_per_eye,
+        "frames_per_pair": list(result.frames_per_pair),
         "has_depth": result.has_depth,
         "files": result.files,
         "bytes": result.bytes,
@@ -84,9 +88,12 @@ def build(
         emit_report(ok=True, root=result.root, root_sha256=result.root_sha256, **summary)
         return
     console = stdout_console()
+    frames = sorted(set(result.frames_per_pair))
+    each = str(frames[0]) if len(frames) == 1 else f"{frames[0]} to {frames[-1]}"
     console.print(
-        f"built {result.root}: {result.pairs} pairs, {result.frames_per_eye} frames per eye, "
-        f"depth {'yes' if result.has_depth else 'no'}, {result.files} files, {result.bytes} bytes"
+        f"built {result.root}: {count(result.pairs, 'pair')} of {each} frames each, "
+        f"depth {'yes' if result.has_depth else 'no'}, {count(result.files, 'file')}, "
+        f"{format_size(result.bytes)}"
     )
     console.print(f"root_sha256 {result.root_sha256}")
 
@@ -114,7 +121,8 @@ def validate(
     from dataset_devkit.stereo import validate_stereo
 
     target(_KIND, root)
-    refuse_other_kind(root, "stereo dataset", _STEREO_KINDS)
+    refuse_other_kind(root, "stereo dataset", _STEREO_KINDS, command="stereo validate")
+    require_for("stereo validate")
     with progress_bar() as advance:
         result = validate_stereo(root, with_depth=with_depth, full=full, progress=advance)
     reader = result.reader
@@ -129,32 +137,35 @@ def validate(
                 f"--report {report}: cannot be created ({exc.strerror})", key="report"
             ) from exc
     if as_json:
-        emit_report(
-            ok=result.ok,
-            root_sha256=_root_sha256(root),
-            issues=result.issues,
-            pairs=result.pairs,
-            with_depth=with_depth,
-            reader_validation=msgspec.to_builtins(reader),
-            exit_code=None if result.ok else 1,
-        )
+        facts: dict[str, Any] = {
+            "root_sha256": _root_sha256(root),
+            "issues": result.issues,
+            "pairs": result.pairs,
+            "with_depth": with_depth,
+            "reader_validation": msgspec.to_builtins(reader),
+        }
         if not result.ok:
-            raise typer.Exit(1)
+            try:
+                result.raise_for_issues()
+            except DevkitError as exc:
+                fail_with_report(exc, **facts)
+        emit_report(ok=True, **facts)
         return
     if reader is not None:
-        table = Table("pair", "read", "frames", "shape", "ok", title="reader validation")
+        reads = table("pair", "read", "frames", "shape", "ok", title="reader validation")
         shown = [r for r in reader.reads if not r.ok] or reader.reads[:_TABLE_ROWS]
         for row in shown[:_TABLE_ROWS]:
-            table.add_row(row.id, row.what, str(row.frames), str(row.shape), str(row.ok))
-        stdout_console().print(table)
+            reads.add_row(row.id, row.what, str(row.frames), str(row.shape), str(row.ok))
+        print_table(stdout_console(), reads)
         if len(reader.reads) > len(shown[:_TABLE_ROWS]):
             stdout_console().print(
-                f"{len(reader.reads)} reads of {len(reader.pairs_read)} pairs in all "
+                f"{count(len(reader.reads), 'read')} of {count(len(reader.pairs_read), 'pair')} "
+                "in all "
                 f"({sum(not r.ok for r in reader.reads)} failed); --report FILE keeps every one"
             )
     result.raise_for_issues()
     stdout_console().print(
-        f"OK {root}: {result.pairs} pairs"
+        f"OK {root}: {count(result.pairs, 'pair')}"
         + (", depth checked" if with_depth else ", depth not checked")
     )
 

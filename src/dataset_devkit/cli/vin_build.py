@@ -9,7 +9,7 @@ import typer
 
 from dataset_devkit.cli.output import emit_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import byte_size_parser, path_parser, stdout_console
+from dataset_devkit.cli.render import count, path_parser, size_option, stdout_console
 from dataset_devkit.errors import ConfigError
 
 __all__ = ["build_command"]
@@ -42,9 +42,8 @@ def build_command(
         ),
     ] = None,
     shard_bytes: Annotated[
-        str,
-        typer.Option("--shard-bytes", metavar="SIZE", help="Target shard size, e.g. 128MiB."),
-    ] = "128MiB",
+        int, size_option("--shard-bytes", "Target shard size, e.g. 64MiB.", default="128MiB")
+    ] = 128 << 20,
     rows_per_shard: Annotated[
         int | None,
         typer.Option("--rows-per-shard", min=1, help="Cap on the rows (samples) of a shard."),
@@ -88,7 +87,7 @@ def build_command(
     )
 
     target(_KIND, out)
-    shard_size = byte_size_parser(shard_bytes)
+    shard_size = shard_bytes
     try:  # the command line's own spelling: a usage error (exit 2), before any import
         parse_function_spec(function)
     except ConfigError as exc:
@@ -123,7 +122,7 @@ def build_command(
     console = stdout_console()
     reused = f" ({result.reused_shards} reused)" if result.reused_shards else ""
     console.print(
-        f"built {result.store_dir}: {result.num_samples} samples in {result.num_shards} "
-        f"shards{reused}"
+        f"built {result.store_dir}: {count(result.num_samples, 'sample')} in "
+        f"{count(result.num_shards, 'shard')}{reused}"
     )
     console.print(f"root_sha256 {result.root_sha256}")

@@ -10,14 +10,20 @@ import msgspec
 import numpy as np
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from dataset_devkit.cli.expect import refuse_other_kind
-from dataset_devkit.cli.output import emit_report, target
+from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
-from dataset_devkit.cli.render import path_parser, stdout_console
+from dataset_devkit.cli.render import (
+    count,
+    format_size,
+    path_parser,
+    print_table,
+    stdout_console,
+    table,
+)
 from dataset_devkit.cli.vin_build import build_command
-from dataset_devkit.errors import ConfigError
+from dataset_devkit.errors import ConfigError, DevkitError
 from dataset_devkit.kinds import TreeKind
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
 
@@ -56,7 +62,7 @@ def _jsonable(value: Any) -> Any:
 def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store inspect")
     summary = inspect_store(store)
     if as_json:
         data = _jsonable(dataclasses.asdict(summary))
@@ -65,25 +71,25 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
         return
     console = stdout_console()
     console.print(
-        f"{summary.store_dir}: format v{summary.version}, {summary.num_samples} samples in "
-        f"{summary.num_shards} shards, {summary.num_files} files, {summary.total_bytes} bytes"
+        f"{summary.store_dir}: format v{summary.version}, {count(summary.num_samples, 'sample')} "
+        f"in {count(summary.num_shards, 'shard')}, {count(summary.num_files, 'file')}, "
+        f"{format_size(summary.total_bytes)}"
     )
     # The VIN families describe stores of the VIN layout only: a store of camera frames has
     # its own blocks, and no family is "absent" from it.
-    columns = (
-        "block",
-        "kind",
-        "dtype",
-        "row shape",
-        *(("VIN family",) if summary.vin_layout else ()),
-    )
-    table = Table(*columns)
+    columns = ("block", "kind", "dtype", "row shape", "optional")
+    blocks = table(*columns, *(("VIN family",) if summary.vin_layout else ()))
     for block in summary.blocks:
         family = (block.family or "-",) if summary.vin_layout else ()
-        table.add_row(
-            escape(block.name), block.kind, block.dtype or "-", str(list(block.row_shape)), *family
+        blocks.add_row(
+            escape(block.name),
+            block.kind,
+            block.dtype or "-",
+            str(list(block.row_shape)),
+            "yes" if block.optional else "no",
+            *family,
         )
-    console.print(table)
+    print_table(console, blocks)
     splits = ", ".join(f"{name} {size}" for name, size in summary.split_sizes.items())
     console.print(f"splits: {splits}")
     if summary.vin_layout:
@@ -97,19 +103,21 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store verify")
     with progress_bar() as advance:
         report = verify_store(store, progress=advance)
     if as_json:
-        emit_report(
-            ok=report.ok,
-            root_sha256=report.root_sha256,
-            issues=report.issues,
-            exit_code=None if report.ok else 1,
-            notes=list(report.notes),
-        )
+        facts: dict[str, Any] = {
+            "root_sha256": report.root_sha256,
+            "issues": report.issues,
+            "notes": list(report.notes),
+        }
         if not report.ok:
-            raise typer.Exit(1)
+            try:
+                report.raise_for_issues()
+            except DevkitError as exc:
+                fail_with_report(exc, **facts)
+        emit_report(ok=True, **facts)
         return
     for note in report.notes:
         stdout_console().print(f"note: {note}", markup=False, highlight=False)
@@ -117,10 +125,12 @@ def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
     stdout_console().print(f"OK {store}: root_sha256 {report.root_sha256}")
 
 
-@store_app.command("sample")
+# A negative INDEX (-1) is read as the argument it is meant to be, and refused by its range,
+# not as an unknown option.
+@store_app.command("sample", context_settings={"ignore_unknown_options": True})
 def sample_command(
     store: StoreArg,
-    index: Annotated[int, typer.Argument(help="The sample_index to read.")],
+    index: Annotated[int, typer.Argument(help="The sample_index to read.", min=0)],
     blocks: Annotated[
         str | None, typer.Option("--blocks", help="Comma-separated block names (default all).")
     ] = None,
@@ -128,7 +138,7 @@ def sample_command(
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
     target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS)
+    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store sample")
     reader = VinOfflineStoreReader(store)
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
@@ -147,17 +157,17 @@ def sample_command(
         f"sample {record.sample_index} key={record.sample_key} scene={record.scene_id} "
         f"snippet={record.snippet_id} split={record.split} at {record.shard_id} row {record.row}"
     )
-    table = Table("block", "dtype", "shape", "value")
+    values_table = table("block", "dtype", "shape", "value")
     for name, value in values.items():
         if isinstance(value, np.ndarray):
             flat = value.reshape(-1)
             preview = np.array2string(flat[:6], precision=4, separator=", ")
             if flat.size > 6:
                 preview = preview[:-1] + ", ...]"
-            table.add_row(escape(name), str(value.dtype), str(list(value.shape)), preview)
+            values_table.add_row(escape(name), str(value.dtype), str(list(value.shape)), preview)
         else:
-            table.add_row(escape(name), "record", "-", escape(repr(value)))
-    console.print(table)
+            values_table.add_row(escape(name), "record", "-", escape(repr(value)))
+    print_table(console, values_table)
 
 
 def register(app: typer.Typer) -> None:

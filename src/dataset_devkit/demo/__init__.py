@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataset_devkit.demo.report import DemoReport, DemoStep, run_demo
 
-__all__ = ["DEMO_STEPS", "DemoReport", "DemoStep", "run_demo"]
+__all__ = ["DEMO_EXTRAS", "DEMO_STEPS", "DemoReport", "DemoStep", "run_demo"]
 
 #: ``dataset_devkit.demo.<name>`` modules run by ``dataset-devkit demo``, in order.
 DEMO_STEPS: tuple[str, ...] = (
@@ -22,3 +22,6 @@ DEMO_STEPS: tuple[str, ...] = (
     "croissant",
     "preview",
 )
+
+#: The extras the steps import (checked before the first step writes anything).
+DEMO_EXTRAS: tuple[str, ...] = ("video", "mcap", "nuscenes", "preview")

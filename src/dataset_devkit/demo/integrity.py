@@ -8,6 +8,7 @@ from pathlib import Path
 
 from dataset_devkit.demo.report import DemoReport
 from dataset_devkit.integrity import SafeDir, staged_publication, verify_tree
+from dataset_devkit.integrity.numbers import count, format_size
 
 __all__ = ["run"]
 
@@ -64,7 +65,11 @@ def run(out: Path) -> DemoReport:
     changes = _tampered_copy(final, tampered)
     report = verify_tree(tampered)
     lines: list[tuple[str, str]] = [
-        ("published", f"{final} ({clean.file_count} files, {clean.total_bytes} bytes, 0400/0500)"),
+        (
+            "published",
+            f"{final} ({count(clean.file_count, 'file')}, {format_size(clean.total_bytes)}, "
+            "0400/0500)",
+        ),
         ("verify published", "OK: every file matches content_manifest.json"),
         ("tampered copy", f"{tampered}: " + "; ".join(changes)),
     ]

@@ -13,6 +13,7 @@ from pathlib import Path
 from dataset_devkit.demo.report import DemoReport
 from dataset_devkit.errors import MissingDependencyError
 from dataset_devkit.integrity import build_manifest
+from dataset_devkit.integrity.numbers import count, format_size
 from dataset_devkit.nuscenes import (
     PipelineConfig,
     ScenarioConfig,
@@ -134,7 +135,8 @@ def run(out: Path) -> DemoReport:
             ),
             (
                 f"{kind} staging dataroot",
-                f"{staging} ({result.images} images, {result.image_bytes} JPEG bytes)",
+                f"{staging} ({count(result.images, 'image')}, "
+                f"{format_size(result.image_bytes)} of JPEG)",
             ),
             (f"{kind} official loader", _official_loader_check(staging)),
         ]

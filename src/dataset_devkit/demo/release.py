@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dataset_devkit.demo.report import DemoReport
 from dataset_devkit.integrity import SafeDir, staged_publication, verify_tree
+from dataset_devkit.integrity.numbers import count
 from dataset_devkit.release import PackOptions, pack_release, restore_release, verify_release
 
 __all__ = ["run"]
@@ -61,10 +62,19 @@ def run(out: Path) -> DemoReport:
         title="release packaging",
         lines=[
             ("release", str(release)),
-            ("packages", f"{len(manifest.packages)} ≤ 8 KiB tars: {packages}"),
-            ("families", ", ".join(f"{f.name} ({f.file_count} files)" for f in manifest.families)),
-            ("restore", f"base: {base.written} files, then depth: {depth.written} files"),
-            ("re-run", f"{again.skipped} files verified and skipped, {again.written} written"),
+            ("packages", f"{count(len(manifest.packages), 'tar')} ≤ 8 KiB: {packages}"),
+            (
+                "families",
+                ", ".join(f"{f.name} ({count(f.file_count, 'file')})" for f in manifest.families),
+            ),
+            (
+                "restore",
+                f"base: {count(base.written, 'file')}, then depth: {count(depth.written, 'file')}",
+            ),
+            (
+                "re-run",
+                f"{count(again.skipped, 'file')} verified and skipped, {again.written} written",
+            ),
             ("restored tree", f"{data / tree.name} verifies: {restored.ok}"),
         ],
         root_sha256={

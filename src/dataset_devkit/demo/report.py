@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_devkit.extras import require_extras
+
 
 @dataclass(frozen=True, slots=True)
 class DemoReport:
@@ -34,8 +36,13 @@ class DemoReport:
 DemoStep = Callable[[Path], DemoReport]
 
 
-def run_demo(out: Path, steps: Sequence[str]) -> Iterator[DemoReport]:
-    """Run each named step (``dataset_devkit.demo.<name>.run``) into its own folder of *out*."""
+def run_demo(out: Path, steps: Sequence[str], extras: Sequence[str] = ()) -> Iterator[DemoReport]:
+    """Run each named step (``dataset_devkit.demo.<name>.run``) into its own folder of *out*.
+
+    The *extras* the steps need are checked first: a missing one stops the demo before
+    its first step writes anything, naming every package to install.
+    """
+    require_extras("the demo", extras)
     for name in steps:
         module = importlib.import_module(f"dataset_devkit.demo.{name}")
         step: DemoStep = module.run

@@ -19,7 +19,7 @@ import secrets
 from typing import Final
 
 from dataset_devkit.errors import DestinationExistsError, PublicationError
-from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.oserrors import creating_in, naming
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir
 
@@ -100,7 +100,8 @@ def write_atomic(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> 
     """
     temp = partial_name(name)
     target = parent.path / name
-    fd = os.open(temp, _FLAGS, mode, dir_fd=parent.fd)
+    with creating_in(parent.path, target):
+        fd = os.open(temp, _FLAGS, mode, dir_fd=parent.fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         with naming(target):

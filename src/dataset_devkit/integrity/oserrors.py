@@ -4,15 +4,24 @@
 raise carries no file name and the CLI could only say "No space left on device". Wrapping
 each write-side step in :func:`naming` attaches the path the descriptor was opened for,
 without changing the exception's type or ``errno``, so callers still catch what they did.
+
+Publication creates entries the user never named (a hidden ``.NAME.staging-*``
+directory, a ``.NAME.partial-*`` temp file) in the user's folder. When that folder may not
+be written (a permission, a read-only filesystem), :func:`creating_in` names the folder,
+which the user can act on, rather than the hidden entry, which is not there to look at.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-__all__ = ["naming", "naming_in"]
+__all__ = ["creating_in", "naming", "naming_in"]
+
+#: Errors that mean "this folder may not be written", whatever was being created in it.
+_DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 @contextmanager
@@ -36,3 +45,26 @@ def naming_in(
     table of interned strings grows with them and never shrinks.
     """
     return naming(os.path.join(folder, name))  # noqa: PTH118 (a Path interns the name)
+
+
+@contextmanager
+def creating_in(
+    folder: str | os.PathLike[str], shown: str | os.PathLike[str] | None = None
+) -> Iterator[None]:
+    """Name *folder* in a denied or read-only error raised while an entry is created in it.
+
+    Any other error of the environment (a full disk) names *shown*, what the entry stands
+    for (the final file a temp file becomes), when it names nothing or only a bare name.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if not exc.errno or type(exc).__module__ != "builtins":
+            raise  # a devkit error with its own message
+        strerror = exc.strerror or os.strerror(exc.errno)
+        if exc.errno in _DENIED:
+            raise type(exc)(exc.errno, strerror, os.fspath(folder)) from exc
+        bare = exc.filename is None or not os.fsdecode(exc.filename).startswith(os.sep)
+        if shown is not None and bare:
+            raise type(exc)(exc.errno, strerror, os.fspath(shown)) from exc
+        raise

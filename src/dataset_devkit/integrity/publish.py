@@ -25,7 +25,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import DestinationExistsError, PublicationError, UnsafePathError
+from dataset_devkit.errors import (
+    DestinationExistsError,
+    MissingPathError,
+    PublicationError,
+    UnsafePathError,
+)
 from dataset_devkit.integrity.durable import sync_filesystem
 from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manifest_location
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
@@ -169,6 +174,7 @@ def publish_tree(
     progress: OnProgress | None = None,
     on_phase: PhaseHook | None = None,
     readable_by: ReadableBy = "owner",
+    user_staging: bool = True,
 ) -> PublishResult:
     """Publish the staged tree *staging* under *final*, atomically and read-only.
 
@@ -194,14 +200,22 @@ def publish_tree(
     readable_by
         ``"owner"`` (files 0400, directories 0500), ``"group"`` (0440/0550) or ``"all"``
         (0444/0555): who besides the owner may read the published tree.
+    user_staging
+        *staging* is the user's own directory, and the way to finish an interrupted
+        publication is the same call again (``dataset-devkit publish``): the record of
+        which directory became *final* is kept beside it
+        (:mod:`~dataset_devkit.integrity.publish_record`), so any later run of the same
+        call reports it published, and an error tells what to do with *staging*. False for
+        a private staging directory the caller made (:func:`new_staging_dir`) and removes
+        on failure itself: the record goes once the tree is checked.
 
     Raises
     ------
     DestinationExistsError
-        *final* exists (or appeared during publication): nothing was replaced. When an
-        earlier run of this same publication was killed after renaming *staging* to
-        *final* (so *staging* is gone), the tree there is checked instead: the result then
-        has ``already_published`` set.
+        *final* exists (or appeared during publication, from another publisher): nothing
+        was replaced, and *staging* is left where it is. When an earlier run of this same
+        publication renamed *staging* to *final* (so *staging* is gone), the tree there is
+        checked instead: the result then has ``already_published`` set.
     PublicationError
         Any other failure; *final* is absent or untouched and *staging* is left for audit.
     """
@@ -214,14 +228,21 @@ def publish_tree(
     if done is not None:
         return done
     if not os.path.lexists(staging) and os.path.lexists(final):
-        # No note names this staging directory: either this command already finished (a
-        # kill after its last step looks the same) or the name is mistyped. Neither is
-        # provable from here, so say what to check instead of claiming either.
+        # No record names this staging directory: the name is mistyped, or another tree
+        # was published there (or the record beside it was removed). Nothing proves this
+        # call published it, so say what to check instead of claiming it did.
         raise DestinationExistsError(
-            f"{final}: already exists and {staging} is gone; if an earlier run of this "
-            f"command published it, check it with `dataset-devkit verify {final}`"
+            f"{final}: already exists and {staging} is gone; no record beside it says "
+            f"{staging.name} became it: check it with `dataset-devkit verify {final}`"
         )
-    parent_fd = pin_parent(final)
+    # What the staged tree is comes first: a missing one or a file is not a misplaced one.
+    if not os.path.lexists(staging):
+        raise MissingPathError("no such directory", path=staging)
+    os.close(open_dir_nofollow(staging))  # a file or a link: named the safe way's words
+    try:
+        parent_fd = pin_parent(final)
+    except DestinationExistsError:
+        raise _taken(final, staging, user_staging, sealed=False) from None
     try:
         staging_parent = staging.parent.stat()
         pinned_parent = os.fstat(parent_fd)
@@ -260,9 +281,16 @@ def publish_tree(
             phase("rechecked")
             fcntl.flock(parent_fd, fcntl.LOCK_EX)
             phase("locked")
+            # Under the lock, before the record: a publisher that lost the race must not
+            # replace the winner's record (its re-run needs it).
+            if _exists_at(parent_fd, final.name):
+                raise _taken(final, staging, user_staging, sealed=True)
             write_record(parent_fd, final, staging, identity, manifest.root_sha256)
             try:
-                rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
+                try:
+                    rename_noreplace(parent_fd, staging.name, parent_fd, final.name)
+                except DestinationExistsError:  # a publisher that ignores the lock
+                    raise _taken(final, staging, user_staging, sealed=True) from None
                 with naming(final.parent):
                     os.fsync(parent_fd)
                 phase("renamed")
@@ -271,7 +299,8 @@ def publish_tree(
                 with contextlib.suppress(OSError):
                     remove_record(parent_fd, final)
                 raise
-            remove_record(parent_fd, final)
+            if not user_staging:  # no re-run repeats a private staging name
+                remove_record(parent_fd, final)
             phase("verified")
             release_staging_lock(staging)
         finally:
@@ -279,6 +308,28 @@ def publish_tree(
     finally:
         os.close(parent_fd)  # also releases the advisory lock
     return PublishResult(final=final, root_sha256=manifest.root_sha256, manifest=manifest)
+
+
+def _exists_at(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _taken(final: Path, staging: Path, user_staging: bool, *, sealed: bool) -> Exception:
+    """The one error of a publication whose final name another tree holds (or took first),
+    saying what became of the staging directory and what to do with it."""
+    message = f"{final}: already exists; a published tree is never replaced"
+    if not user_staging:
+        return DestinationExistsError(message)
+    state = "sealed read-only, as it would have been published" if sealed else "untouched"
+    return DestinationExistsError(
+        f"{message}; {staging} is left {state}: publish it under another name "
+        f"(dataset-devkit publish {staging} --out OTHER) or remove it "
+        f"(chmod -R u+w {staging} && rm -rf {staging})"
+    )
 
 
 def _published_before(staging: Path, final: Path, location: str) -> PublishResult | None:
@@ -374,6 +425,7 @@ def staged_publication(
             manifest_location=manifest_location,
             progress=progress,
             readable_by=readable_by,
+            user_staging=False,
         )
     except BaseException:
         if not keep_failed:

@@ -1,15 +1,24 @@
-"""A note beside the final name while it is being published, so a re-run can say "done".
+"""A record beside the final name of which staging directory became it, so a re-run of the
+same publication can say "already published" and exit 0.
 
 ``publish_tree`` ends by renaming the staging directory to the final name. A run killed
-after that rename leaves no staging directory, only the published tree; its re-run (the
-same command) would otherwise stop at "already exists". So, just before the rename, the
-publisher writes ``.FINAL.publishing.json`` beside the final name (atomically, durable
-with the rename): the staging directory's name, its identity (device and inode, which the
-rename keeps) and the root hash being published. It is removed once the published tree was
-checked. A re-run that finds the final name taken and its staging directory gone reads the
-note: when it names that staging directory, the final name is that very directory and the
-tree verifies against its manifest with that root hash, the tree is already published and
-the re-run reports it. Anything else at the final name stays a refusal.
+after that rename (even after its very last step, before the process exited) leaves no
+staging directory, only the published tree; its re-run (the same command) would otherwise
+stop at "already exists". So, just before the rename, the publisher writes
+``.FINAL.published-from.json`` beside the final name (atomically, durable with the rename):
+the staging directory's name, its identity (device and inode, which the rename keeps) and
+the root hash being published. A re-run that finds the final name taken and its staging
+directory gone reads the record: when it names that staging directory, the final name is
+that very directory and the tree verifies against its manifest with that root hash, the
+tree is already published and the re-run reports it. Anything else at the final name stays
+a refusal.
+
+The record of a user's own staging directory (``dataset-devkit publish STAGING --out
+FINAL``) is kept: a kill can land after any step, so no step could remove it without
+opening a window in which the re-run fails, and with it every later run of the same command
+gives the same answer. A private staging directory (a random name no re-run repeats) has
+its record removed once the published tree was checked. A publication of another tree to
+the same name (after the user removed the first) replaces it.
 """
 
 from __future__ import annotations
@@ -34,16 +43,16 @@ _LIMIT = 1 << 16
 
 
 def record_name(final: Path) -> str:
-    """The note's name in the final name's parent directory."""
-    return f".{final.name}.publishing.json"
+    """The record's name in the final name's parent directory."""
+    return f".{final.name}.published-from.json"
 
 
 def write_record(
     parent_fd: int, final: Path, staging: Path, identity: os.stat_result, root_sha256: str
 ) -> None:
-    """Write the note for publishing *staging* (pinned as *identity*) to *final*.
+    """Write the record for publishing *staging* (pinned as *identity*) to *final*.
 
-    Called under the parent's publication lock: a note of an earlier killed attempt is
+    Called under the parent's publication lock: a record of an earlier attempt (or tree) is
     replaced. Made durable by the ``fsync`` of the parent that follows the rename.
     """
     name = record_name(final)
@@ -61,7 +70,7 @@ def write_record(
 
 
 def remove_record(parent_fd: int, final: Path) -> None:
-    """Remove the note (and partial copies of it left by a killed writer)."""
+    """Remove the record (and partial copies of it left by a killed writer)."""
     name = record_name(final)
     with SafeDir(os.dup(parent_fd), final.parent) as parent:
         remove_stale_partials(parent, name)
@@ -70,7 +79,7 @@ def remove_record(parent_fd: int, final: Path) -> None:
 
 
 def _read_record(parent_fd: int, final: Path) -> dict[str, Any] | None:
-    """The note beside *final*, or None when there is none or it is not one of ours."""
+    """The record beside *final*, or None when there is none or it is not one of ours."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
     try:
         fd = os.open(record_name(final), flags, dir_fd=parent_fd)
@@ -93,13 +102,13 @@ def check_republished(
     parent_fd: int, staging: Path, final: Path, location: str
 ) -> tuple[str, ContentManifest] | None:
     """If *final* is the tree an earlier run of "publish *staging* to *final*" published,
-    return its root hash and manifest (the note is then removed); None if the note is
-    absent or names another staging directory.
+    return its root hash and manifest (the record stays, for any later run); None if the
+    record is absent or names another staging directory.
 
     Raises
     ------
     DestinationExistsError
-        The note names *staging*, but the final name holds another directory, or a tree
+        The record names *staging*, but the final name holds another directory, or a tree
         that does not verify or has another root hash.
     """
     record = _read_record(parent_fd, final)
@@ -126,6 +135,4 @@ def check_republished(
             f"(root_sha256 {expected}); check it with `dataset-devkit verify {final}`"
         )
     manifest = read_manifest(final, location=location)
-    remove_record(parent_fd, final)
-    os.fsync(parent_fd)
     return expected, manifest

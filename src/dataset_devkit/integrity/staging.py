@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 
 from dataset_devkit.errors import DestinationExistsError, PublicationError
+from dataset_devkit.integrity.oserrors import creating_in
 from dataset_devkit.integrity.safefs import open_dir_nofollow
 
 __all__ = [
@@ -53,7 +54,8 @@ def new_staging_dir(final: Path) -> Path:
     parent_fd = pin_parent(final)
     try:
         name = _staging_prefix(final) + secrets.token_hex(6)
-        os.mkdir(name, 0o700, dir_fd=parent_fd)
+        with creating_in(final.parent, final):
+            os.mkdir(name, 0o700, dir_fd=parent_fd)
         lock_fd = open_dir_nofollow(name, dir_fd=parent_fd)
         fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:

@@ -69,7 +69,7 @@ from typing import Any, Literal
 import msgspec
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.integrity import path_argument
+from dataset_devkit.integrity import did_you_mean, path_argument
 from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.cluster import ExecutorConfig, ExecutorTable, parse_executor
 from dataset_devkit.nuscenes.evidence.derive import check_config
@@ -174,7 +174,33 @@ def _convert(value: Any, kind: type[Any], key: str) -> Any:
         choices = _CHOICES.get(dotted.rsplit(".", 1)[-1])
         if choices and reason.startswith("Invalid enum value"):
             reason += f"; expected one of {', '.join(choices)}"
+        if unknown:  # a typo of a key: the near miss, and the keys that table takes
+            fields = _fields_at(kind, [p for p in sub.split(".") if p])
+            reason = "unknown key" + did_you_mean(unknown.group(1), fields, known="expected one of")
         raise ConfigError(f"{dotted or 'config'}: {reason}", key=dotted) from None
+
+
+def _fields_at(kind: Any, parts: list[str]) -> list[str]:
+    """The keys of the table at *parts* (``["scenario", "rules", "0"]``) inside *kind*."""
+    info: Any = msgspec.inspect.type_info(kind)
+    for part in parts:
+        while not isinstance(info, msgspec.inspect.StructType):
+            if isinstance(info, msgspec.inspect.UnionType):  # X | None
+                info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+            elif hasattr(info, "item_type"):  # list, tuple: the index comes next
+                info = info.item_type
+            else:
+                return []
+        if not part.isdigit():
+            found = [f.type for f in info.fields if f.encode_name == part]
+            if not found:
+                return []
+            info = found[0]
+    while isinstance(info, msgspec.inspect.UnionType):
+        info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+    if hasattr(info, "item_type"):
+        info = info.item_type
+    return [f.encode_name for f in getattr(info, "fields", ())]
 
 
 def _path(value: str | None, key: str) -> str | None:
@@ -188,7 +214,11 @@ def parse_build_config(data: dict[str, Any], *, base: Path) -> BuildConfig:
     """Resolve a decoded TOML document; relative paths are taken from *base*."""
     for key in data:
         if key not in _TOP_KEYS:
-            raise ConfigError(f"unknown config key {key!r}; expected one of {_TOP_KEYS}", key=key)
+            raise ConfigError(
+                f"unknown config key {key!r}"
+                + did_you_mean(key, _TOP_KEYS, known="expected one of"),
+                key=key,
+            )
     for key in ("namespace", "sources", "publication", "paths"):
         if key not in data:
             raise ConfigError(f"missing required config key {key!r}", key=key)
@@ -272,6 +302,14 @@ def load_build_config(path: str | Path) -> BuildConfig:
     Every error names the file, then the dotted key: ``build.toml at paths.output_dir: ...``.
     """
     path = path_argument(path, "config")
+    # A recording given where its config belongs is named as what it is, not as bad TOML.
+    shape = source_type_of(path.absolute()) if os.path.lexists(path) else None
+    if shape is not None:
+        raise ConfigError(
+            f"{path}: this is a recording (of sources.type {shape!r}), not a build config; "
+            "build takes a TOML file that lists the recordings under [sources] paths",
+            key="config",
+        )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -281,7 +319,11 @@ def load_build_config(path: str | Path) -> BuildConfig:
             f"{path}: expected a TOML config file, found a directory", key="config"
         ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})", key="config") from None
+        raise ConfigError(
+            f"{path}: not a TOML build config ({exc}); build takes a TOML file that lists "
+            "the recordings under [sources] paths",
+            key="config",
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read the config ({exc.strerror})", key="config"

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.extras import require_extras
+from dataset_devkit.integrity.oserrors import creating_in
 from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.preview.html import write_index
 from dataset_devkit.preview.kinds import Kind, detect
@@ -101,8 +103,10 @@ def preview(
             f"{target}: preview output must be absent or an empty directory"
         )
     kind, source = detect(source)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
+    require_extras("preview", ["preview"])  # matplotlib and Pillow, before anything is made
+    with creating_in(target.parent, target):  # a folder the user may not write is named
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         sections = _render(kind, source, staging, scenes, pairs, rows, seed, progress)
         write_index(staging, f"{kind.value} preview: {source.name}", sections)

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage
 from PIL import ImageFont
 
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.preview.page import Image
 
 __all__ = ["DPI", "RC", "figure", "font", "save", "save_image"]
@@ -58,7 +59,7 @@ def save(fig: Figure, out: Path, name: str, caption: str) -> Image:
     """Write *fig* as ``out/name`` with no metadata and return the page item for it."""
     path = out / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    with rc_context(RC):
+    with rc_context(RC), naming(path):
         fig.savefig(path, dpi=DPI, format="png", metadata={"Software": None})
     width, height = (round(v) for v in fig.get_size_inches() * DPI)
     return Image(src=name, caption=caption, width=width, height=height)
@@ -75,5 +76,6 @@ def save_image(image: PILImage.Image, out: Path, name: str, caption: str) -> Ima
     """Write a Pillow drawing as ``out/name`` (Pillow writes no metadata unless asked)."""
     path = out / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    image.save(path, format="PNG", compress_level=6)
+    with naming(path):  # a full disk names the file
+        image.save(path, format="PNG", compress_level=6)
     return Image(src=name, caption=caption, width=image.width, height=image.height)

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.preview.page import Image, Section, Table, Text
 
 __all__ = ["write_index"]
@@ -51,5 +52,6 @@ def write_index(out: Path, title: str, sections: Sequence[Section]) -> Path:
         parts.append("</section>")
     parts.append("</body></html>\n")
     path = out / "index.html"
-    path.write_text("\n".join(parts), encoding="utf-8")
+    with naming(path):
+        path.write_text("\n".join(parts), encoding="utf-8")
     return path

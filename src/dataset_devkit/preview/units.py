@@ -1,19 +1,12 @@
-"""Human-readable numbers for captions and tables."""
+"""Human-readable numbers for captions and tables: the toolkit's one size formatter."""
 
 from __future__ import annotations
+
+from dataset_devkit.integrity.numbers import format_size as human_bytes
 
 __all__ = ["byte_unit", "human_bytes"]
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
-
-
-def human_bytes(size: float) -> str:
-    """``1536`` → ``"1.5 KiB"``; binary units, as the release limit (4 GiB) is stated."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"  # unreachable; keeps mypy sure of the return
 
 
 def byte_unit(largest: float) -> tuple[str, int]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from dataset_devkit.errors import ConfigError
+from dataset_devkit.errors import ConfigError, MissingPathError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.release import unpack
@@ -104,6 +105,16 @@ def _named(release_dir: Path, summary: str) -> str:
     return summary if str(release_dir) in summary else f"{release_dir}: {summary}"
 
 
+def _existing(release_dir: Path) -> None:
+    """A release directory that is not there is named as such, not by its first file."""
+    if not os.path.lexists(release_dir):
+        raise MissingPathError(
+            "no such release directory (the folder that holds manifest.json, files.jsonl, "
+            "unpack.py and the packages)",
+            path=release_dir,
+        )
+
+
 def _chosen(
     release_dir: Path, names: list[str], everything: bool
 ) -> tuple[unpack.Release, list[str]]:
@@ -132,6 +143,7 @@ def verify_release(
         are not exactly the indexed regular files, metadata that does not agree.
     """
     path_argument(release_dir, "release_dir")
+    _existing(release_dir)
     names, everything = _families(families)
     try:
         release = unpack.load_release(str(release_dir))  # the index, held once
@@ -299,6 +311,7 @@ def restore_release(
     """
     path_argument(release_dir, "release_dir")
     path_argument(output, "output")
+    _existing(release_dir)
     names, everything = _families(families)
     if readable_by not in unpack.READABLE_BY:
         raise ConfigError(

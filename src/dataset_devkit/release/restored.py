@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset_devkit.errors import VerificationFailed
+from dataset_devkit.integrity.numbers import count, format_size
 from dataset_devkit.release import unpack
 
 __all__ = ["RestoredReport", "restore_state", "verify_partial_restore", "verify_restored"]
@@ -44,11 +45,12 @@ class RestoredReport:
         """The verdict in words, as ``verify`` and ``validate`` both print it."""
         if not self.ok:
             return f"restored release {self.name} does not verify"
-        absent = ", ".join(f"{fam} ({n} files)" for fam, n in self.absent.items()) or "none"
+        absent = ", ".join(f"{fam} ({count(n, 'file')})" for fam, n in self.absent.items())
+        absent = absent or "none"
         return (
             f"families {', '.join(self.present)} of release {self.name} verified "
-            f"({self.file_count} files, {self.total_bytes} bytes) against its release index, "
-            f"snapshot root_sha256 {self.snapshot_root}; not restored: {absent}"
+            f"({count(self.file_count, 'file')}, {format_size(self.total_bytes)}) against its "
+            f"release index, snapshot root_sha256 {self.snapshot_root}; not restored: {absent}"
         )
 
     def raise_for_issues(self) -> None:

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import decode_json_record
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.stereo.errors import DepthOverflowError, SourceError
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
@@ -98,33 +99,26 @@ def write_depth_group(
     An eye whose every pixel of every frame is invalid is a broken render and an error.
     """
     import zarr
-    from numcodecs import Blosc
 
-    group = zarr.open_group(str(group_path), mode="w-", zarr_format=2, attributes=dict(attributes))
+    # zarr writes through its own files: a full disk must still name what was written.
+    with naming(group_path):
+        group = zarr.open_group(
+            str(group_path), mode="w-", zarr_format=2, attributes=dict(attributes)
+        )
     invalid: dict[str, int] = {}
     for eye in EYES:
         source = sources[eye]
         frames, height, width = source.shape
-        array = group.create_array(
-            eye,
-            shape=(frames, height, width),
-            chunks=(DEPTH_CHUNK_FRAMES, height, width),
-            dtype=DEPTH_DTYPE,
-            compressor=Blosc(cname="zstd", clevel=5, shuffle=Blosc.SHUFFLE),
-            filters=None,
-            fill_value=DEPTH_INVALID,
-            order="C",
-            chunk_key_encoding={"name": "v2", "separator": "."},
-            attributes={**attributes, "eye": eye, "_ARRAY_DIMENSIONS": list(DEPTH_DIMENSIONS)},
-            config={"write_empty_chunks": True},
-        )
+        with naming(group_path / eye):
+            array = _create_eye(group, eye, source.shape, attributes)
         invalid[eye] = 0
         for start in range(0, frames, DEPTH_CHUNK_FRAMES):
             stop = min(start + DEPTH_CHUNK_FRAMES, frames)
             encoded, count = encode_depth_mm(
                 source[start:stop], far_limit_m, where=where[eye], first=start
             )
-            array[start:stop] = encoded
+            with naming(group_path / eye / f"{start // DEPTH_CHUNK_FRAMES}.0.0"):
+                array[start:stop] = encoded
             invalid[eye] += count
         if invalid[eye] == frames * height * width:
             raise SourceError(
@@ -133,6 +127,26 @@ def write_depth_group(
                 path=where[eye],
             )
     return invalid
+
+
+def _create_eye(group: Any, eye: str, shape: tuple[int, ...], attributes: dict[str, Any]) -> Any:
+    """One eye's empty depth array in *group*, chunked by :data:`DEPTH_CHUNK_FRAMES`."""
+    from numcodecs import Blosc
+
+    frames, height, width = shape
+    return group.create_array(
+        eye,
+        shape=(frames, height, width),
+        chunks=(DEPTH_CHUNK_FRAMES, height, width),
+        dtype=DEPTH_DTYPE,
+        compressor=Blosc(cname="zstd", clevel=5, shuffle=Blosc.SHUFFLE),
+        filters=None,
+        fill_value=DEPTH_INVALID,
+        order="C",
+        chunk_key_encoding={"name": "v2", "separator": "."},
+        attributes={**attributes, "eye": eye, "_ARRAY_DIMENSIONS": list(DEPTH_DIMENSIONS)},
+        config={"write_empty_chunks": True},
+    )
 
 
 def write_pair_depth(

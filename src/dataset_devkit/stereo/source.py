@@ -328,7 +328,13 @@ def load_source(root: Path, *, progress: OnProgress | None = None) -> LoadedSour
     """
     path = root / SOURCE_FILE
     problem = _not_copyable(path)
-    if problem and problem != "is missing":  # missing: the read below names the reason
+    if problem == "is missing":
+        raise SourceError(
+            f"not a render export: it holds no {SOURCE_FILE} (stereo build takes the folder a "
+            f"renderer exported: {SOURCE_FILE}, the left/right videos and camera tracks)",
+            path=root,
+        )
+    if problem:
         raise SourceError(problem, path=path)
     try:
         data = path.read_bytes()

@@ -9,6 +9,7 @@ linked file because they guard published trees; this module is their source-side
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -17,6 +18,7 @@ from typing import Any
 
 from dataset_devkit.errors import UnsafePathError
 from dataset_devkit.integrity import SafeDir
+from dataset_devkit.integrity.oserrors import naming_in
 from dataset_devkit.integrity.reads import FdReader, fill
 from dataset_devkit.stereo.errors import SourceError
 
@@ -52,19 +54,22 @@ def copy_and_hash(path: Path, folder: SafeDir | None, rel: str) -> tuple[int, st
     digest, size = hashlib.sha256(), 0
     view = memoryview(bytearray(_BLOCK))
     reader = FdReader(fd)
+    # A full disk names the copy (a buffered write's error names no file).
+    written = naming_in(folder.path, rel) if folder is not None else contextlib.nullcontext()
     try:
-        out = folder.open_write(rel) if folder is not None else None
-        try:
-            while count := fill(reader, view):
-                digest.update(view[:count])
+        with written:
+            out = folder.open_write(rel) if folder is not None else None
+            try:
+                while count := fill(reader, view):
+                    digest.update(view[:count])
+                    if out is not None:
+                        out.write(view[:count])
+                    size += count
+                    if count < len(view):
+                        break  # the end
+            finally:
                 if out is not None:
-                    out.write(view[:count])
-                size += count
-                if count < len(view):
-                    break  # the end
-        finally:
-            if out is not None:
-                out.close()
+                    out.close()
         after = os.fstat(fd)
     finally:
         os.close(fd)

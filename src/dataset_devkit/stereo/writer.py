@@ -78,10 +78,13 @@ class BuildResult:
     root: Path
     root_sha256: str
     pairs: int
+    #: Frames of one eye summed over every pair (each pair's left and right hold as many).
     frames_per_eye: int
     has_depth: bool
     files: int
     bytes: int
+    #: The frames of each pair (both eyes hold as many), in the export's pair order.
+    frames_per_pair: tuple[int, ...] = ()
 
 
 def _write_pairs(
@@ -291,6 +294,7 @@ def build_stereo_dataset(
         root_sha256=manifest.root_sha256,
         pairs=len(loaded.pairs),
         frames_per_eye=sum(item.pair.num_frames for item in loaded.pairs),
+        frames_per_pair=tuple(item.pair.num_frames for item in loaded.pairs),
         has_depth=loaded.has_depth,
         files=len(manifest.files),
         bytes=sum(entry.size for entry in manifest.files),

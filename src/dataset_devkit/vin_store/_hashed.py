@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from dataset_devkit.errors import DestinationExistsError
+from dataset_devkit.integrity.oserrors import naming
 
 __all__ = ["HashedFile", "start_writeback"]
 
@@ -105,10 +106,11 @@ class HashedFile:
                 written.result()
 
     def _write_all(self, view: memoryview) -> None:
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
-            self.size += written
+        with naming(self.path):  # a full disk names the file, not just the errno
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+                self.size += written
 
     def abandon(self) -> None:
         """Close without a result (a shard that failed or was cut short); idempotent."""

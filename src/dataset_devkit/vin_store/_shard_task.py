@@ -25,6 +25,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
 from dataset_devkit.vin_store._shard_files import ShardFiles, ShardRecord, content_key
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
@@ -259,5 +260,10 @@ def write_record(path: Path, record: ShardRecord) -> None:
     either way the re-run rewrites the shard (it reuses one only if every file still
     hashes to the record)."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temporary.write_bytes(msgspec.msgpack.encode(record))
+    try:
+        with naming(path):  # a full disk names the record (a buffered write names nothing)
+            temporary.write_bytes(msgspec.msgpack.encode(record))
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     temporary.replace(path)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from dataset_devkit.errors import PublicationError
 from dataset_devkit.integrity import remove_staging
+from dataset_devkit.integrity.oserrors import creating_in
 from dataset_devkit.vin_store.spec import SHARDS_DIR
 
 __all__ = ["BuildDirs"]
@@ -34,7 +35,8 @@ class BuildDirs:
     def __init__(self, out: Path, *, resume: bool) -> None:
         self.tree = out.parent / f".{out.name}.vin-build"
         self.state = out.parent / f".{out.name}.vin-build-state"
-        self.state.mkdir(mode=0o700, exist_ok=True)
+        with creating_in(out.parent, out):  # a folder the user may not write is named
+            self.state.mkdir(mode=0o700, exist_ok=True)
         self._lock = os.open(
             self.state / _LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
@@ -56,7 +58,8 @@ class BuildDirs:
         if self.tree.exists():
             self._reopen()
         else:
-            self.tree.mkdir(mode=0o700)
+            with creating_in(out.parent, out):
+                self.tree.mkdir(mode=0o700)
         (self.tree / SHARDS_DIR).mkdir(exist_ok=True)
 
     def _reopen(self) -> None:

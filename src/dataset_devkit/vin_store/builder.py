@@ -220,9 +220,11 @@ def build_vin_offline_store(
         stack.callback(index.abandon)  # a failed build keeps no descriptor open
         if executor is None:
             executor = thread_pool(count) if sources is None else process_pool(count)
-            # Every task has finished (or was cancelled and waited for) when this runs:
-            # idle workers exit on their own, the build does not wait for them.
-            stack.callback(executor.shutdown, wait=False)
+            # Every task has finished (or was cancelled and waited for) when this runs, so
+            # this waits only for idle workers to exit (~15 ms). Not waiting let the pool's
+            # manager thread close its wake-up pipe while the interpreter's exit hook
+            # wrote to it: "Exception ignored ... Bad file descriptor" after the last line.
+            stack.callback(executor.shutdown, wait=True)
         if max_pending is None:  # keep every worker busy; iterable: bound the packed rows
             max_pending = count + 1 if sources is None else max(4, 2 * count)
         run = Run(executor, max_pending, fold)
@@ -261,7 +263,11 @@ def build_vin_offline_store(
                 },
             )
             published = publish_tree(
-                dirs.tree, out, validate=raise_for_store_issues, progress=progress
+                dirs.tree,
+                out,
+                validate=raise_for_store_issues,
+                progress=progress,
+                user_staging=False,
             )
         except BaseException as exc:
             # Bad input, or a store that does not validate: the same call would fail the

@@ -112,7 +112,7 @@ def test_every_executor_publishes_the_same_root_hash(fleet: Path, cluster: Any) 
         ('scheduler = "tcp://h:1"\nworkers = 2', "executor.workers", "not both"),
         ('scheduler = "tcp://h:1"\nconnect_timeout_s = 0', "executor.connect_timeout_s", "0"),
         ("connect_timeout_s = 5", "executor.connect_timeout_s", "a Dask scheduler only"),
-        ("threads = 2", "executor.threads", "unknown field"),
+        ("threads = 2", "executor.threads", "unknown key; expected one of: connect_timeout_s"),
     ],
 )
 def test_a_bad_executor_table_is_one_line_naming_its_key(
@@ -198,8 +198,7 @@ def test_a_worker_failure_names_the_recording(fleet: Path) -> None:
     assert str(caught.value) == (
         f"{fleet / 'van-b.mcap'}: failed on a worker: RuntimeError: worker lost its connection"
     )
-    assert not (fleet / "failing" / "v1.0-trainval").exists()
-    assert [p.name for p in (fleet / "failing").iterdir()] == []  # no staging, no evidence
+    assert not (fleet / "failing").exists()  # no staging, no evidence, not even the folder
 
 
 def test_a_damaged_recording_on_the_cluster_is_its_typed_error(fleet: Path, cluster: Any) -> None:

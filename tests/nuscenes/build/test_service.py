@@ -30,6 +30,8 @@ def fixture_exporter(config: BuildConfig, staging: Path, progress: Progress) -> 
 
 
 def staging_dirs(config: BuildConfig) -> list[Path]:
+    if not config.output_dir.exists():  # a failed build removes the empty folder it made
+        return []
     return [p for p in config.output_dir.iterdir() if ".staging-" in p.name]
 
 
@@ -66,6 +68,7 @@ def test_a_failed_export_leaves_neither_staging_nor_final(tmp_path: Path) -> Non
         build_dataset(config, exporter=failing)
     assert not config.final_dataroot.exists()
     assert staging_dirs(config) == []
+    assert not config.output_dir.exists()  # it made the folder, and removed it empty
 
 
 def test_an_invalid_export_is_not_published(tmp_path: Path) -> None:

@@ -119,7 +119,7 @@ def test_missing_sections_and_bad_toml_are_config_errors(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as info:
         load_build_config(write(tmp_path, 'namespace = "x"'))
     assert info.value.key == "sources"
-    with pytest.raises(ConfigError, match="not valid TOML"):
+    with pytest.raises(ConfigError, match="not a TOML build config"):
         load_build_config(write(tmp_path, "namespace = "))
     with pytest.raises(ConfigError, match="does not exist"):
         load_build_config(tmp_path / "absent.toml")
@@ -179,3 +179,31 @@ def test_an_unknown_rule_kind_from_python_lists_the_valid_kinds() -> None:
     config = PipelineConfig(namespace="x", scenario=ScenarioConfig(rules=(rule,)))
     with pytest.raises(ConfigError, match="unknown selection rule 'max_scene'; expected one of"):
         check_config(config)
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "suggestion"),
+    [
+        (("namespace", "namspace"), "namspace", "did you mean 'namespace'?"),
+        (("[paths]", "[path]"), "path", "did you mean 'paths'?"),
+        (('paths = ["drives', 'path = ["drives'), "sources.path", "did you mean 'paths'?"),
+        (("output_dir", "outptu_dir"), "paths.outptu_dir", "did you mean 'output_dir'?"),
+        (
+            ("[paths]", '[scenario]\nrules = [{ kind = "max_scenes", vaule = 3 }]\n[paths]'),
+            "scenario.rules.0.vaule",
+            "did you mean 'value'? (expected one of: kind, recordings, value)",
+        ),
+        (
+            ("[paths]", "[split]\ntest_fractoin = 0.5\n[paths]"),
+            "split.test_fractoin",
+            "did you mean 'test_fraction'?",
+        ),
+    ],
+)
+def test_a_key_typo_at_any_depth_gets_the_near_miss_and_the_keys_of_its_table(
+    tmp_path: Path, edit: tuple[str, str], key: str, suggestion: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_build_config(write(tmp_path, BASE.replace(*edit, 1)))
+    assert info.value.key == key
+    assert suggestion in str(info.value), str(info.value)

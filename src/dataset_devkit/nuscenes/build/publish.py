@@ -209,6 +209,7 @@ def publish_dataroot(
         progress=hash_counter(progress, "hash", 2 * (tree_size(staging) or 0) if progress else 0),
         on_phase=on_phase,
         readable_by=readable_by,
+        user_staging=False,
     )
     return PublishedDataroot(
         dataroot=result.final,

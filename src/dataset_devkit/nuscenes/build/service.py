@@ -16,7 +16,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_devkit.errors import ConfigError, UnsafePathError
+from dataset_devkit.errors import ConfigError, MissingPathError, UnsafePathError
+from dataset_devkit.extras import require_extras
 from dataset_devkit.integrity import (
     CONTENT_MANIFEST_NAME,
     new_staging_dir,
@@ -28,10 +29,18 @@ from dataset_devkit.nuscenes import spec
 from dataset_devkit.nuscenes.build.publish import check_final_destination, publish_dataroot
 from dataset_devkit.nuscenes.cluster import BuildExecutors, open_executors
 from dataset_devkit.nuscenes.config import BuildConfig
+from dataset_devkit.nuscenes.evidence.inputs import check_recording
 from dataset_devkit.nuscenes.validation.dataroot import Progress
 from dataset_devkit.nuscenes.validation.loader import OfficialLoaderCheck
 
-__all__ = ["BUILD_STAGES", "BuildResult", "Exporter", "build_dataset"]
+__all__ = [
+    "BUILD_STAGES",
+    "SOURCE_EXTRAS",
+    "BuildResult",
+    "Exporter",
+    "build_dataset",
+    "required_extras",
+]
 
 #: Stage names passed to ``progress``, in order (the first four come from the exporter).
 BUILD_STAGES = (
@@ -43,6 +52,13 @@ BUILD_STAGES = (
     "official-loader",
     "hash",
 )
+
+#: The extras a build needs for the ``sources.type`` of its config: the readers of that
+#: kind of recording, and the official nuScenes loader that checks what is published.
+SOURCE_EXTRAS: dict[str, tuple[str, ...]] = {
+    spec.SOURCE_MCAP: ("mcap", "nuscenes"),
+    spec.SOURCE_DECODED: ("video", "nuscenes"),
+}
 
 #: ``exporter(config, staging, progress)`` writes the staging dataroot from the recordings.
 Exporter = Callable[[BuildConfig, Path, Progress], None]
@@ -90,25 +106,60 @@ def _refuse_inside_published(path: Path) -> None:
                 )
 
 
-def _ensure_output_dir(path: Path) -> None:
+def _check_inputs(config: BuildConfig) -> None:
+    """Each recording and the label file is there and has a recording's shape (nothing read)."""
+    for path in config.sources.paths:
+        check_recording(path)
+    labels = config.sources.labels
+    if labels is not None and not os.path.lexists(labels):
+        raise MissingPathError("label file not found (sources.labels)", path=labels)
+
+
+def _check_output_dir(path: Path) -> bool:
+    """Check the output directory can be used (nothing is made); whether it exists."""
     _refuse_inside_published(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        try:
-            path.mkdir(parents=True)
-        except OSError as exc:  # a parent is a file, read-only, or not permitted
-            raise ConfigError(
-                f"paths.output_dir: cannot create {path} ({exc.strerror})",
-                key="paths.output_dir",
-            ) from None
-        return
+        return False
     except NotADirectoryError:
         raise ConfigError(
             f"paths.output_dir: a parent of {path} is not a directory", key="paths.output_dir"
         ) from None
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePathError("output directory is a symlink; refusing to follow it", path=path)
+    return True
+
+
+def _make_output_dir(path: Path) -> list[Path]:
+    """Create the absent output directory; return the directories made, deepest first."""
+    made = [path]
+    while not os.path.lexists(made[-1].parent) and made[-1].parent != made[-1]:
+        made.append(made[-1].parent)
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:  # a parent is a file, read-only, or not permitted
+        raise ConfigError(
+            f"paths.output_dir: cannot create {path} ({exc.strerror})", key="paths.output_dir"
+        ) from None
+    return made
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    """Remove the output folders a failed build made, deepest first, while they are empty
+    (evidence a build kept, or anything a user put there meanwhile, stays)."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+
+
+def required_extras(config: BuildConfig, *, exporter: bool = False) -> tuple[str, ...]:
+    """The extras building *config* needs (only the official loader's for a caller's own
+    *exporter*; a Dask ``executor.scheduler`` adds ``dask``)."""
+    needed = ("nuscenes",) if exporter else SOURCE_EXTRAS[config.sources.type]
+    return (*needed, "dask") if config.executor.scheduler is not None else needed
 
 
 def _default_exporter(
@@ -160,15 +211,25 @@ def build_dataset(
     DatarootInvalid
         The exported dataroot failed validation (every issue listed); nothing was published.
     MissingDependencyError
-        The ``nuscenes`` extra is not installed.
+        An extra the build needs is not installed (:func:`required_extras`); checked
+        before anything is written.
     """
     report: Progress = progress or (lambda _stage, _n, _total: None)
     readable = check_readable_by(readable_by)  # a bad value fails before anything is built
+    # Every package the stages import, before anything is written (not in a worker later).
+    require_extras("building a nuScenes dataroot", required_extras(config, exporter=bool(exporter)))
     final = config.final_dataroot
-    _ensure_output_dir(config.output_dir)
-    check_final_destination(final)
-    remove_stale_staging(final)  # left by killed builds; a live build's staging is locked
-    staging = new_staging_dir(final)
+    exists = _check_output_dir(config.output_dir)
+    if exporter is None:
+        _check_inputs(config)  # a missing or wrong recording, before any folder is made
+    made = [] if exists else _make_output_dir(config.output_dir)
+    try:
+        check_final_destination(final)
+        remove_stale_staging(final)  # left by killed builds; a live build's staging is locked
+        staging = new_staging_dir(final)
+    except BaseException:
+        _remove_if_empty(made)
+        raise
     try:
         if exporter is not None:
             exporter(config, staging, report)
@@ -187,6 +248,7 @@ def build_dataset(
         )
     except BaseException:
         remove_staging(staging)
+        _remove_if_empty(made)
         raise
     summary = published.summary
     return BuildResult(

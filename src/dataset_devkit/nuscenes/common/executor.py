@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import copy
 import functools
-import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Executor, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from dataset_devkit.errors import DevkitError
+from dataset_devkit.integrity.workers import worker_pool
 
 __all__ = ["ExecutorError", "Task", "local_pool", "run_tasks"]
 
@@ -121,15 +121,13 @@ def local_pool(workers: int, tasks: int, preload: Sequence[str] = ()) -> Iterato
 
     Processes start through the ``forkserver`` (``spawn`` where there is none): forking a
     process that may run threads (progress bars, decode pools) can deadlock the child.
-    *preload* names modules the fork server imports once, so each worker starts warm.
+    *preload* names modules the fork server imports once, so each worker starts warm. The
+    workers die with this process, also when it is killed
+    (:mod:`dataset_devkit.integrity.workers`).
     """
     count = min(workers, tasks)
     if count <= 1:
         yield None
         return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if preload and context.get_start_method() == "forkserver":
-        context.set_forkserver_preload(list(preload))
-    with ProcessPoolExecutor(max_workers=count, mp_context=context) as pool:
+    with worker_pool(count, preload=preload) as pool:
         yield pool

@@ -20,8 +20,10 @@ __all__ = ["LocalEnu", "to_web_mercator", "wgs84_to_ecef"]
 def _transformer(src: str, dst: str) -> Any:
     try:
         from pyproj import Transformer
-    except ImportError as exc:  # pragma: no cover - pyproj ships with the mcap extra
-        raise MissingDependencyError("pyproj", extra="mcap", purpose="geodesy") from exc
+    except ImportError as exc:  # pragma: no cover - the nuscenes and mcap extras install it
+        raise MissingDependencyError(
+            "pyproj", extra="nuscenes", purpose="GNSS fixes to ego poses"
+        ) from exc
     return Transformer.from_crs(src, dst, always_xy=True)
 
 

@@ -19,7 +19,7 @@ from dataset_devkit.nuscenes.common.tokens import normalize_channel
 from dataset_devkit.nuscenes.ingest import RecordingSource
 from dataset_devkit.nuscenes.ingest.decoded_schema import load_recording
 from dataset_devkit.nuscenes.ingest.names import check_names
-from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS
+from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS, check_recording
 from dataset_devkit.nuscenes.ingest.open import open_recording as ingest_open
 from dataset_devkit.nuscenes.ingest.probe import RecordingTopics, probe_recording
 from dataset_devkit.nuscenes.options import IngestConfig, PipelineConfig
@@ -27,6 +27,7 @@ from dataset_devkit.nuscenes.options import IngestConfig, PipelineConfig
 __all__ = [
     "MAX_RECORDING_SPAN_NS",
     "channel_mapping",
+    "check_recording",
     "check_recording_names",
     "check_span",
     "distinct_recordings",

@@ -60,6 +60,18 @@ def truncation_errors() -> tuple[type[BaseException], ...]:
     return (McapError, EOFError, struct.error)
 
 
+def _raise_if_codec_missing(exc: BaseException, path: Path) -> None:
+    """A chunk compressed with a codec that is not installed is not a truncated file."""
+    if type(exc).__name__ != "UnsupportedCompressionError":
+        return
+    codec = str(exc).rsplit(" ", 1)[-1]  # mcap names the module: zstandard or lz4
+    raise MissingDependencyError(
+        codec if codec in ("zstandard", "lz4") else "mcap",
+        extra="mcap",
+        purpose=f"{path}: reading its compressed chunks",
+    ) from None
+
+
 def decode_errors() -> tuple[type[BaseException], ...]:
     """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
     errors: tuple[type[BaseException], ...] = (
@@ -122,6 +134,7 @@ def _records(f: BinaryIO, path: Path, state: ReadState | None) -> Iterator[tuple
                 complete = True
             last_good = f.tell()
     except truncation_errors() as exc:
+        _raise_if_codec_missing(exc, path)
         f.seek(last_good)
         salvaged = salvage_chunk(f.read())
         before = state.messages if state is not None else 0

@@ -12,6 +12,7 @@ import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from dataset_devkit.errors import FormatError, MissingPathError, UnsafePathError
 from dataset_devkit.nuscenes.common.tf_tree import TransformTree
@@ -34,6 +35,8 @@ from dataset_devkit.nuscenes.spec import SOURCE_DECODED, SOURCE_MCAP
 __all__ = [
     "DEFAULT_POSE_TOLERANCE_NS",
     "MessageLogKind",
+    "RecordingShape",
+    "check_recording",
     "message_log",
     "open_recording",
     "scan_recording",
@@ -62,29 +65,49 @@ def _ros_distro(options: IngestConfig) -> str:
     return options.ros_distro if isinstance(options.ros_distro, str) else DEFAULT_ROS_DISTRO
 
 
-def message_log(path: Path, options: IngestConfig | None = None) -> MessageLogKind | None:
-    """The message-log backend of *path*; None for a decoded recording folder."""
-    options = options or IngestConfig()
-    distro = _ros_distro(options)
+RecordingShape = Literal["mcap", "ros1-bag", "ros2-bag", "decoded"]
+
+
+def check_recording(path: Path) -> RecordingShape:
+    """The shape of a recording path, checked without reading the recording.
+
+    An ``.mcap`` file, a ROS 1 ``.bag`` file, a ROS 2 bag folder (``metadata.yaml``) or a
+    decoded recording folder (``recording.json``); anything else is a one-line error naming
+    the path. A build checks every recording this way before it creates anything.
+    """
     _check_path(path)
     if path.is_dir():
         if is_bag_folder(path):
-            layout = bag_layout(path)
-            if layout.storage == "mcap":
-                return McapLog(path, layout.parts, (layout.metadata, layout.raw), ros_distro=distro)
-            return AnyBagLog(path, layout, ros_distro=distro)
+            return "ros2-bag"
         if os.path.lexists(path / RECORDING_FILE):
-            return None
+            return "decoded"
         raise FormatError(
             f"not a recording: a folder needs {BAG_METADATA_FILE} (a ROS 2 bag) or "
             f"{RECORDING_FILE} (a decoded recording), found neither",
             path=path,
         )
     if path.suffix == ".mcap":
-        return McapLog(path, (path,), ros_distro=distro)
+        return "mcap"
     if path.suffix == ROS1_SUFFIX:
-        return AnyBagLog(path, None, ros_distro=distro)
+        return "ros1-bag"
     raise FormatError(f"not a recording: {_SHAPES}", path=path)
+
+
+def message_log(path: Path, options: IngestConfig | None = None) -> MessageLogKind | None:
+    """The message-log backend of *path*; None for a decoded recording folder."""
+    options = options or IngestConfig()
+    distro = _ros_distro(options)
+    shape = check_recording(path)
+    if shape == "decoded":
+        return None
+    if shape == "ros2-bag":
+        layout = bag_layout(path)
+        if layout.storage == "mcap":
+            return McapLog(path, layout.parts, (layout.metadata, layout.raw), ros_distro=distro)
+        return AnyBagLog(path, layout, ros_distro=distro)
+    if shape == "mcap":
+        return McapLog(path, (path,), ros_distro=distro)
+    return AnyBagLog(path, None, ros_distro=distro)
 
 
 def source_type_of(path: Path) -> str | None:

@@ -13,27 +13,33 @@ import io
 import struct
 from typing import Any
 
+from dataset_devkit.extras import import_optional
+
 __all__ = ["salvage_chunk"]
 
 _CHUNK = 0x06
 _SCHEMA, _CHANNEL, _MESSAGE = 0x03, 0x04, 0x05
 
 
+#: The module that decompresses each chunk compression of the MCAP specification.
+_CODECS = {"zstd": "zstandard", "lz4": "lz4.frame"}
+
+
 def _decompress_partial(compression: str, payload: bytes) -> bytes:
     if compression == "":
         return payload
+    if compression not in _CODECS:
+        return b""
+    # Outside the try: a missing codec is a missing extra, not a chunk with nothing in it.
+    codec = import_optional(
+        _CODECS[compression], extra="mcap", purpose=f"reading {compression}-compressed MCAP"
+    )
     try:
         if compression == "zstd":
-            import zstandard
-
-            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
-        if compression == "lz4":
-            import lz4.frame  # type: ignore[import-untyped]
-
-            return bytes(lz4.frame.LZ4FrameDecompressor().decompress(payload))
+            return bytes(codec.ZstdDecompressor().decompressobj().decompress(payload))
+        return bytes(codec.LZ4FrameDecompressor().decompress(payload))
     except Exception:
         return b""
-    return b""
 
 
 def salvage_chunk(tail: bytes) -> list[Any]:
