@@ -11,7 +11,7 @@ import pytest
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
 from tests.azurite import AzuriteServer, azurite_command, running_azurite
-from tests.optional import skip_summary
+from tests.optional import need, skip_summary
 from tests.s3_server import S3Server, running_s3_server
 from tests.scale_tree import TreeShape, make_genvr_tree
 
@@ -20,6 +20,13 @@ _SESSION = pytest.StashKey[pytest.Session]()
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_SESSION] = session
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures, which may need the dependency too
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs("nuscenes")``: import it, or skip where the run may lack it."""
+    for mark in item.iter_markers("needs"):
+        need(mark.args[0])
 
 
 def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:

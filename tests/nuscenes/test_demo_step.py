@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from dataset_devkit.demo.nuscenes import run
 
 
+@pytest.mark.needs("nuscenes")
 def test_demo_step_exports_both_sources_and_reports_root_hashes(tmp_path: Path) -> None:
     report = run(tmp_path)
     labels = dict(report.lines)
