@@ -177,8 +177,16 @@ def test_a_remote_reader_used_in_the_parent_reads_in_every_kind_of_worker(
     config = VinOfflineStoreConfig.from_url(store_url, cache_dir=tmp_path / "cache")
     reader = VinOfflineStoreReader(config)
     reader.read_position(0, ["vin.lengths"])  # the parent has a client and a part of the cache
-    assert run_in_worker(method, _read_in_worker, reader) == list(range(11))
+    server = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    assert run_in_worker(method, _read_with, server, reader) == list(range(11))
     assert _read_in_worker(reader) == list(range(11))
+
+
+def _read_with(environment: dict[str, str], reader: VinOfflineStoreReader) -> list[int]:
+    # The fork server keeps the environment it started with (an earlier test's): a worker
+    # takes the S3 server's now, as a DataLoader's worker_init_fn would.
+    os.environ.update(environment)
+    return _read_in_worker(reader)
 
 
 def test_spawned_processes_fill_one_cold_cache_at_once(
