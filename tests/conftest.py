@@ -11,8 +11,51 @@ import pytest
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
 from tests.azurite import AzuriteServer, azurite_command, running_azurite
+from tests.optional import need, skip_summary
 from tests.s3_server import S3Server, running_s3_server
 from tests.scale_tree import TreeShape, make_genvr_tree
+
+_SESSION = pytest.StashKey[pytest.Session]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SESSION] = session
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures, which may need the dependency too
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs("nuscenes")``: import it, or skip where the run may lack it."""
+    for mark in item.iter_markers("needs"):
+        need(mark.args[0])
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    """List every skip reason with its count; fail where only optional skips are allowed.
+
+    ``DEVKIT_ONLY_OPTIONAL_SKIPS`` (set by CI) turns any skip other than a dependency the run
+    may lack (``tests/optional.py``) into a failed session.
+    """
+    skips = [(_skip_reason(r), r.nodeid) for r in terminalreporter.stats.get("skipped", [])]
+    if not skips:
+        return
+    lines, others = skip_summary(skips)
+    terminalreporter.section("skip reasons")
+    for line in lines:
+        terminalreporter.line(line)
+    if others and os.environ.get("DEVKIT_ONLY_OPTIONAL_SKIPS"):
+        for text in others:
+            terminalreporter.line(
+                f"not allowed here (DEVKIT_ONLY_OPTIONAL_SKIPS): {text}", red=True
+            )
+        config.stash[_SESSION].exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import dataset_devkit
+from dataset_devkit.errors import MissingDependencyError
+from tests.optional import allowed_missing
 
 SRC = Path(dataset_devkit.__file__).parent
 SYSTEMS = ("vin_store", "nuscenes", "release", "stereo")
@@ -96,8 +98,19 @@ def test_every_public_package_lists_its_names_sorted_and_complete() -> None:
         assert list(exported) in (sorted(exported), sorted(exported, key=_isort_key)), (
             f"{info.name}.__all__ is not sorted"
         )
-        missing = [name for name in exported if not hasattr(package, name)]
+        missing = [name for name in exported if not _provides(package, name)]
         assert missing == [], f"{info.name}.__all__ names missing attributes: {missing}"
+
+
+def _provides(package: object, name: str) -> bool:
+    """*name* resolves on *package*; a lazy name whose extra this run may lack counts (its
+    dependency's own tests say it is skipped, tests/optional.py)."""
+    try:
+        return hasattr(package, name)
+    except MissingDependencyError as exc:
+        if exc.module in allowed_missing():
+            return True
+        raise
 
 
 def test_importing_the_package_and_integrity_core_stays_light() -> None:

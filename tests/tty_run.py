@@ -48,13 +48,17 @@ def run_on_tty(
 
 
 def run_program_on_tty(
-    env: dict[str, str], *args: str, timeout: float = 300, cwd: str | None = None
+    env: dict[str, str],
+    *args: str,
+    timeout: float = 300,
+    cwd: str | None = None,
+    python: str = sys.executable,
 ) -> tuple[int, str]:
     """``python ARGS`` (a module with ``-m``, or a script) on one pseudo-terminal."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     child = subprocess.Popen(
-        [sys.executable, *args],
+        [python, *args],
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=slave,

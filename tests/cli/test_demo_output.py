@@ -55,6 +55,7 @@ def test_an_output_below_a_file_is_one_clear_error(
     assert (tmp_path / "afile").read_text() == "keep"
 
 
+@pytest.mark.needs("nuscenes")  # the demo checks its dataroot with the official loader
 def test_a_second_demo_into_the_same_output_is_refused(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:

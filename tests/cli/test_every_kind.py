@@ -17,6 +17,7 @@ import pytest
 import dataset_devkit
 from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit
+from tests.optional import need
 
 #: Demo trees, relative to its output, and the kind each one is.
 TREES = {
@@ -39,6 +40,7 @@ def env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> tuple[Path, str]:
+    need("nuscenes")  # the demo checks its dataroot with the official loader
     out = tmp_path_factory.mktemp("demo") / "out"
     done = run_devkit(env, "demo", str(out))
     assert done.returncode == 0, done.stderr

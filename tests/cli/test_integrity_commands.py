@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.report_check import check_report
 from tests.cli_run import run_devkit as _run
 from tests.integrity.helpers import make_tree
@@ -67,6 +69,7 @@ def test_usage_errors_exit_2(package_env: dict[str, str]) -> None:
     assert _run(package_env, "no-such-command").returncode == 2
 
 
+@pytest.mark.needs("nuscenes")  # the demo checks its dataroot with the official loader
 def test_demo_runs_every_step_and_reports_root_hashes(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:

@@ -574,8 +574,14 @@ def write_dataroot(root: Path, *, audit: bool = False, **kwargs: Any) -> Fixture
 
 
 def publish_fixture(parent: Path, **kwargs: Any) -> tuple[Path, Fixture]:
-    """Write a valid staging dataroot beside ``parent/v1.0-trainval`` and publish it there."""
+    """Write a valid staging dataroot beside ``parent/v1.0-trainval`` and publish it there.
+
+    Publishing runs the official loader check: the test needs nuscenes-devkit.
+    """
     from dataset_devkit.integrity import new_staging_dir
+    from tests.optional import need
+
+    need("nuscenes")
     from dataset_devkit.nuscenes.build.publish import publish_dataroot
 
     parent.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,7 @@ def test_a_missing_option_is_a_usage_error(package_env: dict[str, str]) -> None:
     assert run(package_env, "validate", "--version", "v1.0-trainval").returncode == 2
 
 
+@pytest.mark.needs("nuscenes")
 def test_build_publishes_and_refuses_a_second_run(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from dataset_devkit.demo.nuscenes import run
 from dataset_devkit.nuscenes import load_build_config
 from dataset_devkit.nuscenes.options import PoseSourceConfig
 
 
+@pytest.mark.needs("nuscenes")
 def test_demo_step_exports_every_source_and_reports_root_hashes(tmp_path: Path) -> None:
     report = run(tmp_path)
     labels = dict(report.lines)

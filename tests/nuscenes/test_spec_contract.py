@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -24,6 +25,7 @@ from dataset_devkit.nuscenes.spec import (
 )
 
 
+@pytest.mark.needs("nuscenes")
 def test_spec_tables_are_the_tables_nuscenes_devkit_loads() -> None:
     from nuscenes.nuscenes import NuScenes
 

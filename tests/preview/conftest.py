@@ -13,6 +13,7 @@ from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.preview import Kind, preview
 from dataset_devkit.preview.figures import save
 from dataset_devkit.preview.page import Image
+from tests.optional import need
 
 #: Demo steps whose trees the tests draw (the publish step repeats the nuScenes kind).
 STEPS = ("integrity", "nuscenes", "release", "vin_store", "stereo")
@@ -33,6 +34,7 @@ FLEET_SCENES = 50
 
 @pytest.fixture(scope="session")
 def demo_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    need("nuscenes")  # the demo's nuScenes step checks its dataroot with the official loader
     root = tmp_path_factory.mktemp("demo")
     for _ in run_demo(root, STEPS):
         pass

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from dataset_devkit.release import (
     verify_release,
 )
 from tests.cli_run import run_devkit
+from tests.release import unpack_script
 from tests.release.helpers import fingerprint, make_tree, pack
 
 SMALL = {"a.txt": b"alpha\n", "depth-x/d.bin": b"\x00\x01" * 50}
@@ -33,7 +33,7 @@ def release(tmp_path: Path) -> Path:
 def _shipped(release: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run the release's own unpack.py as a downloader would."""
     return subprocess.run(
-        [sys.executable, str(release / "unpack.py"), *args],
+        [unpack_script.PYTHON, str(release / "unpack.py"), *args],
         capture_output=True,
         text=True,
         check=False,
@@ -137,6 +137,7 @@ def test_a_family_folder_that_is_a_file_is_listed_not_a_traceback(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("kind", ["file", "dangling link"])
 def test_an_output_that_is_not_a_directory_is_refused_and_kept(
     release: Path, tmp_path: Path, package_env: dict[str, str], kind: str
@@ -158,6 +159,7 @@ def test_an_output_that_is_not_a_directory_is_refused_and_kept(
     assert fingerprint(tmp_path) == before
 
 
+@pytest.mark.unpack_script
 def test_a_release_dir_that_is_a_file_is_named_by_the_shipped_script(
     release: Path, tmp_path: Path
 ) -> None:
@@ -187,6 +189,7 @@ def test_a_damaged_restore_state_file_is_named_not_taken_for_another_snapshot(
     assert fingerprint(output) == before
 
 
+@pytest.mark.unpack_script
 def test_verify_only_with_an_output_is_a_usage_error_not_a_silent_no_restore(
     release: Path, tmp_path: Path
 ) -> None:

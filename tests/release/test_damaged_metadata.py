@@ -5,12 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.release import ReleaseVerificationError, restore_release, verify_release
+from tests.release import unpack_script
 from tests.release.helpers import make_tree, pack
 
 DEEP = "[" * 50_000 + "]" * 50_000
@@ -43,6 +43,7 @@ def _deepen_files_jsonl(release: Path) -> None:
     manifest.write_text(json.dumps(doc))
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize(
     ("damage", "name"),
     [(_deepen_manifest, "manifest.json"), (_deepen_files_jsonl, "files.jsonl")],
@@ -56,7 +57,7 @@ def test_deeply_nested_metadata_is_a_verification_error_naming_the_file(
     with pytest.raises(ReleaseVerificationError, match=name.replace(".", r"\.")):
         restore_release(release, tmp_path / "out", ["all"], fsync=False)
     shipped = subprocess.run(
-        [sys.executable, str(release / "unpack.py"), "--verify-only", "--all"],
+        [unpack_script.PYTHON, str(release / "unpack.py"), "--verify-only", "--all"],
         capture_output=True,
         text=True,
         check=False,

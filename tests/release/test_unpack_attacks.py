@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from dataset_devkit.release import unpack
+from tests.release import unpack_script
 from tests.release.helpers import craft_release, file_info, fingerprint, row, tar_bytes
 
 GOOD = b"good content\n"
@@ -43,7 +44,7 @@ def _attempt(
     before_outside = fingerprint(world["outside"])
     before_output = fingerprint(world["output"])
     with pytest.raises(unpack.UnpackError, match=match):
-        unpack.unpack_release(str(release), str(world["output"]), ["base"])
+        unpack_script.unpack_release(str(release), str(world["output"]), ["base"])
     assert fingerprint(world["outside"]) == before_outside
     after = fingerprint(world["output"])
     for rel, value in before_output.items():
@@ -55,22 +56,26 @@ def _attempt(
     assert not (world["output"] / "ds.unpack-journal.json").exists()
 
 
+@pytest.mark.unpack_script
 def test_absolute_member_path_is_refused(world: dict[str, Path]) -> None:
     victim = str(world["outside"] / "victim.txt")
     package = tar_bytes([file_info(victim, b"owned\n")])
     _attempt(world, package, [row("victim.txt", b"owned\n")], "is an absolute path")
 
 
+@pytest.mark.unpack_script
 def test_absolute_path_in_files_jsonl_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds//etc/x", b"owned\n")])
     _attempt(world, package, [row("/etc/x", b"owned\n")], "absolute path")
 
 
+@pytest.mark.unpack_script
 def test_dot_dot_member_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/../outside/victim.txt", b"owned\n")])
     _attempt(world, package, [row("x.txt", b"owned\n")], "component '..' is not allowed")
 
 
+@pytest.mark.unpack_script
 def test_dot_dot_in_files_jsonl_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/../outside/victim.txt", b"owned\n")])
     _attempt(world, package, [row("../outside/victim.txt", b"owned\n")], "component '..'")
@@ -88,6 +93,7 @@ def test_dot_dot_in_files_jsonl_is_refused(world: dict[str, Path]) -> None:
         (tarfile.CONTTYPE, "contiguous file"),
     ],
 )
+@pytest.mark.unpack_script
 def test_every_non_regular_member_type_is_refused(
     world: dict[str, Path], kind: bytes, what: str
 ) -> None:
@@ -99,12 +105,14 @@ def test_every_non_regular_member_type_is_refused(
     _attempt(world, package, rows, f"member 'ds/link/?' is a {what}")
 
 
+@pytest.mark.unpack_script
 def test_symlink_planted_in_output_directory_is_never_followed(world: dict[str, Path]) -> None:
     (world["output"] / "ds" / "sub").symlink_to(world["outside"], target_is_directory=True)
     package = tar_bytes([file_info("ds/sub/victim.txt", b"owned\n")])
     _attempt(world, package, [row("sub/victim.txt", b"owned\n")], "is not a regular file; kept")
 
 
+@pytest.mark.unpack_script
 def test_symlink_planted_as_the_file_is_kept_and_not_written_through(
     world: dict[str, Path],
 ) -> None:
@@ -113,28 +121,33 @@ def test_symlink_planted_as_the_file_is_kept_and_not_written_through(
     _attempt(world, package, [row("a.txt", b"owned\n")], "not a regular file; kept")
 
 
+@pytest.mark.unpack_script
 def test_member_not_in_files_jsonl_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n"), file_info("ds/sneaky.txt", b"x\n")])
     rows = [row("a.txt", b"a\n"), row("b.txt", b"x\n")]
     _attempt(world, package, rows, "'ds/sneaky.txt' is not listed for this package")
 
 
+@pytest.mark.unpack_script
 def test_duplicate_member_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n"), file_info("ds/a.txt", b"a\n")])
     rows = [row("a.txt", b"a\n"), row("b.txt", b"b\n")]
     _attempt(world, package, rows, "duplicate member 'ds/a.txt'")
 
 
+@pytest.mark.unpack_script
 def test_more_members_than_listed_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n"), file_info("ds/a.txt", b"a\n")])
     _attempt(world, package, [row("a.txt", b"a\n")], "more members than the 1 listed")
 
 
+@pytest.mark.unpack_script
 def test_member_with_a_different_size_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"longer content\n")])
     _attempt(world, package, [row("a.txt", b"short\n")], "has 15 bytes, files.jsonl says 6")
 
 
+@pytest.mark.unpack_script
 def test_member_whose_hash_differs_is_not_renamed_into_place(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"evil!\n")])
     rows = [{"path": "a.txt", "size": 6, "sha256": "ab" * 32}]
@@ -151,24 +164,28 @@ def _first_header_patched(package: bytes, start: int, value: bytes, fix_checksum
     return bytes(header) + package[512:]
 
 
+@pytest.mark.unpack_script
 def test_damaged_header_checksum_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     damaged = _first_header_patched(package, 3, b"X", fix_checksum=False)
     _attempt(world, damaged, [row("a.txt", b"a\n")], "header checksum mismatch")
 
 
+@pytest.mark.unpack_script
 def test_negative_base256_size_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     negative = _first_header_patched(package, 124, b"\xff" * 12, fix_checksum=True)
     _attempt(world, negative, [row("a.txt", b"a\n")], "base-256 size field")
 
 
+@pytest.mark.unpack_script
 def test_non_octal_size_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     bad = _first_header_patched(package, 124, b"-0000000002\x00", fix_checksum=True)
     _attempt(world, bad, [row("a.txt", b"a\n")], "size field .* is not an octal number")
 
 
+@pytest.mark.unpack_script
 def test_truncated_member_data_is_refused(world: dict[str, Path]) -> None:
     data = b"z" * 5000
     package = tar_bytes([file_info("ds/a.txt", data)])[:2048]
@@ -176,45 +193,53 @@ def test_truncated_member_data_is_refused(world: dict[str, Path]) -> None:
     assert not (world["output"] / "ds" / "a.txt").exists()
 
 
+@pytest.mark.unpack_script
 def test_missing_end_of_archive_marker_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])[:1024]
     _attempt(world, package, [row("a.txt", b"a\n")], "truncated")
 
 
+@pytest.mark.unpack_script
 def test_single_zero_block_end_marker_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])[:1024] + bytes(512) + b"x" * 512
     _attempt(world, package, [row("a.txt", b"a\n")], "single zero block")
 
 
+@pytest.mark.unpack_script
 def test_data_after_end_marker_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")]) + b"hidden payload" + bytes(498)
     _attempt(world, package, [row("a.txt", b"a\n")], "data after the end-of-archive marker")
 
 
+@pytest.mark.unpack_script
 def test_non_zero_padding_is_refused(world: dict[str, Path]) -> None:
     package = bytearray(tar_bytes([file_info("ds/a.txt", b"a\n")]))
     package[512 + 2] = 0x41
     _attempt(world, bytes(package), [row("a.txt", b"a\n")], "non-zero padding")
 
 
+@pytest.mark.unpack_script
 def test_listed_member_missing_from_package_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     rows = [row("a.txt", b"a\n"), row("b.txt", b"b\n")]
     _attempt(world, package, rows, "1 listed members are missing")
 
 
+@pytest.mark.unpack_script
 def test_pax_linkpath_keyword_is_refused(world: dict[str, Path]) -> None:
     info, data = file_info("ds/a.txt", b"a\n")
     info.pax_headers = {"linkpath": "/etc/passwd"}
     _attempt(world, tar_bytes([(info, data)]), [row("a.txt", b"a\n")], "pax keyword 'linkpath'")
 
 
+@pytest.mark.unpack_script
 def test_oversized_pax_header_is_refused_without_reading_it(world: dict[str, Path]) -> None:
     info, data = file_info("ds/a.txt", b"a\n")
     info.pax_headers = {"comment": "x" * 70000}
     _attempt(world, tar_bytes([(info, data)]), [row("a.txt", b"a\n")], "oversized pax header")
 
 
+@pytest.mark.unpack_script
 def test_gnu_long_name_member_is_refused(world: dict[str, Path]) -> None:
     name = "ds/" + "n" * 120
     info, data = file_info(name, b"a\n")
@@ -224,6 +249,7 @@ def test_gnu_long_name_member_is_refused(world: dict[str, Path]) -> None:
     _attempt(world, raw.getvalue(), [row("n" * 120, b"a\n")], "not a POSIX ustar/pax header")
 
 
+@pytest.mark.unpack_script
 def test_member_outside_the_release_root_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("other/a.txt", b"a\n")])
     _attempt(world, package, [row("a.txt", b"a\n")], "is not under 'ds/'")
@@ -243,6 +269,7 @@ def test_member_outside_the_release_root_is_refused(world: dict[str, Path]) -> N
         ("docs/tab\there", "characters Windows rejects"),
     ],
 )
+@pytest.mark.unpack_script
 def test_windows_unsafe_names_are_refused(world: dict[str, Path], path: str, problem: str) -> None:
     package = tar_bytes([file_info(f"ds/{path}", b"a\n")])
     _attempt(world, package, [row(path, b"a\n")], problem)
@@ -252,6 +279,7 @@ def test_windows_unsafe_names_are_refused(world: dict[str, Path], path: str, pro
     "pair",
     [("docs/Read.md", "docs/read.md"), ("caf\u00e9.txt", "cafe\u0301.txt"), ("A/x", "a/y")],
 )
+@pytest.mark.unpack_script
 def test_names_colliding_on_case_insensitive_systems_are_refused(
     world: dict[str, Path], pair: tuple[str, str]
 ) -> None:
@@ -259,6 +287,7 @@ def test_names_colliding_on_case_insensitive_systems_are_refused(
     _attempt(world, package, [row(p, b"a\n") for p in pair], "collide on case-insensitive systems")
 
 
+@pytest.mark.unpack_script
 def test_path_that_is_both_file_and_directory_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a", b"a\n"), file_info("ds/a/b", b"b\n")])
     _attempt(world, package, [row("a", b"a\n"), row("a/b", b"b\n")], "both a file and a directory")
@@ -273,6 +302,7 @@ def test_windows_style_fallback_without_dir_fd_also_refuses_planted_links(
     _attempt(world, package, [row("sub/victim.txt", b"owned\n")], "not a regular file; kept")
 
 
+@pytest.mark.unpack_script
 def test_release_root_planted_as_a_symlink_is_never_followed(world: dict[str, Path]) -> None:
     (world["output"] / "ds").rmdir()
     (world["output"] / "ds").symlink_to(world["outside"], target_is_directory=True)
@@ -280,6 +310,7 @@ def test_release_root_planted_as_a_symlink_is_never_followed(world: dict[str, Pa
     _attempt(world, package, [row("victim.txt", b"owned\n")], "is a link in the output")
 
 
+@pytest.mark.unpack_script
 def test_a_file_that_only_looks_like_a_temporary_file_is_reported_not_removed(
     world: dict[str, Path],
 ) -> None:
@@ -288,12 +319,13 @@ def test_a_file_that_only_looks_like_a_temporary_file_is_reported_not_removed(
     _attempt(world, package, [row("a.txt", b"a\n")], "is not part of snapshot")
 
 
+@pytest.mark.unpack_script
 def test_fifo_in_place_of_a_package_fails_instead_of_hanging(tmp_path: Path) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n")])
     release = craft_release(tmp_path / "release", package, [row("a.txt", b"a\n")])
     (release / "base" / "base-0001.tar").unlink()
     os.mkfifo(release / "base" / "base-0001.tar")
     with pytest.raises(unpack.UnpackError, match="not a regular file"):
-        unpack.verify_release(str(release), ["base"])
+        unpack_script.verify_release(str(release), ["base"])
     with pytest.raises(unpack.UnpackError, match="not a regular file"):
         unpack._open_read_path(str(release / "base" / "base-0001.tar"))

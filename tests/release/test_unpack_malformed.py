@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from dataset_devkit.release import unpack
+from tests.release import unpack_script
 from tests.release.helpers import craft_release, file_info, row, tar_bytes
 
 A = b"a\n"
@@ -40,15 +41,15 @@ def _refused_everywhere(release: Path, tmp_path: Path, match: str) -> None:
     """A restore and --verify-only refuse it with the same reason; nothing is written."""
     out = tmp_path / "out"
     with pytest.raises(unpack.UnpackError, match=match):
-        unpack.unpack_release(str(release), str(out), everything=True)
+        unpack_script.unpack_release(str(release), str(out), everything=True)
     assert not (out / "ds").exists() or not any((out / "ds").rglob("*"))
     with pytest.raises(unpack.UnpackError, match=match):
-        unpack.verify_release(str(release), everything=True)
+        unpack_script.verify_release(str(release), everything=True)
 
 
 def _main_refuses(release: Path, capsys: pytest.CaptureFixture[str], *needles: str) -> None:
     argv = ["--all", "--verify-only", "--quiet", "--release-dir", str(release)]
-    assert unpack.main(argv) == 1
+    assert unpack_script.main(argv) == 1
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith("FAILED: ")
     for needle in needles:
@@ -63,6 +64,7 @@ def _main_refuses(release: Path, capsys: pytest.CaptureFixture[str], *needles: s
         ("/".join(["d" * 200] * 21), "longer than 4095 bytes"),
     ],
 )
+@pytest.mark.unpack_script
 def test_paths_past_the_platform_limits_are_refused_at_index_load(
     tmp_path: Path, path: str, rule: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -71,6 +73,7 @@ def test_paths_past_the_platform_limits_are_refused_at_index_load(
     _main_refuses(release, capsys, "files.jsonl")
 
 
+@pytest.mark.unpack_script
 def test_a_member_name_past_the_limit_is_refused_naming_package_and_member(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,6 +84,7 @@ def test_a_member_name_past_the_limit_is_refused_naming_package_and_member(
     _main_refuses(release, capsys, "base/base-0001.tar", "member 'ds/mmm", "255 bytes")
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("name", ["/ds/a.txt", "//ds/a.txt"])
 def test_absolute_member_names_are_refused_not_made_relative(
     tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]
@@ -90,6 +94,7 @@ def test_absolute_member_names_are_refused_not_made_relative(
     _main_refuses(release, capsys, "base/base-0001.tar", repr(name), "absolute path")
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("digits", ["\u00b2", "\u0662", "1\u00b2", "+2", " 2", ""])
 def test_pax_sizes_take_ascii_decimal_digits_only(
     tmp_path: Path, digits: str, capsys: pytest.CaptureFixture[str]
@@ -101,6 +106,7 @@ def test_pax_sizes_take_ascii_decimal_digits_only(
     _main_refuses(release, capsys, "base/base-0001.tar")
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "x\\ud83d"])
 def test_a_lone_surrogate_in_files_jsonl_is_one_line_not_a_traceback(
     tmp_path: Path, escape: str, capsys: pytest.CaptureFixture[str]
@@ -111,6 +117,7 @@ def test_a_lone_surrogate_in_files_jsonl_is_one_line_not_a_traceback(
     _main_refuses(release, capsys, "files.jsonl line 1", "lone surrogate")
 
 
+@pytest.mark.unpack_script
 def test_a_lone_surrogate_in_manifest_json_is_one_line_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -130,6 +137,7 @@ def test_a_lone_surrogate_in_manifest_json_is_one_line_not_a_traceback(
         " " + hashlib.sha256(A).hexdigest()[1:],
     ],
 )
+@pytest.mark.unpack_script
 def test_malformed_sha256_strings_are_refused_at_index_load(
     tmp_path: Path, digest: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -145,12 +153,14 @@ def _two_rows(tmp_path: Path) -> Path:
     return _release(tmp_path, members, [row("a.txt", A), row("b.txt", b"b\n")])
 
 
+@pytest.mark.unpack_script
 def test_rows_out_of_order_are_refused(tmp_path: Path) -> None:
     release = _two_rows(tmp_path)
     _rewrite(release, lambda data: b"".join(reversed(data.splitlines(keepends=True))))
     _refused_everywhere(release, tmp_path, "line 2: out of order after line 1")
 
 
+@pytest.mark.unpack_script
 def test_a_duplicated_row_is_refused(tmp_path: Path) -> None:
     release = _two_rows(tmp_path)
     _rewrite(release, lambda data: data + data.splitlines(keepends=True)[-1])
@@ -170,6 +180,7 @@ def test_a_duplicated_row_is_refused(tmp_path: Path) -> None:
         ({"excluded": ["b.txt"], "source": "content_manifest"}, "'b.txt' is not a content_"),
     ],
 )
+@pytest.mark.unpack_script
 def test_snapshot_fields_that_disagree_with_the_index_are_refused(
     tmp_path: Path, fields: dict[str, Any], rule: str
 ) -> None:
@@ -177,6 +188,7 @@ def test_snapshot_fields_that_disagree_with_the_index_are_refused(
     _refused_everywhere(release, tmp_path, rule)
 
 
+@pytest.mark.unpack_script
 def test_family_totals_that_disagree_with_the_index_are_refused(tmp_path: Path) -> None:
     release = _two_rows(tmp_path)
     manifest = json.loads((release / "manifest.json").read_text())
@@ -185,10 +197,11 @@ def test_family_totals_that_disagree_with_the_index_are_refused(tmp_path: Path) 
     _refused_everywhere(release, tmp_path, "family base: file_count 7, the release gives 2")
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("mode", [0o4755, 0o2755, 0o1777, 0o6777])
 def test_setuid_setgid_and_sticky_bits_are_never_restored(tmp_path: Path, mode: int) -> None:
     release = _release(tmp_path, [file_info("ds/tool", A, mode=mode)], [row("tool", A)])
-    unpack.unpack_release(str(release), str(tmp_path / "out"), everything=True)
+    unpack_script.unpack_release(str(release), str(tmp_path / "out"), everything=True)
     restored = os.lstat(tmp_path / "out" / "ds" / "tool").st_mode
     assert stat.S_IMODE(restored) == 0o400
     assert not restored & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX)

@@ -18,6 +18,7 @@ import pytest
 
 from dataset_devkit.release import unpack
 from tests.cli_run import run_devkit
+from tests.release import unpack_script
 from tests.release.helpers import SAMPLE, make_tree, pack, read_tree
 from tests.tty_run import run_program_on_tty
 
@@ -46,32 +47,37 @@ def _modes(tree: Path) -> set[tuple[str, int]]:
 # --------------------------------------------------------------------------- --expect-root
 
 
+@pytest.mark.unpack_script
 def test_expect_root_accepts_the_pinned_snapshot_in_any_case(release: Path, tmp_path: Path) -> None:
     root = _root(release)
-    unpack.verify_release(str(release), everything=True, expect_root=root.upper())
-    summary = unpack.unpack_release(
+    unpack_script.verify_release(str(release), everything=True, expect_root=root.upper())
+    summary = unpack_script.unpack_release(
         str(release), str(tmp_path / "out"), everything=True, expect_root=root
     )
     assert summary.written == len(SAMPLE)
 
 
+@pytest.mark.unpack_script
 @pytest.mark.parametrize("pinned", ["0" * 64, "f" * 64])
 def test_expect_root_refuses_another_snapshot_before_writing_anything(
     release: Path, tmp_path: Path, pinned: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
     argv = ["--all", "--release-dir", str(release), "--expect-root", pinned]
-    assert unpack.main([*argv, "--output", str(out)]) == 1
+    assert unpack_script.main([*argv, "--output", str(out)]) == 1
     err = capsys.readouterr().err
     assert f"is snapshot root_sha256 {_root(release)}, not the expected {pinned}" in err
     assert not out.exists()
-    assert unpack.main([*argv, "--verify-only"]) == 1
+    assert unpack_script.main([*argv, "--verify-only"]) == 1
     assert "(--expect-root)" in capsys.readouterr().err
 
 
+@pytest.mark.unpack_script
 def test_expect_root_that_is_not_a_sha256_is_named(release: Path, tmp_path: Path) -> None:
     with pytest.raises(unpack.UnpackError, match="expected 64 hexadecimal digits"):
-        unpack.unpack_release(str(release), str(tmp_path / "o"), everything=True, expect_root="abc")
+        unpack_script.unpack_release(
+            str(release), str(tmp_path / "o"), everything=True, expect_root="abc"
+        )
 
 
 def test_release_commands_take_expect_root(
@@ -110,6 +116,7 @@ def test_release_commands_take_expect_root(
         ("all", {("dir", 0o555), ("file", 0o444)}),
     ],
 )
+@pytest.mark.unpack_script
 def test_readable_by_sets_every_restored_file_and_directory_mode(
     release: Path, tmp_path: Path, choice: str, modes: set[tuple[str, int]]
 ) -> None:
@@ -117,21 +124,22 @@ def test_readable_by_sets_every_restored_file_and_directory_mode(
     old = os.umask(0o077)  # a strict umask must not take away what the user asked for
     try:
         argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(out)]
-        assert unpack.main([*argv, "--readable-by", choice]) == 0
+        assert unpack_script.main([*argv, "--readable-by", choice]) == 0
     finally:
         os.umask(old)
     assert _modes(out / "ds") == modes
     assert read_tree(out / "ds") == SAMPLE
 
 
+@pytest.mark.unpack_script
 def test_a_rerun_with_another_choice_leaves_what_it_verifies_as_it_was(
     release: Path, tmp_path: Path
 ) -> None:
     """--readable-by sets the modes of what a run creates; skipping a file or passing
     through a folder that is there already leaves it untouched (``chmod`` changes those)."""
     out = tmp_path / "out"
-    unpack.unpack_release(str(release), str(out), everything=True)
-    again = unpack.unpack_release(str(release), str(out), everything=True, readable_by="all")
+    unpack_script.unpack_release(str(release), str(out), everything=True)
+    again = unpack_script.unpack_release(str(release), str(out), everything=True, readable_by="all")
     assert again.skipped == len(SAMPLE)
     assert _modes(out / "ds") == {("dir", 0o500), ("file", 0o400)}
 
@@ -238,6 +246,7 @@ def test_machine_errors_name_the_file_and_leave_no_partial_file(
     assert not (out / "ds.unpack-state.json").exists()
 
 
+@pytest.mark.unpack_script
 def test_a_real_file_size_limit_is_named_too(release: Path, tmp_path: Path) -> None:
     """RLIMIT_FSIZE makes the kernel refuse a write (EFBIG), as a full disk would."""
     code = (
@@ -248,7 +257,7 @@ def test_a_real_file_size_limit_is_named_too(release: Path, tmp_path: Path) -> N
         f"runpy.run_path({str(release / 'unpack.py')!r}, run_name='__main__')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False
+        [unpack_script.PYTHON, "-I", "-c", code], capture_output=True, text=True, check=False
     )
     assert done.returncode == 1
     assert done.stderr.startswith(f"FAILED: File too large: {tmp_path / 'o' / 'ds'}/")
@@ -289,6 +298,7 @@ def test_byte_progress_is_one_line_on_a_terminal_only(
         assert "\n" not in text.split("\rrestoring: ", 1)[1].split("\r\x1b[K")[0]
 
 
+@pytest.mark.unpack_script
 def test_the_shipped_script_draws_one_self_overwriting_line_on_a_real_terminal(
     release: Path, tmp_path: Path
 ) -> None:
@@ -296,7 +306,10 @@ def test_the_shipped_script_draws_one_self_overwriting_line_on_a_real_terminal(
     # no PYTHONPATH, no user site), stdout and stderr on one pseudo-terminal.
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     argv = ("-I", "unpack.py", "--all", "--no-fsync", "--output")
-    code, shown = run_program_on_tty(env, *argv, str(tmp_path / "o"), cwd=str(release))
+    python = unpack_script.PYTHON
+    code, shown = run_program_on_tty(
+        env, *argv, str(tmp_path / "o"), cwd=str(release), python=python
+    )
     assert code == 0, shown
     total = sum(len(b) for b in SAMPLE.values()) / 2**20
     # On Linux each package is hashed in the read that restores it (no separate check
@@ -306,5 +319,7 @@ def test_the_shipped_script_draws_one_self_overwriting_line_on_a_real_terminal(
     lines = shown.split("\r\n")
     assert not [line for line in lines if "ing: " in line and "\x1b[K" not in line]
     assert lines[-2].startswith("OK: ") and "restored into" in lines[-2], shown
-    code, shown = run_program_on_tty(env, *argv, str(tmp_path / "q"), "--quiet", cwd=str(release))
+    code, shown = run_program_on_tty(
+        env, *argv, str(tmp_path / "q"), "--quiet", cwd=str(release), python=python
+    )
     assert code == 0 and "restoring:" not in shown and "OK: " in shown, shown

@@ -9,13 +9,13 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.release import unpack
+from tests.release import unpack_script
 from tests.release.genvr_tree import craft_genvr_release
 from tests.release.test_unpack_scale import roomy_tmp  # noqa: F401 - a fixture
 
@@ -27,7 +27,7 @@ MAX_TRIALS = 15
 
 
 def _start(release: Path, out: Path, *extra: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-I", str(release / "unpack.py"), "--all", "--output", str(out)]
+    argv = [unpack_script.PYTHON, "-I", str(release / "unpack.py"), "--all", "--output", str(out)]
     return subprocess.Popen(
         [*argv, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -50,6 +50,7 @@ def _restored_root(tree: Path) -> str:
     return unpack.root_sha256(entries)
 
 
+@pytest.mark.unpack_script
 def test_a_restore_killed_at_random_moments_is_finished_by_running_it_again(
     roomy_tmp: Path,  # noqa: F811
 ) -> None:
@@ -101,6 +102,7 @@ def _hold_lock(out: Path, pid: int) -> int:
     return fd
 
 
+@pytest.mark.unpack_script
 def test_a_second_run_into_a_busy_output_names_the_first_and_never_its_files(
     small_release: Path, tmp_path: Path
 ) -> None:
@@ -124,6 +126,7 @@ def test_a_second_run_into_a_busy_output_names_the_first_and_never_its_files(
     assert stdout.startswith("OK: base, depth restored")
 
 
+@pytest.mark.unpack_script
 def test_two_runs_started_together_both_end_ok_with_the_tree_complete(
     small_release: Path, tmp_path: Path
 ) -> None:
@@ -138,6 +141,7 @@ def test_two_runs_started_together_both_end_ok_with_the_tree_complete(
     assert _restored_root(out / "ds") == expected
 
 
+@pytest.mark.unpack_script
 def test_leftovers_of_a_killed_run_are_removed_by_the_next(
     small_release: Path, tmp_path: Path
 ) -> None:
@@ -147,7 +151,7 @@ def test_leftovers_of_a_killed_run_are_removed_by_the_next(
     (folder / ".unpack-0123456789ab.tmp").write_bytes(b"half a fi")
     (out / ".ds.unpack-state.json.999.tmp").write_bytes(b'{"na')
     notes: list[str] = []
-    unpack.unpack_release(str(small_release), str(out), everything=True, log=notes.append)
+    unpack_script.unpack_release(str(small_release), str(out), everything=True, log=notes.append)
     assert "removed 1 temporary files left by an interrupted run" in notes
     assert not (folder / ".unpack-0123456789ab.tmp").exists()
     assert sorted(os.listdir(out)) == ["ds", "ds.unpack-index.jsonl", "ds.unpack-state.json"]

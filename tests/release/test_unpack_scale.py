@@ -6,7 +6,6 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.release import unpack
+from tests.release import unpack_script
 from tests.release.genvr_tree import PAIRS, craft_genvr_release
 
 LIMIT = 256
@@ -33,7 +33,7 @@ runpy.run_path({script!r}, run_name="__main__")
 def _run_limited(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
     code = _RUN.format(limit=LIMIT, script=str(script), args=list(args))
     return subprocess.run(
-        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False
+        [unpack_script.PYTHON, "-I", "-c", code], capture_output=True, text=True, check=False
     )
 
 
@@ -56,6 +56,7 @@ def roomy_tmp(tmp_path: Path) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.unpack_script
 def test_a_genvr_sized_release_verifies_and_restores_under_256_descriptors(
     roomy_tmp: Path,
 ) -> None:

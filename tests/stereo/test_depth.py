@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,39 @@ def test_dimension_names_other_than_the_formats_are_a_problem(tmp_path):
         for p in problems
     ), problems
     assert any("left/.zattrs: is a JSON list, expected an object" in p for p in problems)
+
+
+#: SHA-256 of every file of the depth group below, the same with zarr 3.1 and numcodecs 0.16
+#: (Python 3.11, numpy 1.26) and zarr 3.4 and numcodecs 0.17 (Python 3.13, numpy 2.5): zarr
+#: writes the metadata, numcodecs' Blosc the chunks. A version that changed one byte of a
+#: published depth family fails here.
+_GOLDEN_DEPTH = {
+    ".zattrs": "9d63d360439c1f38555c98c7e906ca807fb8fec0c5b1395ed447881f22dfc117",
+    ".zgroup": "7c578b275a7ccb234a2427d173bed71c9e7dc5d413052265b68ab5f9b2812ff3",
+    "left/.zarray": "c0a98c0c8479d3fbfc5e68016014d8dab41e14ba05bd98218d19a642045bc452",
+    "left/.zattrs": "e905ebeeedae0cffec87b129559b2f689a4b4d0c70054d8c3aca79b775d217ff",
+    "left/0.0.0": "9f675be30a74c29898a46330095bab42a8c21ad894179d81d00102d9e12c2cd4",
+    "left/1.0.0": "efddbdd4b15724cf1127c07a797ec223e5dec380cfefd9bc54a499de8b7a5170",
+    "left/2.0.0": "5383ccf2d28a0a425a0b48db789a153f6e7af520598d1e45ef1e069ade8383f4",
+    "right/.zarray": "c0a98c0c8479d3fbfc5e68016014d8dab41e14ba05bd98218d19a642045bc452",
+    "right/.zattrs": "268d212bc695a6e2f8761fc0760583d0de461c142bbb7eb4579516ad77247da7",
+    "right/0.0.0": "b16fffdf1fc62f6a854b14a38c63a07da3e02f48b47b205123c69ec652a6c277",
+    "right/1.0.0": "dc2868671a3cac42d0f786b9682351e8db6fee7172977d0535143f4755e7ad6b",
+    "right/2.0.0": "74cafeb6f1d038378c76e28d9e2f42306ccb53469b80cd2794cad78ebb6dd8af",
+}
+
+
+def test_a_depth_group_has_the_same_bytes_on_every_tested_zarr_and_numcodecs(tmp_path):
+    depth = np.arange(10 * 3 * 5, dtype=np.float64).reshape(10, 3, 5) * 0.37 + 0.5
+    depth = depth.astype(np.float32)
+    depth[:, 0, 0] = np.nan
+    path = tmp_path / "group.zarr"
+    attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": 1000}
+    sources = {"left": depth, "right": depth * 2}
+    write_depth_group(path, sources, None, attributes, {"left": "l.npy", "right": "r.npy"})
+    found = {
+        p.relative_to(path).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.rglob("*"))
+        if p.is_file()
+    }
+    assert found == _GOLDEN_DEPTH

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import pickle
 from pathlib import Path
 from typing import Any
 
-import av
 import numpy as np
 import pytest
 
@@ -15,12 +13,8 @@ from dataset_devkit.errors import ConfigError, NotFoundError
 from dataset_devkit.stereo import Clip, DepthNotInstalledError, StereoDataset
 from dataset_devkit.stereo.cameras import ue_pose_to_opencv
 from dataset_devkit.stereo.depth import encode_depth_mm
-from tests.stereo.helpers import remove_depth, writable_copy
-
-
-def _decode(path: Path) -> np.ndarray[Any, Any]:
-    with av.open(str(path)) as container:
-        return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
+from tests.stereo.helpers import decode_all, remove_depth, writable_copy
+from tests.workers import START_METHODS, run_in_worker
 
 
 def test_frames_of_both_eyes_equal_a_plain_decode_of_the_source_videos(built, source):
@@ -29,8 +23,8 @@ def test_frames_of_both_eyes_equal_a_plain_decode_of_the_source_videos(built, so
     item = dataset.read(1, frames)
     assert item.id == "ue5-pro/map0001/scene0002/cams00"
     assert item.left.dtype == np.uint8 and item.left.shape == (5, 48, 64, 3)
-    assert np.array_equal(item.left, _decode(source / "renders/shot001/left.mp4")[frames])
-    assert np.array_equal(item.right, _decode(source / "renders/shot001/right.mp4")[frames])
+    assert np.array_equal(item.left, decode_all(source / "renders/shot001/left.mp4")[frames])
+    assert np.array_equal(item.right, decode_all(source / "renders/shot001/right.mp4")[frames])
     # brightness of the red channel encodes the frame number of the synthetic renders
     assert np.allclose(item.left[:, 30, :, 0].mean(axis=1), [16 + 9 * f for f in frames], atol=4)
 
@@ -101,21 +95,24 @@ def test_out_of_range_samples_and_frames_are_index_errors(built):
         dataset.read(0, [13])
 
 
-def _read_in_child(dataset: StereoDataset, queue: Any) -> None:
-    queue.put(dataset.read(0, [5, 11]).left)
+def _read_in_worker(dataset: StereoDataset) -> tuple[Any, ...]:
+    item = dataset.read(0, [5, 11, 2])
+    assert item.depth is not None
+    return item.left, item.right, item.depth["left"], item.depth["right"]
 
 
-def test_a_dataset_used_before_fork_reads_correctly_in_the_child(built):
-    dataset = StereoDataset(built.root)
-    expected = dataset.read(0, [5, 11]).left  # opens containers in the parent
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_read_in_child, args=(dataset, queue))
-    child.start()
-    got = queue.get(timeout=60)
-    child.join(timeout=60)
-    assert child.exitcode == 0
-    assert np.array_equal(got, expected)
+@pytest.mark.parametrize("decoder_threads", [1, 0])
+@pytest.mark.parametrize("method", START_METHODS)
+def test_a_dataset_used_in_the_parent_reads_the_same_in_a_worker(built, method, decoder_threads):
+    # FFmpeg's decoder and scaler threads (PyAV >= 19 keeps one scaler per thread) exist only
+    # in the parent: a forked worker that touched an inherited one would wait forever.
+    dataset = StereoDataset(built.root, use_depth=True, decoder_threads=decoder_threads)
+    expected = _read_in_worker(dataset)  # opens containers and scalers in the parent
+    got = run_in_worker(method, _read_in_worker, dataset)
+    assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    assert all(
+        np.array_equal(a, b) for a, b in zip(_read_in_worker(dataset), expected, strict=True)
+    )
 
 
 def test_pickling_drops_open_handles(built):

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-from torch.utils.data import DataLoader
 
-from dataset_devkit.stereo import Clip, StereoDataset
-from dataset_devkit.stereo.torch_dataset import TorchStereoDataset
-from tests.stereo.conftest import FRAMES, HEIGHT, WIDTH
+from tests.optional import need
+
+torch = need("torch")
+
+from torch.utils.data import DataLoader  # noqa: E402
+
+from dataset_devkit.stereo import Clip, StereoDataset  # noqa: E402
+from dataset_devkit.stereo.torch_dataset import TorchStereoDataset  # noqa: E402
+from tests.stereo.conftest import FRAMES, HEIGHT, WIDTH  # noqa: E402
 
 
 @pytest.mark.parametrize(

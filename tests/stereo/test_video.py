@@ -5,7 +5,6 @@ from __future__ import annotations
 import pickle
 import random
 from pathlib import Path
-from typing import Any
 
 import av
 import numpy as np
@@ -15,6 +14,7 @@ from av.video.frame import PictureType
 from dataset_devkit.errors import FormatError
 from dataset_devkit.stereo.sample import write_clip
 from dataset_devkit.stereo.video import VideoReader, probe_video
+from tests.stereo.helpers import decode_all
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +22,6 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("clip") / "clip.mp4"
     write_clip(path, 25, 48, 64, eye=0, gop=6)
     return path
-
-
-def _decode_all(path: Path) -> np.ndarray[Any, Any]:
-    with av.open(str(path)) as container:
-        return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
 
 
 def test_probe_counts_frames_and_finds_the_fixed_gop_keyframes(clip):
@@ -37,7 +32,7 @@ def test_probe_counts_frames_and_finds_the_fixed_gop_keyframes(clip):
 
 
 def test_random_single_frames_equal_the_sequentially_decoded_frames(clip):
-    reference = _decode_all(clip)
+    reference = decode_all(clip)
     reader = VideoReader(clip)
     order = list(range(25))
     random.Random(7).shuffle(order)
@@ -46,7 +41,7 @@ def test_random_single_frames_equal_the_sequentially_decoded_frames(clip):
 
 
 def test_a_batch_in_any_order_with_repeats_returns_frames_in_request_order(clip):
-    reference = _decode_all(clip)
+    reference = decode_all(clip)
     frames = [24, 3, 3, 13, 0, 7]
     assert np.array_equal(VideoReader(clip).read(frames), reference[frames])
 
@@ -81,7 +76,7 @@ def test_a_corrupt_packet_is_a_format_error_naming_the_file_and_frame(clip, tmp_
     reader = VideoReader(broken)
     with pytest.raises(FormatError, match=r"broken\.mp4: decoding failed on the way to frame \d+"):
         reader.read(list(range(25)))
-    assert np.array_equal(reader.read([0]), _decode_all(clip)[:1])  # the handle still works
+    assert np.array_equal(reader.read([0]), decode_all(clip)[:1])  # the handle still works
 
 
 def test_the_test_clip_really_has_b_frames_so_decode_order_differs(clip):
@@ -91,7 +86,7 @@ def test_the_test_clip_really_has_b_frames_so_decode_order_differs(clip):
 
 
 def test_every_frame_through_a_fresh_handle_equals_the_sequential_decode(clip):
-    reference = _decode_all(clip)
+    reference = decode_all(clip)
     assert len(reference) == 25
     for frame in range(25):  # a cold handle must seek to the keyframe and stop at the pts
         assert np.array_equal(VideoReader(clip).read([frame])[0], reference[frame]), frame

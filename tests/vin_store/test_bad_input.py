@@ -210,17 +210,23 @@ def test_a_fifo_in_place_of_a_store_file_is_an_error_never_a_hang(
     assert f"{rel}: not-regular: is a FIFO" in verify.stderr
 
 
-def test_iterating_a_reader_or_torch_dataset_ends_after_the_last_sample(store: Path) -> None:
-    from dataset_devkit.vin_store import VinOfflineTorchDataset
-
+def test_iterating_a_reader_ends_after_the_last_sample(store: Path) -> None:
     reader = VinOfflineStoreReader(VinOfflineStoreConfig(store_dir=store, split="train"))
     # no __iter__: Python calls __getitem__ until an IndexError, as a DataLoader-less loop does
     assert len(list(cast(Iterable[Any], reader))) == len(reader)
-    assert len(list(VinOfflineTorchDataset(reader))) == len(reader)
     with pytest.raises(PositionOutOfRangeError, match="is outside split 'train'"):
         reader[len(reader)]
 
 
+@pytest.mark.needs("torch")
+def test_iterating_a_torch_dataset_ends_after_the_last_sample(store: Path) -> None:
+    from dataset_devkit.vin_store import VinOfflineTorchDataset
+
+    reader = VinOfflineStoreReader(VinOfflineStoreConfig(store_dir=store, split="train"))
+    assert len(list(VinOfflineTorchDataset(reader))) == len(reader)
+
+
+@pytest.mark.needs("torch")
 def test_the_torch_dataset_checks_indexes_and_blocks_like_the_reader(store: Path) -> None:
     from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset, VinOfflineTorchDataset
 

@@ -198,3 +198,47 @@ def test_a_worker_failure_surfaces_as_the_typed_error_and_publishes_nothing(
             [*samples[:5], unencodable], tmp_path / "out", rows_per_shard=4, executor=pool
         )
     assert list(tmp_path.iterdir()) == []
+
+
+_EVERY_DTYPE = (
+    *("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"),
+    *("uint64", "float16", "float32", "float64"),
+)
+
+#: The root hash of the store below, the same with zarr 3.1 on Python 3.11 (numpy 1.26) and
+#: zarr 3.4 on Python 3.13 (numpy 2.5): our metadata, shard index and splits are written by us,
+#: byte for byte. A new zarr, numpy or msgspec that changed one byte of a store fails here.
+_GOLDEN_ROOT = "a35670381ac4579f7e225ad04a7b2b38fe46d89710c4d3c805b7c946c3a3aa07"
+
+
+def _golden_samples() -> list[VinOfflineSample]:
+    samples = []
+    for i in range(7):
+        base = np.arange(6, dtype=np.float64).reshape(2, 3) + i
+        arrays = {
+            "vin.points_world": np.arange(48, dtype=np.float32).reshape(16, 3) * (i + 1),
+            "vin.t_world_rig": np.arange(12, dtype=np.float32) + i,
+            "vin.lengths": np.array([i], dtype=np.int64),
+        }
+        for dtype in _EVERY_DTYPE:
+            arrays[f"backbone.x_{dtype}"] = (base % 2 if dtype == "bool" else base * 3).astype(
+                dtype
+            )
+        samples.append(
+            VinOfflineSample(
+                sample_key=f"s{i}",
+                scene_id=f"scene{i // 3}",
+                snippet_id=f"snip{i}",
+                arrays=arrays,
+                records={"oracle.candidate_pcs": {"i": i, "xs": [0.5] * i}},
+                sample_index=2 * i + 1,
+            )
+        )
+    return samples
+
+
+def test_a_store_has_the_same_bytes_on_every_tested_zarr_and_numpy(tmp_path: Path) -> None:
+    result = build_vin_offline_store(
+        _golden_samples(), tmp_path / "store", rows_per_shard=3, val_fraction=0.3
+    )
+    assert result.root_sha256 == _GOLDEN_ROOT

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import pickle
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from dataset_devkit.vin_store import (
     build_vin_offline_store,
 )
 from dataset_devkit.vin_store import reader as reader_module
+from tests.workers import START_METHODS, run_in_worker
 
 
 def test_config_names_the_seed_paths(tmp_path: Path) -> None:
@@ -106,15 +106,13 @@ def _read_in_worker(reader: VinOfflineStoreReader, positions: list[int]) -> list
     return [reader[p]["vin.points_world"].sum().item() for p in positions]
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_reads_through_fork_and_spawn_workers(store: Path, method: str) -> None:
+@pytest.mark.parametrize("method", START_METHODS)
+def test_reads_through_fork_forkserver_and_spawn_workers(store: Path, method: str) -> None:
     reader = VinOfflineStoreReader(store)
-    expected = _read_in_worker(reader, list(range(len(reader))))  # parent handles are open
-    context = multiprocessing.get_context(method)
-    with ProcessPoolExecutor(2, mp_context=context) as pool:
-        chunks = [list(range(0, 6)), list(range(6, len(reader)))]
-        got = [x for part in pool.map(_read_in_worker, [reader, reader], chunks) for x in part]
-    assert got == expected
+    positions = list(range(len(reader)))
+    expected = _read_in_worker(reader, positions)  # parent handles are open
+    assert run_in_worker(method, _read_in_worker, reader, positions) == expected
+    assert _read_in_worker(reader, positions) == expected
 
 
 def test_plain_zarr_reads_the_numeric_blocks_without_our_code(

@@ -20,10 +20,12 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreReader,
     build_vin_offline_store,
 )
+from tests.optional import need
 from tests.s3_faults import Fault, FaultProxy, fault_proxy
 from tests.s3_server import S3Server
 from tests.upload import upload_tree
 from tests.vin_store.conftest import make_samples
+from tests.workers import START_METHODS, run_in_worker
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -135,7 +137,7 @@ def test_a_corrupt_or_truncated_cache_file_is_detected_and_fetched_again(
 
 
 def _read_all(config: VinOfflineStoreConfig, context: str) -> list[int]:
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from dataset_devkit.vin_store import VinOfflineTorchDataset
 
     dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths", "vin.points_world"])
@@ -159,6 +161,32 @@ def test_fork_dataloader_workers_share_one_cold_cache(cloud_store_url: str, tmp_
 def _read_in_worker(reader: VinOfflineStoreReader) -> list[int]:
     batch = reader.read_positions(list(range(len(reader))), ["vin.lengths", "vin.points_world"])
     return [int(v) for v in batch["vin.lengths"].reshape(-1)]
+
+
+@pytest.mark.parametrize("method", START_METHODS)
+def test_a_remote_reader_used_in_the_parent_reads_in_every_kind_of_worker(
+    store_url: str,
+    tmp_path: Path,
+    package_env: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+) -> None:
+    """obstore's runtime threads (alive in the parent) do not survive a fork: the worker
+    still reads every sample, fetching what the parent's cache lacks."""
+    monkeypatch.setenv("PYTHONPATH", package_env["PYTHONPATH"])
+    config = VinOfflineStoreConfig.from_url(store_url, cache_dir=tmp_path / "cache")
+    reader = VinOfflineStoreReader(config)
+    reader.read_position(0, ["vin.lengths"])  # the parent has a client and a part of the cache
+    server = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+    assert run_in_worker(method, _read_with, server, reader) == list(range(11))
+    assert _read_in_worker(reader) == list(range(11))
+
+
+def _read_with(environment: dict[str, str], reader: VinOfflineStoreReader) -> list[int]:
+    # The fork server keeps the environment it started with (an earlier test's): a worker
+    # takes the S3 server's now, as a DataLoader's worker_init_fn would.
+    os.environ.update(environment)
+    return _read_in_worker(reader)
 
 
 def test_spawned_processes_fill_one_cold_cache_at_once(

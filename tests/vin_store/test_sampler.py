@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineStoreReader
 from dataset_devkit.vin_store.sampler import epoch_order
+from tests.optional import need
 
 sizes = st.integers(min_value=0, max_value=300)
 worlds = st.integers(min_value=1, max_value=9)
@@ -98,7 +99,7 @@ def test_mismatched_state_is_refused() -> None:
 
 
 def test_dataloader_with_workers_resumes_mid_epoch(store: Path) -> None:
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from dataset_devkit.vin_store import VinOfflineTorchDataset
 
     reader = VinOfflineStoreReader(store)

@@ -8,18 +8,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
-from torch.utils.data import DataLoader
 
-from dataset_devkit.errors import ConfigError
-from dataset_devkit.vin_store import (
+from tests.optional import need
+
+torch = need("torch")
+
+from torch.utils.data import DataLoader  # noqa: E402
+
+from dataset_devkit.errors import ConfigError  # noqa: E402
+from dataset_devkit.vin_store import (  # noqa: E402
     VinOfflineBatchedTorchDataset,
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
     VinOfflineTorchDataset,
 )
-from dataset_devkit.vin_store._shm_batch import SHM_DIR, remove_batches
-from dataset_devkit.vin_store.torch_dataset import collate_samples, passthrough_collate
+from dataset_devkit.vin_store._shm_batch import SHM_DIR, remove_batches  # noqa: E402
+from dataset_devkit.vin_store.torch_dataset import collate_samples, passthrough_collate  # noqa: E402
 
 
 def _batch_files(owner: int) -> list[str]:

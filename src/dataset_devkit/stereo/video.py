@@ -24,8 +24,9 @@ from dataset_devkit.errors import FormatError, MissingDependencyError
 
 U8 = npt.NDArray[np.uint8]
 
-#: Containers inherited through ``fork`` are parked here and never closed in the child:
-#: closing a decoder whose worker threads exist only in the parent blocks forever.
+#: Containers and scalers inherited through ``fork`` are parked here and never freed in the
+#: child: freeing a decoder or scaler whose worker threads exist only in the parent blocks
+#: forever.
 _INHERITED: list[Any] = []
 
 
@@ -72,6 +73,14 @@ class VideoInfo:
         if position < 0:
             raise FormatError(f"no keyframe at or before frame {frame}")
         return self.keyframes[position]
+
+
+def _scale_options(av: Any, threads: int) -> dict[str, int]:
+    """The scaler's thread count, the decoder's, where PyAV has the option (17 and later).
+
+    PyAV's scaler before 17 is single-threaded and takes no such argument.
+    """
+    return {"threads": threads} if int(av.__version__.split(".")[0]) >= 17 else {}
 
 
 def _cannot_open(exc: Exception) -> str:
@@ -151,6 +160,8 @@ class VideoReader:
         self.path = path
         self.threads = threads
         self._container: Any = None
+        self._scaler: Any = None  # this process's YUV -> RGB converter (see _open)
+        self._scale_options: dict[str, int] = {}
         self._pid = -1
         self._info: VideoInfo | None = info
         self._frames: Iterator[Any] | None = None
@@ -179,8 +190,9 @@ class VideoReader:
 
     def _abandon_inherited(self) -> None:
         if self._container is not None and self._pid != os.getpid():
-            _INHERITED.append((self._container, self._frames))
+            _INHERITED.append((self._container, self._frames, self._scaler))
             self._container, self._frames, self._position = None, None, -1
+            self._scaler = None
 
     def _open(self) -> Any:
         if self._container is not None and self._pid == os.getpid():
@@ -195,6 +207,11 @@ class VideoReader:
             raise FormatError(_cannot_open(exc), path=self.path) from exc
         self._container, self._pid, self._info = container, os.getpid(), info
         self._frames, self._position = None, -1
+        # Our own scaler, made in this process: PyAV 19's ``frame.to_ndarray(format=...)``
+        # keeps one scaler per thread, whose worker threads (swscale's slice threads) a
+        # forked DataLoader worker inherits without the threads, and waits on forever.
+        self._scaler = av.video.reformatter.VideoReformatter()
+        self._scale_options = _scale_options(av, self.threads)
         self._frame_of_pts = {p: i for i, p in enumerate(info.pts)}
         return container
 
@@ -204,6 +221,7 @@ class VideoReader:
         if self._container is not None:
             self._container.close()
         self._container, self._frames, self._position = None, None, -1
+        self._scaler = None
 
     def _seek(self, keyframe: int) -> None:
         container = self._open()
@@ -262,7 +280,8 @@ class VideoReader:
             self._position = index
             if index == target:
                 first, *rest = targets
-                out[first] = frame.to_ndarray(format="rgb24")
+                rgb = self._scaler.reformat(frame, format="rgb24", **self._scale_options)
+                out[first] = rgb.to_ndarray()
                 for slot in rest:
                     out[slot] = out[first]
                 break

@@ -80,6 +80,7 @@ class CountingThreads(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@pytest.mark.needs("nuscenes")
 def test_every_executor_publishes_the_same_root_hash(fleet: Path, cluster: Any) -> None:
     local = build_dataset(load_build_config(_toml(fleet, "local", "[executor]\nworkers = 2\n")))
     inline = build_dataset(load_build_config(_toml(fleet, "inline", "[executor]\nworkers = 1\n")))
@@ -210,6 +211,7 @@ def test_a_damaged_recording_on_the_cluster_is_its_typed_error(fleet: Path, clus
     assert str(caught.value).startswith(f"{fleet / 'damaged.mcap'}: not an MCAP file")
 
 
+@pytest.mark.needs("nuscenes")
 def test_decoded_recordings_build_the_same_on_local_processes(tmp_path: Path) -> None:
     """Decoded frames are re-decoded from video in the worker that stores them."""
     from dataset_devkit.nuscenes.samples import write_sample_decoded

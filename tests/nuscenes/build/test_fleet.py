@@ -9,6 +9,8 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from dataset_devkit.nuscenes import (
     PipelineConfig,
     ScenarioConfig,
@@ -49,6 +51,7 @@ def _cut_last_split(bag: Path, fraction: float) -> None:
     last.write_bytes(data[: int(len(data) * fraction)])
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_mixed_fleet_builds_names_every_loss_and_loads_in_the_official_loader(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:
@@ -175,6 +178,7 @@ def test_rigs_with_different_cameras_combine_and_required_cameras_drop_with_a_re
     ] * 3
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_damaged_video_packet_publishes_its_frames_as_invalid_never_as_good(
     tmp_path: Path,
 ) -> None:

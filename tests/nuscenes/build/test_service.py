@@ -35,6 +35,7 @@ def staging_dirs(config: BuildConfig) -> list[Path]:
     return [p for p in config.output_dir.iterdir() if ".staging-" in p.name]
 
 
+@pytest.mark.needs("nuscenes")
 def test_build_publishes_what_the_exporter_staged(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     phases: list[str] = []

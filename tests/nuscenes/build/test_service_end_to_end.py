@@ -20,6 +20,9 @@ from dataset_devkit.nuscenes.sdk.dataset import Dataset
 from dataset_devkit.nuscenes.validation.dataroot import validate_dataroot
 from dataset_devkit.nuscenes.validation.summary import inspect_dataroot
 
+#: Every build publishes, and publishing checks the dataroot with the official loader.
+pytestmark = pytest.mark.needs("nuscenes")
+
 DRIVE = SampleDrive(duration_s=12.0)
 
 

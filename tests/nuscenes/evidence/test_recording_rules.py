@@ -45,6 +45,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.needs("nuscenes")
 def test_required_cameras_per_recording_drop_only_that_recordings_scenes(fleet: Path) -> None:
     # The vans must carry three cameras; the car's rig has two and is not held to it.
     rules = f'[{{kind = "require_cameras", value = "{THREE}", recordings = ["van-*"]}}]'
@@ -69,6 +70,7 @@ def test_required_cameras_per_recording_drop_only_that_recordings_scenes(fleet: 
     assert any(line.startswith("recording car-c") for line in result.dropped)
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_scoped_max_scenes_caps_only_the_matching_recordings(fleet: Path) -> None:
     evidence = read_evidence(fleet / "car" / "evidence")
     rules = (SelectionRule(kind="max_scenes", value=1, recordings=("van-*",)),)

@@ -32,6 +32,7 @@ def _table(root: Path, name: str) -> Any:
     return json.loads((root / VERSION / f"{name}.json").read_text())
 
 
+@pytest.mark.needs("nuscenes")
 def test_official_loader_opens_the_export_and_resolves_an_image(
     tmp_path: Path, mcap_evidence: Evidence
 ) -> None:
@@ -155,6 +156,7 @@ def test_export_from_a_path_verifies_the_whole_evidence(
     assert (tmp_path / "staging" / VERSION / "scene.json").is_file()
 
 
+@pytest.mark.needs("nuscenes")
 def test_several_recordings_export_as_several_logs_with_one_scaffold_map(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:

@@ -34,6 +34,7 @@ def _table(root: Path, name: str) -> Any:
     return json.loads((root / VERSION / f"{name}.json").read_text())
 
 
+@pytest.mark.needs("nuscenes")
 def test_decoded_export_declares_the_privacy_contract_and_local_gnss(
     tmp_path: Path, decoded_evidence: Evidence
 ) -> None:
@@ -64,6 +65,7 @@ def test_decoded_export_declares_the_privacy_contract_and_local_gnss(
     assert recordings[0]["source_digest"].startswith("pyav:sha256:")
 
 
+@pytest.mark.needs("nuscenes")
 def test_sweeps_option_exports_non_key_frames_the_loader_accepts(
     tmp_path: Path, recordings: dict[str, Path]
 ) -> None:

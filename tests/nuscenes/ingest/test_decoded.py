@@ -17,6 +17,7 @@ from dataset_devkit.errors import FormatError, UnsafePathError
 from dataset_devkit.nuscenes.common.jpeg import encode_jpeg
 from dataset_devkit.nuscenes.ingest import read_decoded
 from tests.nuscenes.helpers import DRIVE
+from tests.workers import fork_from_another_thread
 
 
 def _copy(src: Path, dst: Path, **changes: object) -> Path:
@@ -53,6 +54,15 @@ def test_needed_frames_are_decoded_and_encoded_as_jpeg(recordings: dict[str, Pat
     with Image.open(io.BytesIO(frames[1][2])) as img:
         assert img.format == "JPEG"
         assert img.size == (DRIVE.width, DRIVE.height)
+
+
+def test_decoding_frames_leaves_nothing_that_hangs_a_later_fork(
+    recordings: dict[str, Path],
+) -> None:
+    source = read_decoded(recordings["decoded"])
+    times = source.cameras[0].timestamps_ns
+    assert len(list(source.extract_frames({"cam_front": frozenset(times[:3])}))) == 3
+    fork_from_another_thread()
 
 
 def test_unknown_fields_are_refused_naming_the_field(

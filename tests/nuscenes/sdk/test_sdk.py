@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from dataset_devkit.errors import ConfigError, FormatError, NotFoundError, UnsafePathError
 from dataset_devkit.nuscenes import spec
@@ -19,6 +20,7 @@ from tests.nuscenes.dataroot_fixture import (
     rewrite_table,
     write_dataroot,
 )
+from tests.workers import START_METHODS, run_in_worker
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,23 @@ def test_camera_returns_exactly_the_key_frame_of_a_channel(ds: Dataset) -> None:
     assert row["filename"] == f"samples/CAM_FRONT/{row['token']}.jpg"
     assert ds.ego_pose(row["token"])["token"] == row["ego_pose_token"]
     assert ds.image_path(row["token"]).is_file()
+
+
+def _front_camera(ds: Dataset) -> tuple[dict[str, Any], dict[str, Any], bytes]:
+    row = ds.camera(ds.table("scene")[0]["first_sample_token"], "CAM_FRONT")
+    with Image.open(ds.image_path(row["token"])) as image:
+        pixels = image.tobytes()
+    return row, ds.ego_pose(row["token"]), pixels
+
+
+@pytest.mark.parametrize("method", START_METHODS)
+def test_a_dataset_used_in_the_parent_answers_the_same_in_every_kind_of_worker(
+    tmp_path: Path, method: str
+) -> None:
+    ds = Dataset(write_dataroot(tmp_path / "root").root)  # a staging dataroot: no devkit needed
+    expected = _front_camera(ds)
+    assert run_in_worker(method, _front_camera, ds) == expected
+    assert _front_camera(ds) == expected
 
 
 def test_bad_lookups_raise_typed_errors(ds: Dataset) -> None:

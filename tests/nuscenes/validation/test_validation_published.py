@@ -62,6 +62,7 @@ def test_a_published_dataroot_is_read_only_and_revalidates(published: tuple[Path
     assert not [p for p in final.parent.iterdir() if ".staging-" in p.name]
 
 
+@pytest.mark.needs("nuscenes")
 def test_the_same_inputs_publish_the_same_root_hash(tmp_path: Path) -> None:
     first, _ = publish_fixture(tmp_path / "a")
     second, _ = publish_fixture(tmp_path / "b")
@@ -180,6 +181,7 @@ def test_a_missing_official_loader_is_an_error_never_a_skip(
     assert not final.exists()
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize("phase", ["validated", "manifest-written", "sealed", "rechecked"])
 def test_a_killed_build_leaves_no_final_dataroot(
     tmp_path: Path, phase: str, package_env: dict[str, str]
@@ -223,6 +225,7 @@ def test_an_image_swapped_after_the_manifest_check_is_caught(
     assert any(f"image {rel} changed after the content manifest was verified" in i for i in issues)
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_dataroot_changed_right_after_the_rename_is_moved_out_of_the_final_name(
     tmp_path: Path,
 ) -> None:
@@ -324,6 +327,7 @@ def test_the_official_loader_and_the_sdk_open_the_published_dataroot(
     assert len(nusc.sample_data) == len(fixture.tables["sample_data"])
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_dataroot_published_for_the_group_is_group_readable(tmp_path: Path) -> None:
     final = tmp_path / spec.VERSION
     staging = new_staging_dir(final)

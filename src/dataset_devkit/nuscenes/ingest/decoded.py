@@ -67,6 +67,12 @@ def _open_video(path: Path) -> Any:
         raise FormatError(f"cannot open video: {exc}", path=path) from exc
 
 
+def _video_scaler() -> Any:
+    import av.video.reformatter
+
+    return av.video.reformatter.VideoReformatter()
+
+
 def read_decoded(folder: Path | str) -> RecordingSource:
     """Read a decoded recording folder into a :class:`RecordingSource`."""
     folder = Path(folder)
@@ -234,6 +240,8 @@ def _extract(
     Frames are matched to timestamps by presentation order, as at ingest; the wanted ones
     decoded cleanly at ingest from the same, unchanged bytes.
     """
+    from PIL import Image
+
     for name in sorted(wanted):
         times = wanted[name]
         if not times:
@@ -245,6 +253,10 @@ def _extract(
             if source_identity(f) != identities[video]:
                 raise UnsafePathError("video changed since it was ingested", path=path)
         remaining = set(times)
+        # A scaler of this call, not the one PyAV 19 keeps per thread (``frame.to_image()``
+        # uses it): a later fork from another thread drops this thread's state in the child,
+        # and freeing that scaler there waits forever on threads the child does not have.
+        scaler = _video_scaler()
         with _open_video(path) as container, error_logging():
             for packet, frames, error in decode_with_errors(container, path):
                 damaged = index_of.get(packet.pts) if error else None
@@ -257,7 +269,8 @@ def _extract(
                     if index is None or stamps[index] not in remaining:
                         continue
                     remaining.discard(stamps[index])
-                    yield name, stamps[index], encode_jpeg(frame.to_image(), JPEG_QUALITY)
+                    rgb = scaler.reformat(frame, format="rgb24").to_ndarray()
+                    yield name, stamps[index], encode_jpeg(Image.fromarray(rgb), JPEG_QUALITY)
         if remaining:
             raise FormatError(
                 f"{len(remaining)} frames seen at ingest did not decode, first at "
