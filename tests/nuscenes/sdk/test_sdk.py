@@ -169,6 +169,73 @@ def test_every_returned_value_is_a_defensive_copy(ds: Dataset) -> None:
     assert [repr(v) for v in again] == before
 
 
+def _every_answer(ds: Dataset) -> list[Any]:
+    """One answer of every public method, for every official table and every camera."""
+    scene = ds.table("scene")[0]["token"]
+    sample = ds.table("sample")[0]["token"]
+    answers: list[Any] = [ds.table(name) for name in spec.TABLE_NAMES]
+    answers += [
+        ds.get(name, rows[0]["token"]) for name in spec.TABLE_NAMES if (rows := ds.table(name))
+    ]
+    cameras = [ds.camera(sample, channel) for channel in ds.channels]
+    answers += cameras + [ds.ego_pose(row["token"]) for row in cameras]
+    answers += [ds.scene_samples(scene), ds.validity(scene), ds.tags(scene)]
+    answers += [ds.annotations(scene), ds.scene_annotation_evidence(scene)]
+    answers += [ds.annotation_scene_reference(scene), ds.scenes_in_split("train")]
+    answers += [ds.annotation_records(), ds.annotation_windows(), ds.annotation_matches()]
+    answers += [ds.annotation_scene_references(), ds.recordings(), ds.channel_mapping()]
+    answers += [ds.source_metadata(), ds.validation_report(), ds.pipeline_audit()]
+    answers += [ds.gnss(), ds.config(), ds.split_scene_names()]
+    answers.append(ds.field2token("sample_data", "sample_token", sample))
+    return answers
+
+
+def _mutate_at_every_depth(value: Any) -> None:
+    stack = [value]
+    containers: list[Any] = []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            containers.append(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            containers.append(item)
+            stack.extend(item)
+    for container in containers:
+        if isinstance(container, dict):
+            for key in list(container):
+                container[key] = "junk"
+        else:
+            container[:] = ["junk"]
+
+
+def test_no_mutation_at_any_depth_reaches_a_later_answer(pub: tuple[Path, Fixture]) -> None:
+    ds = Dataset(pub[0])  # its own instance: this test mutates what it is given
+    before = repr(_every_answer(ds))
+    assert "(" not in before.replace("Path(", "")  # lists, never the stored tuples
+    for answer in _every_answer(ds):
+        _mutate_at_every_depth(answer)
+    assert repr(_every_answer(ds)) == before
+
+
+def test_camera_lookups_with_unhashable_or_wrong_arguments_are_typed_errors(
+    ds: Dataset,
+) -> None:
+    sample = ds.table("sample")[0]["token"]
+    with pytest.raises(ConfigError, match="malformed camera channel"):
+        ds.camera(sample, ["CAM_FRONT"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="malformed camera channel"):
+        ds.camera("0" * 32, "front")  # the channel is checked first, as it always was
+    with pytest.raises(ConfigError, match="token must be a string"):
+        ds.camera([sample], "CAM_FRONT")  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError, match="sample has no token"):
+        ds.camera("0" * 32, "CAM_FRONT")
+    with pytest.raises(
+        NotFoundError, match=r"has no CAM_LEFT image; channels: CAM_BACK, CAM_FRONT"
+    ):
+        ds.camera(sample, "CAM_LEFT")
+
+
 def test_extension_queries_resolve_scene_evidence(ds: Dataset) -> None:
     first, second = (s["token"] for s in ds.table("scene"))
     assert ds.split(first) == "train" and ds.split(second) == "test"

@@ -1,20 +1,23 @@
 """The read-only ``Dataset`` SDK over a validated nuScenes dataroot and its extensions.
 
 Every method returns a defensive deep copy, so a caller mutating a result can never alter the
-cached indexes or a later answer. Lookups are dictionary accesses on indexes built once at
-load time; a bad lookup is a typed error (``NotFoundError`` for an unknown token or name,
-``ConfigError`` for a malformed argument), never a bare ``KeyError`` or ``None``.
+cached indexes or a later answer; rows of the official tables are copied by their table's own
+copier (:mod:`._copies`: the load proved their shape), the rest by a generic JSON copy.
+Lookups are dictionary accesses on indexes built once at load time; a bad lookup is a typed
+error (``NotFoundError`` for an unknown token or name, ``ConfigError`` for a malformed
+argument), never a bare ``KeyError`` or ``None``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
 from dataset_devkit.errors import ConfigError, FormatError, NotFoundError
 from dataset_devkit.nuscenes import spec
+from dataset_devkit.nuscenes.sdk._copies import ROW_COPIERS, copy_json, plain_json
 from dataset_devkit.nuscenes.sdk.load import DatasetIndex, load_index
 from dataset_devkit.nuscenes.validation.schema import TABLE_FIELDS
 from dataset_devkit.objectstore import refuse_url
@@ -22,26 +25,9 @@ from dataset_devkit.objectstore import refuse_url
 __all__ = ["Dataset"]
 
 Record = dict[str, Any]
-T = TypeVar("T")
 
-
-_CONTAINERS = (dict, list, tuple)
-
-
-def _deep(value: Any) -> Any:
-    # Scalars (str, int, float, bool, None) are immutable and copied by reference; only
-    # containers recurse, so a flat row costs one dict comprehension.
-    if isinstance(value, dict):
-        return {k: _deep(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_deep(v) if isinstance(v, _CONTAINERS) else v for v in value]
-    return value
-
-
-def _copy(value: T) -> T:
-    """Deep copy of a JSON value (dicts, lists, scalars): faster than ``copy.deepcopy``."""
-    copied: T = _deep(value)
-    return copied
+_copy_sample_data = ROW_COPIERS["sample_data"]
+_copy_ego_pose = ROW_COPIERS["ego_pose"]
 
 
 class Dataset:
@@ -94,7 +80,8 @@ class Dataset:
 
     def table(self, table_name: str) -> list[Record]:
         """Every row of the official table *table_name*, in file order."""
-        return _copy(self._rows(table_name))
+        rows = self._rows(table_name)
+        return list(map(ROW_COPIERS[table_name], rows))
 
     def _record(self, table_name: str, token: str) -> Record:
         self._rows(table_name)
@@ -107,7 +94,8 @@ class Dataset:
 
     def get(self, table_name: str, token: str) -> Record:
         """The row of *table_name* whose token is *token*."""
-        return _copy(self._record(table_name, token))
+        row = self._record(table_name, token)
+        return ROW_COPIERS[table_name](row)
 
     def field2token(self, table_name: str, field_name: str, query: Any) -> list[str]:
         """Tokens of the rows of *table_name* whose *field_name* equals *query*, in file order."""
@@ -119,7 +107,7 @@ class Dataset:
             )
         # Vectors are stored as tuples and returned as lists: compare what callers see.
         if isinstance(query, list):
-            return [row["token"] for row in rows if _deep(row[field_name]) == query]
+            return [row["token"] for row in rows if plain_json(row[field_name]) == query]
         return [row["token"] for row in rows if row[field_name] == query]
 
     def scene_samples(self, scene_token: str) -> list[Record]:
@@ -154,25 +142,37 @@ class Dataset:
                 path=rel / "scene.json",
                 field=f"row {scene_token}",
             )
-        return [_copy(samples[t]) for t in order]
+        copy_sample = ROW_COPIERS["sample"]
+        return [copy_sample(samples[t]) for t in order]
 
     def camera(self, sample_token: str, channel: str) -> Record:
         """The key-frame sample_data row of *channel* (``CAM_*``) for *sample_token*."""
+        # The hot path of a training loop: one lookup in the load-time index (whose keys are
+        # known samples and valid channels) and the flat row's copy. Only a miss pays for
+        # finding out which argument is wrong.
+        try:
+            row = self._ix.camera[sample_token, channel]
+        except (KeyError, TypeError):  # TypeError: an unhashable argument
+            raise self._camera_miss(sample_token, channel) from None
+        return _copy_sample_data(row)
+
+    def _camera_miss(self, sample_token: object, channel: object) -> Exception:
+        """The error of a ``camera`` lookup that found no row, in the order of the checks."""
         if not isinstance(channel, str) or not spec.CHANNEL_RE.match(channel):
-            raise ConfigError(f"malformed camera channel {channel!r}", key="channel")
-        self._record("sample", sample_token)
-        token = self._ix.camera.get((sample_token, channel))
-        if token is None:
-            raise NotFoundError(
-                f"sample {sample_token} has no {channel} image; channels: "
-                f"{', '.join(self._ix.channels)}"
-            )
-        return _copy(self._ix.tokens["sample_data"][token])
+            return ConfigError(f"malformed camera channel {channel!r}", key="channel")
+        try:
+            self._record("sample", sample_token)  # type: ignore[arg-type]
+        except (ConfigError, NotFoundError) as exc:
+            return exc
+        return NotFoundError(
+            f"sample {sample_token} has no {channel} image; channels: "
+            f"{', '.join(self._ix.channels)}"
+        )
 
     def ego_pose(self, sample_data_token: str) -> Record:
         """The ego pose recorded at the capture time of *sample_data_token*."""
         sd = self._record("sample_data", sample_data_token)
-        return _copy(self._ix.tokens["ego_pose"][sd["ego_pose_token"]])
+        return _copy_ego_pose(self._ix.tokens["ego_pose"][sd["ego_pose_token"]])
 
     def image_path(self, sample_data_token: str) -> Path:
         """The path of the image of *sample_data_token* inside the dataroot."""
@@ -208,44 +208,44 @@ class Dataset:
     def validity(self, scene_token: str) -> Record:
         """The selected-scene validity aggregate (``validity.json`` ``scenes``)."""
         self._scene(scene_token)
-        return _copy(self._keyed("validity", scene_token))
+        return copy_json(self._keyed("validity", scene_token))
 
     def recording_validity(self, source_digest: str) -> Record:
         """Per-source observations and grid/sample audits of one recording."""
-        return _copy(self._keyed("recording_validity", source_digest))
+        return copy_json(self._keyed("recording_validity", source_digest))
 
     def tags(self, scene_token: str) -> Record:
         """Tags computed from the data for one scene (never from human labels)."""
         self._scene(scene_token)
-        return _copy(self._keyed("tags", scene_token))
+        return copy_json(self._keyed("tags", scene_token))
 
     def annotation_records(self) -> list[Record]:
         """Every imported human label record."""
-        return _copy(self._part(spec.ANNOTATIONS_FILE, "records"))
+        return copy_json(self._part(spec.ANNOTATIONS_FILE, "records"))
 
     def annotation_windows(self) -> list[Record]:
         """Every label interval clipped to its recording."""
-        return _copy(self._part(spec.ANNOTATIONS_FILE, "windows"))
+        return copy_json(self._part(spec.ANNOTATIONS_FILE, "windows"))
 
     def annotation_matches(self) -> list[Record]:
         """Every label window overlapping an exported scene."""
-        return _copy(self._part(spec.ANNOTATIONS_FILE, "matches"))
+        return copy_json(self._part(spec.ANNOTATIONS_FILE, "matches"))
 
     def annotation_scene_references(self) -> list[Record]:
         """Per scene, the label ids and match tokens that concern it."""
-        return _copy(self._part(spec.ANNOTATIONS_FILE, "scene_references"))
+        return copy_json(self._part(spec.ANNOTATIONS_FILE, "scene_references"))
 
     def annotation_record(self, annotation_id: str) -> Record:
         """The label record *annotation_id*."""
-        return _copy(self._keyed("annotation_record", annotation_id))
+        return copy_json(self._keyed("annotation_record", annotation_id))
 
     def annotation_window(self, window_token: str) -> Record:
         """The label window *window_token*."""
-        return _copy(self._keyed("annotation_window", window_token))
+        return copy_json(self._keyed("annotation_window", window_token))
 
     def annotation_match(self, match_token: str) -> Record:
         """The scene match *match_token*."""
-        return _copy(self._keyed("annotation_match", match_token))
+        return copy_json(self._keyed("annotation_match", match_token))
 
     def annotation_scene_reference(self, scene_token: str) -> Record:
         """The annotation reference of one scene (empty lists when it has no label)."""
@@ -253,7 +253,7 @@ class Dataset:
         ref: Record | None = self._ix.by_key["annotation_scene_reference"].get(scene_token)
         if ref is None:
             return {"scene_token": scene_token, "annotation_ids": [], "match_tokens": []}
-        return _copy(ref)
+        return copy_json(ref)
 
     def annotations(self, scene_token: str) -> list[Record]:
         """The human label records that overlap *scene_token*."""
@@ -297,30 +297,30 @@ class Dataset:
 
     def recordings(self) -> list[Record]:
         """Every input recording: fingerprint, cameras, scenes and fate (``selected``)."""
-        return _copy(self._part(spec.RECORDINGS_FILE, "recordings"))
+        return copy_json(self._part(spec.RECORDINGS_FILE, "recordings"))
 
     def channel_mapping(self) -> dict[str, str]:
         """Original source camera name -> normalized ``CAM_*`` channel."""
         mapping: dict[str, str] = self._doc(spec.RECORDINGS_FILE)["channel_mapping"]
-        return _copy(mapping)
+        return copy_json(mapping)
 
     def source_metadata(self) -> Record:
         """``source.json``: source type, privacy, pose frame, resolution, JPEG policy."""
-        return _copy(self._doc(spec.SOURCE_FILE))
+        return copy_json(self._doc(spec.SOURCE_FILE))
 
     def validation_report(self) -> Record:
         """``validation.json``: ``not_run`` before the build service, then its evidence."""
-        return _copy(self._doc(spec.VALIDATION_FILE))
+        return copy_json(self._doc(spec.VALIDATION_FILE))
 
     def pipeline_audit(self) -> Record:
         """Filtering, rejections, ordered selection and the complete scene chronology."""
-        return _copy(self._doc(spec.PIPELINE_AUDIT_FILE))
+        return copy_json(self._doc(spec.PIPELINE_AUDIT_FILE))
 
     def gnss(self) -> Record:
         """``gnss.json``: one row per ego pose with its published global context."""
         doc: Record = msgspec.to_builtins(self._ix.extensions[spec.GNSS_FILE])
-        return _copy(doc)
+        return copy_json(doc)
 
     def config(self) -> Record:
         """``config.json``: the resolved pipeline configuration and its fingerprints."""
-        return _copy(self._doc(spec.CONFIG_FILE))
+        return copy_json(self._doc(spec.CONFIG_FILE))

@@ -59,7 +59,8 @@ class DatasetIndex:
     tables: dict[str, list[Row]]
     tokens: dict[str, dict[str, Row]]
     extensions: dict[str, Any]
-    camera: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: ``(sample token, channel) -> key-frame sample_data row`` (the row itself: one lookup).
+    camera: dict[tuple[str, str], Row] = field(default_factory=dict)
     channels: tuple[str, ...] = ()
     by_key: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -98,7 +99,8 @@ def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
     tables, tokens = loaded.tables, loaded.index
     # Every channel resolved (check_references passed), so None never occurs.
     keys = typing.cast(list[tuple[str, str]], key_frame_channels(loaded))
-    camera = dict(zip(keys, key_frame_tokens(loaded), strict=True))
+    sample_data = tokens["sample_data"]
+    camera = dict(zip(keys, map(sample_data.__getitem__, key_frame_tokens(loaded)), strict=True))
     if len(camera) != len(keys):
         counts = Counter(keys)
         raise MalformedDataset(
@@ -109,7 +111,7 @@ def _load_index(dataroot: str | Path, version: str) -> DatasetIndex:
                 if n != 1
             ),
         )
-    # Plain values; the SDK's deep copy turns tuples into lists. gnss.json (one row per
+    # Plain values; the SDK's copies turn tuples into lists. gnss.json (one row per
     # image) stays a decoded struct until ``Dataset.gnss()`` asks for it.
     docs = {
         name: doc if name == spec.GNSS_FILE else msgspec.to_builtins(doc)
