@@ -3,7 +3,8 @@
 #   bash scripts/quickstart.sh demo [OUT]   install into .venv, run `dataset-devkit demo`
 #   bash scripts/quickstart.sh test [ARGS]  install into .venv (with dev tools), run every test
 #   bash scripts/quickstart.sh lint         ruff check, ruff format --check, mypy --strict
-#   bash scripts/quickstart.sh test-numpy2  the same tests on numpy 2.x (in .venv-numpy2)
+#   bash scripts/quickstart.sh test-numpy2  tests on numpy 2.x (in .venv-numpy2; CI passes the
+#                                           ones the Python 3.13 run skipped)
 #   bash scripts/quickstart.sh test-py313   the tests on Python 3.13 with the newest zarr,
 #                                           numcodecs and numpy (in .venv-py313)
 #   bash scripts/quickstart.sh test-unpack PYTHON  the unpack.py tests with the script run by

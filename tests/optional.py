@@ -67,6 +67,13 @@ def need(module: str) -> ModuleType:
         ) from exc
 
 
+def optional_skips(skips: Iterable[tuple[str, str]]) -> list[str]:
+    """The node ids (or module files) of ``(reason, where)`` skips for a dependency this run
+    may lack, sorted, each once."""
+    allowed = {reason(m) for m in allowed_missing() if m in OPTIONAL}
+    return sorted({where for text, where in skips if text in allowed})
+
+
 def skip_summary(skips: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
     """Lines ``reason: N tests, M whole modules (names)`` for ``(reason, where)`` skips, and the
     reasons that are not allowed (anything but :func:`need` for a module the run may lack).
