@@ -6,13 +6,17 @@ import os
 from typing import Any
 
 import pytest
-import torch
-from torch.utils.data import DataLoader
 
-from dataset_devkit.errors import ConfigError
-from dataset_devkit.stereo import Clip, StereoDataset
-from dataset_devkit.stereo.torch_dataset import TorchStereoDataset
-from tests.stereo.conftest import HEIGHT, WIDTH
+from tests.optional import need
+
+torch = need("torch")
+
+from torch.utils.data import DataLoader  # noqa: E402
+
+from dataset_devkit.errors import ConfigError  # noqa: E402
+from dataset_devkit.stereo import Clip, StereoDataset  # noqa: E402
+from dataset_devkit.stereo.torch_dataset import TorchStereoDataset  # noqa: E402
+from tests.stereo.conftest import HEIGHT, WIDTH  # noqa: E402
 
 
 def half_left(item: dict[str, Any]) -> dict[str, Any]:

@@ -21,11 +21,16 @@ import cv2
 import matplotlib
 import matplotlib.pyplot as plt
 import pytest
-from nuscenes.map_expansion.map_api import NuScenesMap
-from nuscenes.nuscenes import NuScenes
 from PIL import Image
 
-from dataset_devkit.demo import nuscenes_publish
+from tests.optional import need
+
+need("nuscenes")
+
+from nuscenes.map_expansion.map_api import NuScenesMap  # noqa: E402
+from nuscenes.nuscenes import NuScenes  # noqa: E402
+
+from dataset_devkit.demo import nuscenes_publish  # noqa: E402
 
 
 @pytest.fixture(scope="module")

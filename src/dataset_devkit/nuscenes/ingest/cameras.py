@@ -17,7 +17,6 @@ quality, so the same pixels always give the same bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
 
 from dataset_devkit.errors import FormatError
@@ -108,9 +107,6 @@ def probe_still(frame: CompressedFrame | RawFrame, encoding: str, what: str) -> 
     return png_dimensions(frame.data, f"{what} image")
 
 
-_BYTES_PER_PIXEL: Final = {"8": 1, "16": 2, "32": 4, "64": 8}
-
-
 def _check_raw_size(frame: RawFrame, what: str) -> None:
     """Cheap header checks at scan time; the full checks run when the frame is decoded."""
     if frame.width < 1 or frame.height < 1:
@@ -147,12 +143,3 @@ def _pixels(frame: CompressedFrame | RawFrame, what: str) -> Any:
         is_bigendian=frame.is_bigendian,
         what=what,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedFrame:
-    """A frame on its way out: camera, capture time, JPEG bytes."""
-
-    camera: str
-    timestamp_ns: int
-    data: bytes
