@@ -273,6 +273,8 @@ def main() -> None:
     from dataset_devkit.nuscenes.samples_robot import write_sample_robot
 
     load_before = os.getloadavg()
+    if args.dir is not None:
+        Path(args.dir).mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="robot-ingest-", dir=args.dir))
     options = {
         k: getattr(args, k) for k in ("duration", "width", "height", "fps", "cameras", "export")

@@ -34,7 +34,7 @@ def test_build_and_validate_draw_bars_on_a_terminal_and_json_stays_clean(
     frames = last_frames(shown)
     assert list(frames) == ["check source", "write pairs", "read back", "hash", "verify"]
     assert "3/3 pairs" in frames["check source"] and "3/3 pairs" in frames["read back"]
-    assert re.search(r"\d+\.\d (?:kB|MB) · 3/3 pairs .*B/s", frames["write pairs"]), frames
+    assert re.search(r"\d+\.\d (?:KiB|MiB) · 3/3 pairs .*B/s", frames["write pairs"]), frames
     files = len(json.loads((out / "content_manifest.json").read_text())["files"])
     assert_full(frames["hash"], files)
     assert_full(frames["verify"], files)

@@ -144,7 +144,7 @@ WRONG = [
     (("my_samples",), 2, "expected MODULE:FUNCTION or FILE.py:FUNCTION, found 'my_samples'"),
     (("my_samples:render", "--items", "9:3"), 2, "expected 0 <= START < STOP, found '9:3'"),
     (("my_samples:render", "--items", "ten"), 2, "expected N or START:STOP (integers)"),
-    (("my_samples:all_samples", "--shard-bytes", "1XB"), 2, "expected bytes such as"),
+    (("my_samples:all_samples", "--shard-bytes", "1XB"), 2, "expected a size such as"),
     (("my_samples:missing",), 1, "my_samples: has no 'missing'"),
     (("my_samples:NOT_A_FUNCTION",), 1, "my_samples:NOT_A_FUNCTION: is a int, expected a"),
     (("no_such_module:f",), 1, "cannot import module 'no_such_module'"),

@@ -76,18 +76,13 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
         f"{format_size(summary.total_bytes)}"
     )
     # The VIN families describe stores of the VIN layout only: a store of camera frames has
-    # its own blocks, and no family is "absent" from it.
-    columns = ("block", "kind", "dtype", "row shape", "optional")
-    blocks = table(*columns, *(("VIN family",) if summary.vin_layout else ()))
+    # its own blocks, and no family is "absent" from it (``--json`` keeps ``optional``).
+    family_column = ("VIN family",) if summary.vin_layout else ()
+    blocks = table("block", "kind", "dtype", "row shape", *family_column)
     for block in summary.blocks:
         family = (block.family or "-",) if summary.vin_layout else ()
         blocks.add_row(
-            escape(block.name),
-            block.kind,
-            block.dtype or "-",
-            str(list(block.row_shape)),
-            "yes" if block.optional else "no",
-            *family,
+            escape(block.name), block.kind, block.dtype or "-", str(list(block.row_shape)), *family
         )
     print_table(console, blocks)
     splits = ", ".join(f"{name} {size}" for name, size in summary.split_sizes.items())

@@ -72,4 +72,4 @@ def test_transfer_options_reach_the_upload_and_are_refused_for_a_local_path(
         assert code == 2
         assert "apply to an object store URL, not to the local path" in err
     assert not (tmp_path / "final").exists()
-    assert runs[4][0] == 2 and "expected bytes such as" in runs[4][2]
+    assert runs[4][0] == 2 and "expected a size such as" in runs[4][2]

@@ -80,10 +80,14 @@ def test_strided_views_encode_like_their_contiguous_copies(
 
 
 def test_decoded_video_frames_give_the_bytes_the_decoded_path_writes() -> None:
-    """Frames of a decoded recording were written as encode_jpeg(frame.to_image()): the array
-    path of the same frame (what video packets hand over) must give those bytes."""
+    """Frames of a decoded recording are written as encode_jpeg of the frame's RGB image: the
+    array path of the same frame (what video packets hand over) must give those bytes. The
+    scalers are this test's own, not PyAV 19's per-thread one, which would hang a child
+    forked from another thread later in the session (Python 3.13)."""
     import av
+    import av.video.reformatter
 
+    scaler = av.video.reformatter.VideoReformatter()
     encoder = av.CodecContext.create("libx264", "w")
     encoder.width, encoder.height, encoder.pix_fmt = 64, 48, "yuv420p"
     encoder.time_base = Fraction(1, 10)
@@ -93,14 +97,15 @@ def test_decoded_video_frames_give_the_bytes_the_decoded_path_writes() -> None:
     packets = []
     for k, frame in enumerate(frames):
         frame.pts = k
-        packets += encoder.encode(frame.reformat(format="yuv420p"))
+        packets += encoder.encode(scaler.reformat(frame, format="yuv420p"))
     packets += encoder.encode(None)
     decoder = av.CodecContext.create("h264", "r")
     decoded = [f for p in packets for f in decoder.decode(p)] + list(decoder.decode(None))
     assert len(decoded) == 4
     for frame in decoded:
-        pixels = np.asarray(frame.to_ndarray(format="rgb24"), dtype=np.uint8)
-        assert encode_pixels(pixels, 95) == encode_jpeg(frame.to_image(), 95)
+        rgb = scaler.reformat(frame, format="rgb24")
+        pixels = np.asarray(rgb.to_ndarray(), dtype=np.uint8)
+        assert encode_pixels(pixels, 95) == encode_jpeg(rgb.to_image(), 95)
 
 
 def test_encoding_is_deterministic_across_calls_and_threads() -> None:
@@ -113,8 +118,8 @@ def test_encoding_is_deterministic_across_calls_and_threads() -> None:
 
 
 def test_a_forked_child_encodes_through_its_own_scratch_file() -> None:
-    """Each thread reuses one in-memory file; a forked child must not share its parent's
-    (both would write the same file at once)."""
+    """The in-memory files are reused; a forked child must not share its parent's (both
+    would write the same file at once), and must not hang on the parent's lock."""
     import os
 
     from dataset_devkit.nuscenes.common import jpeg
@@ -122,23 +127,40 @@ def test_a_forked_child_encodes_through_its_own_scratch_file() -> None:
     big, small = scene(240, 320, 1), scene(24, 32, 2)
     reference = _pillow_bytesio(Image.fromarray(small), 95)
     assert encode_pixels(big, 95) == _pillow_bytesio(Image.fromarray(big), 95)
-    parent_fd = jpeg._scratch_fd()
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
+    with jpeg._SCRATCH.lend() as parent_fd:
+        parent_file = os.fstat(parent_fd).st_ino
+        read_end, write_end = os.pipe()
+        pid = os.fork()  # while the parent holds a file: a child must make its own
+        if pid == 0:  # pragma: no cover - runs in the child
+            try:
+                with jpeg._SCRATCH.lend() as fd:
+                    ok = os.fstat(fd).st_ino != parent_file
+                ok = ok and encode_pixels(small, 95) == reference
+                os.write(write_end, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(write_end)
         try:
-            ok = jpeg._scratch_fd() != parent_fd and encode_pixels(small, 95) == reference
-            os.write(write_end, b"1" if ok else b"0")
+            assert os.read(read_end, 1) == b"1"
         finally:
-            os._exit(0)
-    os.close(write_end)
-    try:
-        assert os.read(read_end, 1) == b"1"
-    finally:
-        os.close(read_end)
-        os.waitpid(pid, 0)
-    assert jpeg._scratch_fd() == parent_fd
+            os.close(read_end)
+            os.waitpid(pid, 0)
+    with jpeg._SCRATCH.lend() as fd:
+        assert fd == parent_fd  # reused
     assert encode_pixels(small, 95) == reference  # after a larger frame: only its own bytes
+
+
+def test_threads_that_encoded_leave_nothing_that_hangs_a_later_fork() -> None:
+    """Python 3.13 frees other threads' thread-local objects in a forked child; a finalizer
+    there hangs it. The encoder keeps nothing per thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.workers import fork_from_another_thread
+
+    frames = [scene(24, 32, seed) for seed in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda f: encode_pixels(f, 95), frames))
+        fork_from_another_thread()
 
 
 def test_quality_95_keeps_natural_content_above_40_db() -> None:

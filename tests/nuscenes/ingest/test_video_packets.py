@@ -90,8 +90,11 @@ def encode_stream(
     encoder = _encoder(fmt, width, height, gop, bframes)
     sources = [scene(height, width, seed, shift=2 * k) for k in range(count)]
     packets = []
+    to_yuv = av.video.reformatter.VideoReformatter()  # not PyAV's per-thread one (fork-safe)
     for k, pixels in enumerate(sources):
-        frame = av.VideoFrame.from_ndarray(pixels, format="rgb24").reformat(format="yuv420p")
+        frame = to_yuv.reformat(
+            av.VideoFrame.from_ndarray(pixels, format="rgb24"), format="yuv420p"
+        )
         frame.pts = k
         packets += encoder.encode(frame)
     packets += encoder.encode(None)

@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from av.video.codeccontext import VideoCodecContext
+    from av.video.frame import VideoFrame
 
 __all__ = ["VideoPacket", "decode_packets", "encode_video"]
 
@@ -124,8 +125,13 @@ def decode_packets(codec: str, packets: list[bytes]) -> list[NDArray[np.uint8] |
     return out
 
 
-def _rgb(frame: object) -> NDArray[np.uint8]:
-    return np.asarray(frame.to_ndarray(format="rgb24"), dtype=np.uint8)  # type: ignore[attr-defined]
+def _rgb(frame: VideoFrame) -> NDArray[np.uint8]:
+    """Through a scaler of this call, not PyAV 19's per-thread one: that one, freed in a child
+    forked from another thread later in the session, hangs the child on Python 3.13."""
+    import av.video.reformatter
+
+    rgb = av.video.reformatter.VideoReformatter().reformat(frame, format="rgb24")
+    return np.asarray(rgb.to_ndarray(), dtype=np.uint8)
 
 
 def _is_keyframe(codec: str, data: bytes) -> bool:

@@ -15,6 +15,7 @@ import struct
 import tempfile
 import threading
 import zlib
+from collections.abc import Iterator
 from typing import Any, Final
 
 import numpy as np
@@ -100,16 +101,16 @@ def encode_jpeg(image: object, quality: int) -> bytes:
     Pillow's libjpeg-turbo encodes it. Pillow releases the GIL for the whole encode only
     when it writes to a file descriptor (``ImageFile._save`` with a ``fileno()``; into a
     ``BytesIO`` each 64 KiB block is encoded holding the GIL), so the JPEG is written to an
-    anonymous in-memory file and read back: frames encode in parallel on threads. Each
-    thread reuses its own file (a new one per frame cost 7% more CPU than the encode into a
-    ``BytesIO``, the reused one 2.5%).
+    anonymous in-memory file and read back: frames encode in parallel on threads. The files
+    are reused (a new one per frame cost 7% more CPU than the encode into a ``BytesIO``, a
+    reused one 2.5%).
     """
-    fd = _scratch_fd()
-    with io.FileIO(fd, "w", closefd=False) as scratch:
-        scratch.seek(0)
-        image.save(scratch, format="JPEG", quality=quality, optimize=False, subsampling=0)  # type: ignore[attr-defined]
-        size = scratch.tell()
-    data = os.pread(fd, size, 0)
+    with _SCRATCH.lend() as fd:
+        with io.FileIO(fd, "w", closefd=False) as scratch:
+            scratch.seek(0)
+            image.save(scratch, format="JPEG", quality=quality, optimize=False, subsampling=0)  # type: ignore[attr-defined]
+            size = scratch.tell()
+        data = os.pread(fd, size, 0)
     if len(data) != size:  # pragma: no cover - a memfd reads back whole
         raise OSError(f"read {len(data)} of the {size} JPEG bytes just written")
     return data
@@ -161,31 +162,57 @@ def _contiguous(array: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     return out
 
 
-class _Scratch:
-    """One thread's unnamed in-memory file (a memfd; a deleted temp file elsewhere)."""
+class _ScratchFiles:
+    """Unnamed in-memory files (memfds) for the encoder, each lent to one thread at a time.
+
+    A free list under a lock rather than thread-local storage: a forked child frees the
+    other threads' locals, and on Python 3.13 a finalizer run there (closing the file) hangs
+    the child. So there is no finalizer; the files live as long as the process, one per
+    encode that ran at the same time as others (never one per thread that ever encoded), and
+    a forked child drops the parent's (they share the file) and its lock
+    (:func:`os.register_at_fork`).
+    """
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
-        if hasattr(os, "memfd_create"):
-            self.fd = os.memfd_create("dataset-devkit-jpeg", os.MFD_CLOEXEC)
-        else:  # pragma: no cover - every supported Linux has memfd_create
-            with tempfile.TemporaryFile() as file:
-                self.fd = os.dup(file.fileno())
+        self._lock = threading.Lock()
+        self._free: list[int] = []
+        self._all: list[int] = []
 
-    def __del__(self) -> None:  # the thread ended (or a forked child replaced it)
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+    @contextlib.contextmanager
+    def lend(self) -> Iterator[int]:
+        """A scratch file's descriptor, this thread's until the block ends."""
+        with self._lock:
+            fd = self._free.pop() if self._free else None
+        if fd is None:
+            fd = _new_scratch_file()
+            with self._lock:
+                self._all.append(fd)
+        try:
+            yield fd
+        finally:
+            with self._lock:
+                self._free.append(fd)
+
+    def forget_in_child(self) -> None:
+        """In a forked child: close the parent's files and start afresh."""
+        for fd in self._all:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._lock = threading.Lock()
+        self._free = []
+        self._all = []
 
 
-_SCRATCH = threading.local()
+def _new_scratch_file() -> int:
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("dataset-devkit-jpeg", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as file:  # pragma: no cover - Linux has memfd_create
+        return os.dup(file.fileno())
 
 
-def _scratch_fd() -> int:
-    """This thread's scratch file; a forked child makes its own (the parent's is shared)."""
-    scratch: _Scratch | None = getattr(_SCRATCH, "file", None)
-    if scratch is None or scratch.pid != os.getpid():
-        scratch = _SCRATCH.file = _Scratch()
-    return scratch.fd
+_SCRATCH = _ScratchFiles()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_SCRATCH.forget_in_child)
 
 
 # ----------------------------------------------------------------------------------- PNG

@@ -128,6 +128,7 @@ class VideoPacketDecoder:
     _started: bool  # a key frame has been fed to the decoder
     _parameter_sets: bool  # an access unit with parameter sets has been fed
     _damaged: int | None  # time of the damaged frame later ones may refer to
+    _scaler: Any  # this decoder's YUV -> RGB converter
 
     def __init__(self, format: str, what: str) -> None:
         if format not in _CODECS:
@@ -140,6 +141,13 @@ class VideoPacketDecoder:
         except ImportError as exc:  # pragma: no cover - av ships with the video and mcap extras
             raise MissingDependencyError("av", extra="video", purpose="decoding video") from exc
         self._av = av
+        # A scaler of this decoder, not the one PyAV 19 keeps per thread (``to_ndarray(format=)``
+        # uses it): a later fork from another thread (a DataLoader replacing a worker) drops
+        # this thread's state in the child, and freeing that scaler there waits forever on
+        # threads the child does not have (Python 3.13).
+        import av.video.reformatter
+
+        self._scaler = av.video.reformatter.VideoReformatter()
         self.format = format
         self.what = what
         self._size: tuple[int, int] | None = None
@@ -276,7 +284,7 @@ class VideoPacketDecoder:
                 error = f"predicted from damaged frame at {self._damaged} ns"
             pixels = None
             if packet.frame is not None and not error:
-                pixels = packet.frame.to_ndarray(format="rgb24")
+                pixels = self._scaler.reformat(packet.frame, format="rgb24").to_ndarray()
             out.append(
                 DecodedFrame(packet.timestamp_ns, pixels, error, packet.width, packet.height)
             )
