@@ -41,10 +41,14 @@ def test_the_table_lists_every_extra_of_pyproject_with_exactly_its_packages() ->
         assert {package_of(m) for m in modules} == {_distribution(d) for d in parts[extra]}, extra
 
 
+@pytest.mark.needs("nuscenes")
+@pytest.mark.needs("torch")
 def test_every_module_of_every_extra_is_installed_here() -> None:
     assert missing_modules(EXTRAS) == []  # CI installs [all]: the table names real modules
 
 
+@pytest.mark.needs("nuscenes")
+@pytest.mark.needs("torch")
 def test_a_missing_extra_names_every_package_and_one_install_line(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:
@@ -89,5 +93,7 @@ def test_the_error_survives_pickling_and_copying_with_its_facts() -> None:
         assert (again.packages, again.extras) == (("Pillow", "av"), ("preview", "video"))
 
 
+@pytest.mark.needs("nuscenes")
+@pytest.mark.needs("torch")
 def test_require_extras_passes_when_everything_is_installed() -> None:
     require_extras("everything", EXTRAS)

@@ -19,6 +19,7 @@ def _snapshot(root: Path) -> dict[str, tuple[bool, bytes | str]]:
     }
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize("kind", ["file", "non-empty dir", "link to a dir", "dangling link"])
 def test_an_output_that_exists_is_refused_and_left_untouched(
     tmp_path: Path, package_env: dict[str, str], kind: str
@@ -42,6 +43,7 @@ def test_an_output_that_exists_is_refused_and_left_untouched(
     assert _snapshot(tmp_path) == before
 
 
+@pytest.mark.needs("nuscenes")
 def test_an_output_below_a_file_is_one_clear_error(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:

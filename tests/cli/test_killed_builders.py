@@ -122,7 +122,10 @@ def _kill_and_count(argv: list[str], env: dict[str, str], when: str, rng: random
             child.wait()
 
 
-@pytest.mark.parametrize("name", ["build", "stereo build", "store build"])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param("build", marks=pytest.mark.needs("nuscenes")), "stereo build", "store build"],
+)
 def test_a_killed_builder_leaves_no_worker_alive(
     name: str, inputs: Path, tmp_path: Path, package_env: dict[str, str]
 ) -> None:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import need
+
 #: Tree kind -> (demo step, the tree it publishes, relative to the step's folder).
 DEMO_TREES: dict[str, tuple[str, str]] = {
     "vin-store": ("vin_store", "vin-offline-store"),
@@ -22,6 +24,7 @@ DEMO_TREES: dict[str, tuple[str, str]] = {
 
 @pytest.fixture(scope="session")
 def demo_trees(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    need("nuscenes")  # the demo's nuScenes build validates with the official loader
     out = tmp_path_factory.mktemp("croissant-demo")
     for step in sorted({step for step, _ in DEMO_TREES.values()}):
         importlib.import_module(f"dataset_devkit.demo.{step}").run(out / step)

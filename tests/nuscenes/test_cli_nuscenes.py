@@ -115,6 +115,7 @@ def test_an_empty_dataroot_is_a_usage_error_instead_of_the_working_directory(
         assert done.stdout == ""
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_build_selecting_nothing_says_why_and_a_changed_rerun_names_the_old_evidence(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:
@@ -143,6 +144,7 @@ def test_a_build_selecting_nothing_says_why_and_a_changed_rerun_names_the_old_ev
     assert not (tmp_path / "out" / "v1.0-trainval").exists()
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_require_cameras_typo_is_refused_before_the_ingest_with_the_channels_there_are(
     tmp_path: Path, package_env: dict[str, str]
 ) -> None:

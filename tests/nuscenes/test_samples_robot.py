@@ -243,6 +243,7 @@ output_dir = "out"
 """
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize("storage", ["mcap", "sqlite3", "ros1"])
 def test_a_tf_build_opens_in_the_official_loader_with_the_bags_own_poses(
     storage: str, tmp_path: Path

@@ -142,6 +142,7 @@ def test_a_cluster_whose_workers_miss_a_path_is_refused_naming_it(
     assert f"does not see {tmp_path / 'elsewhere'} (1 of 2 paths)" in message
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_scheduler_without_workers_is_one_line(fleet: Path) -> None:
     from distributed import LocalCluster
 
@@ -161,6 +162,7 @@ def test_a_scheduler_without_workers_is_one_line(fleet: Path) -> None:
     )
 
 
+@pytest.mark.needs("nuscenes")
 def test_an_unreachable_scheduler_is_one_line(fleet: Path, package_env: dict[str, str]) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
@@ -192,6 +194,7 @@ class FailingFor(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_worker_failure_names_the_recording(fleet: Path) -> None:
     config = load_build_config(_toml(fleet, "failing"))
     with FailingFor("van-b.mcap") as pool, pytest.raises(ExecutorError) as caught:
@@ -202,6 +205,7 @@ def test_a_worker_failure_names_the_recording(fleet: Path) -> None:
     assert not (fleet / "failing").exists()  # no staging, no evidence, not even the folder
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_damaged_recording_on_the_cluster_is_its_typed_error(fleet: Path, cluster: Any) -> None:
     (fleet / "damaged.mcap").write_bytes(b"not an mcap file at all")
     table = f'[executor]\nscheduler = "{cluster.scheduler_address}"\n'

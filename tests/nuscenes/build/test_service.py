@@ -48,6 +48,7 @@ def test_build_publishes_what_the_exporter_staged(tmp_path: Path) -> None:
     assert staging_dirs(config) == []
 
 
+@pytest.mark.needs("nuscenes")
 def test_an_existing_destination_is_refused_before_any_work(tmp_path: Path) -> None:
     config = make_config(tmp_path)
     config.final_dataroot.mkdir(parents=True)
@@ -58,6 +59,7 @@ def test_an_existing_destination_is_refused_before_any_work(tmp_path: Path) -> N
     assert staging_dirs(config) == []
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_failed_export_leaves_neither_staging_nor_final(tmp_path: Path) -> None:
     config = make_config(tmp_path)
 
@@ -72,6 +74,7 @@ def test_a_failed_export_leaves_neither_staging_nor_final(tmp_path: Path) -> Non
     assert not config.output_dir.exists()  # it made the folder, and removed it empty
 
 
+@pytest.mark.needs("nuscenes")
 def test_an_invalid_export_is_not_published(tmp_path: Path) -> None:
     config = make_config(tmp_path)
 
@@ -86,6 +89,7 @@ def test_an_invalid_export_is_not_published(tmp_path: Path) -> None:
     assert staging_dirs(config) == []
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_symlinked_output_directory_is_refused(tmp_path: Path) -> None:
     (tmp_path / "real").mkdir()
     (tmp_path / "out").symlink_to(tmp_path / "real")
@@ -94,6 +98,7 @@ def test_a_symlinked_output_directory_is_refused(tmp_path: Path) -> None:
     assert list((tmp_path / "real").iterdir()) == []
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize(
     "manifest", ["content_manifest.json", "mz_extensions/content_manifest.json"]
 )

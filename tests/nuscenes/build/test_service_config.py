@@ -125,6 +125,7 @@ def test_missing_sections_and_bad_toml_are_config_errors(tmp_path: Path) -> None
         load_build_config(tmp_path / "absent.toml")
 
 
+@pytest.mark.needs("nuscenes")
 def test_an_output_dir_under_a_file_is_a_config_error_naming_the_key(tmp_path: Path) -> None:
     (tmp_path / "drives").mkdir()
     text = BASE.replace('output_dir = "out"', 'output_dir = "build.toml/out"')

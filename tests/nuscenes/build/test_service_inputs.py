@@ -43,6 +43,7 @@ CASES = [
 ]
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_build_with_a_wrong_input_fails_naming_it_and_leaves_no_folder(
     folder: Path, tmp_path: Path, package_env: dict[str, str]
 ) -> None:

@@ -106,6 +106,7 @@ def test_a_bad_recordings_scope_is_refused_when_the_config_is_read(
     assert message in str(caught.value)
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_pattern_matching_no_recording_is_refused_naming_the_ids(fleet: Path) -> None:
     rules = f'[{{kind = "require_cameras", value = "{THREE}", recordings = ["vn-*"]}}]'
     with pytest.raises(ConfigError) as caught:

@@ -94,6 +94,7 @@ def _extension(dataroot: Path, name: str) -> Any:
     return json.loads((dataroot / "mz_extensions" / name).read_text())
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_nav2_robot_builds_with_exact_tf_poses_from_every_container(
     kind: str, robot_recording: RobotRecordings, tmp_path: Path
@@ -125,6 +126,7 @@ def test_a_rebuild_of_a_robot_recording_gives_the_same_root_hash(
     assert len(roots) == 1
 
 
+@pytest.mark.needs("nuscenes")
 def test_the_vehicle_frame_may_sit_below_the_odometry_frame_through_a_static_edge(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -135,6 +137,7 @@ def test_the_vehicle_frame_may_sit_below_the_odometry_frame_through_a_static_edg
     _exact(dataroot, rec, NAV2_TURTLEBOT, vehicle_frame="base_footprint")
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_gnss_source_takes_the_heading_from_the_declared_world_frame_chain(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -165,6 +168,7 @@ def test_a_gnss_source_takes_the_heading_from_the_declared_world_frame_chain(
     assert len(_extension(dataroot, "gnss.json")["rows"]) == len(nusc.sample_data)
 
 
+@pytest.mark.needs("nuscenes")
 @pytest.mark.parametrize(
     ("scenario", "kind"),
     [(DEPTHAI_OAKD, "ros2_mcap"), (VIDEO_STREAMS, "foxglove_mcap"), (STATIC_UPDATE, "ros1")],
@@ -182,6 +186,7 @@ def test_raw_and_video_cameras_export_exact_poses_and_faithful_images(
     _exact(dataroot, rec, scenario, min_psnr_db=36.0 if video else 40.0)
 
 
+@pytest.mark.needs("nuscenes")
 def test_jpeg_frames_are_copied_verbatim_beside_reencoded_video(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -198,6 +203,7 @@ def test_jpeg_frames_are_copied_verbatim_beside_reencoded_video(
         assert data == rec.truth.still_bytes("side_jpeg", sd["timestamp"] * 1000)
 
 
+@pytest.mark.needs("nuscenes")
 def test_every_raw_encoding_decodes_close_to_the_source_pixels(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -209,6 +215,7 @@ def test_every_raw_encoding_decodes_close_to_the_source_pixels(
     _exact(dataroot, rec, RAW_ZOO, min_psnr_db=30.0)
 
 
+@pytest.mark.needs("nuscenes")
 def test_poses_may_come_from_an_odometry_topic(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -226,6 +233,7 @@ def test_poses_may_come_from_an_odometry_topic(
     assert _extension(dataroot, "source.json")["world_frame"] == "odom"
 
 
+@pytest.mark.needs("nuscenes")
 def test_poses_may_come_from_a_pose_with_covariance_topic_in_the_map_frame(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -253,6 +261,7 @@ def _matrix(ego: dict[str, Any]) -> npt.NDArray[np.float64]:
     return out
 
 
+@pytest.mark.needs("nuscenes")
 def test_simulation_stamps_build_and_are_declared_not_hidden(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
@@ -265,6 +274,7 @@ def test_simulation_stamps_build_and_are_declared_not_hidden(
     assert {t["local_solar_hour"] for t in tags} == {None}
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_schema_with_an_empty_definition_reads_with_the_standard_definition(
     robot_recording: RobotRecordings, tmp_path: Path
 ) -> None:
