@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
-import re
 from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity.byte_size import BYTE_SIZE_EXAMPLES, parse_byte_size
 
 __all__ = [
     "READABLE_BY_HELP",
@@ -47,25 +49,12 @@ def path_parser(value: str) -> Path:
     return Path(value)
 
 
-_SIZE = re.compile(r"(\d+)\s*(|b|kb|mb|gb|kib|mib|gib)", re.IGNORECASE)
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "kib": 1 << 10,
-    "mib": 1 << 20,
-    "gib": 1 << 30,
-}
-
-
 def byte_size_parser(text: str) -> int:
     """``134217728``, ``128MiB`` or ``100MB`` as bytes (options such as ``--part-size``)."""
-    found = _SIZE.fullmatch(text.strip())
-    if found is None:
-        raise typer.BadParameter(f"expected bytes such as 134217728, 128MiB or 100MB: {text!r}")
-    return int(found.group(1)) * _UNITS[found.group(2).lower()]
+    try:
+        return parse_byte_size(text, "size")
+    except ConfigError:
+        raise typer.BadParameter(f"expected {BYTE_SIZE_EXAMPLES}: {text!r}") from None
 
 
 def stdout_console() -> Console:

@@ -5,8 +5,8 @@ touches any client afterwards hangs (shown by ``test_dataloader_workers_share_on
 with fork workers). A forked DataLoader worker therefore hands its downloads to one helper
 it starts with ``python -m`` (a fresh interpreter), talking over a pipe: one relative path
 per line in, one JSON answer per line out. The helper runs the very same
-:meth:`RemoteTree.local_path` (same locks, temporary files and checks) and exits when the
-pipe closes, so it never outlives its worker.
+:meth:`RemoteTree.local_path` (same locks, temporary files, checks and cache limit) and
+exits when the pipe closes, so it never outlives its worker.
 """
 
 from __future__ import annotations
@@ -22,13 +22,21 @@ from dataset_devkit import errors
 
 __all__ = ["ForkHelper", "main"]
 
-_RAISABLE = ("IntegrityError", "MissingPathError", "ObjectStoreError", "FormatError")
+_RAISABLE = (
+    "ConfigError",
+    "IntegrityError",
+    "MissingPathError",
+    "ObjectStoreError",
+    "FormatError",
+)
 
 
 class ForkHelper:
     """A helper process that fetches files of one remote tree into its cache."""
 
-    def __init__(self, url: str, cache_dir: Path, retry: dict[str, Any]) -> None:
+    def __init__(
+        self, url: str, cache_dir: Path, retry: dict[str, Any], limit: int | None = None
+    ) -> None:
         env = dict(os.environ)
         source_root = str(Path(errors.__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (source_root, env.get("PYTHONPATH")) if p)
@@ -45,7 +53,7 @@ class ForkHelper:
             env=env,
             text=True,
         )
-        self._send({"retry": retry})
+        self._send({"retry": retry, "limit": limit})
 
     def _send(self, message: dict[str, Any]) -> dict[str, Any]:
         stdin, stdout = self._process.stdin, self._process.stdout
@@ -84,6 +92,7 @@ def main() -> None:
         answer: dict[str, Any] = {}
         if "retry" in request:
             remote.RETRY.update(request["retry"])
+            tree.limit = request.get("limit")
         else:
             try:
                 if "manifest" in request:
