@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "release",
     "vin_store",
+    "cache",
     "nuscenes",
     "stereo",
     "kinds",
