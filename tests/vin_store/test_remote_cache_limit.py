@@ -297,3 +297,27 @@ def test_fork_dataloader_workers_read_through_a_small_cache(
     assert space.generation() > 0
     with space.locked():
         assert space.usage().total_bytes <= 3 * largest
+
+
+def test_fork_workers_read_every_sample_through_a_cache_of_one_file(
+    local_store: Path, store_url: str, tmp_path: Path
+) -> None:
+    """The smallest cache a reader accepts: each worker's downloads evict the other's."""
+    torch = pytest.importorskip("torch")
+    from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineTorchDataset
+
+    largest = _largest_read_file(local_store)
+    config = VinOfflineStoreConfig.from_url(
+        store_url, cache_dir=tmp_path / "cache", cache_limit=largest
+    )
+    dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths", "vin.points_world"])
+    sampler = VinOfflineDistributedSampler(dataset, seed=3)  # full shuffle: every read fetches
+    loader = torch.utils.data.DataLoader(
+        dataset,
+        batch_size=4,
+        num_workers=2,
+        sampler=sampler,
+        multiprocessing_context=multiprocessing.get_context("fork"),
+    )
+    seen = sorted(int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1))
+    assert seen == list(range(NUM))

@@ -153,3 +153,24 @@ def test_without_a_limit_nothing_is_evicted_but_everything_is_counted(
     assert space.generation() == 0
     with space.locked():
         assert space.usage().total_bytes == len(NAMES) * SIZE
+
+
+def test_a_file_the_download_helper_fetched_is_held_until_released(
+    tree_url: str, tmp_path: Path
+) -> None:
+    """A forked worker's downloads run in a helper process; what it fetched stays held
+    until the worker holds it itself, so no other download evicts it in between."""
+    from dataset_devkit.integrity.bucket.fork_helper import ForkHelper
+
+    cache = tmp_path / "cache"
+    helper = ForkHelper(tree_url, cache, {}, SIZE)
+    try:
+        helper.fetch(NAMES[0])
+        other = RemoteTree(tree_url, cache, limit=SIZE)
+        other.local_path(NAMES[1])  # no room but f0, which is held: it stays
+        assert _cached(cache) == {NAMES[0], NAMES[1]}
+        helper.release(NAMES[0])
+        other.local_path(NAMES[2])
+        assert _cached(cache) == {NAMES[2]}
+    finally:
+        helper.close()

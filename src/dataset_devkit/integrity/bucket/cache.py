@@ -345,13 +345,33 @@ class RemoteTree:
                 raise
             os.close(fd)  # someone else made the copy: take it shared on the next turn
             if helper is not None:
-                helper.fetch(rel)
+                held = self._after_helper(helper, lock, path, rel, entry)
+                if held is not None:
+                    return held
         raise ObjectStoreError(
             f"evicted {_HOLD_ATTEMPTS} times between its download and its opening: the cache "
             f"limit ({self.limit} bytes) is too small for the processes that share "
             f"{self.cache_dir}",
             url=self.location.describe(rel),
         )
+
+    def _after_helper(
+        self, helper: ForkHelper, lock: Path, path: Path, rel: str, entry: ManifestEntry
+    ) -> int | None:
+        """Have the helper fetch *rel* and hold it until this process holds it too (so no
+        eviction falls between the two); None if the copy is not the verified one."""
+        helper.fetch(rel)
+        try:
+            fd = os.open(lock, _LOCK_FLAGS, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            if self._stamped(path, rel, entry):
+                self._used.pop(rel, None)
+                self.mark_used([rel])
+                return fd
+            os.close(fd)
+            return None
+        finally:
+            helper.release(rel)
 
     def _stamp_path(self, rel: str) -> Path:
         return self._meta / "stamps" / f"{self._name(rel)}.json"

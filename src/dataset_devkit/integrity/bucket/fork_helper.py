@@ -5,12 +5,14 @@ touches any client afterwards hangs (shown by ``test_dataloader_workers_share_on
 with fork workers). A forked DataLoader worker therefore hands its downloads to one helper
 it starts with ``python -m`` (a fresh interpreter), talking over a pipe: one relative path
 per line in, one JSON answer per line out. The helper runs the very same
-:meth:`RemoteTree.local_path` (same locks, temporary files, checks and cache limit) and
-exits when the pipe closes, so it never outlives its worker.
+:meth:`RemoteTree.held` (same locks, temporary files, checks and cache limit), and keeps
+holding the file until the worker holds it too, so a size-limited cache cannot evict it
+in between; it exits when the pipe closes, so it never outlives its worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -78,8 +80,19 @@ class ForkHelper:
             raise getattr(errors, kind)(answer["message"])
 
     def fetch(self, rel: str) -> None:
-        """Have the helper put a verified copy of *rel* into the cache (or raise its error)."""
+        """Have the helper put a verified copy of *rel* into the cache and hold it there
+        (shared) until :meth:`release`, or raise its error."""
         self._raise(self._send({"rel": rel}))
+
+    def close(self) -> None:
+        """End the helper (it also ends by itself when this process exits)."""
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(timeout=30)
+
+    def release(self, rel: str) -> None:
+        """Let the helper drop its hold on *rel* (once this process holds it itself)."""
+        self._send({"release": rel})
 
 
 def main() -> None:
@@ -87,18 +100,28 @@ def main() -> None:
     from dataset_devkit.integrity.bucket import cache as remote
 
     tree = remote.RemoteTree(sys.argv[1], Path(sys.argv[2]))
+    holds: dict[str, contextlib.ExitStack] = {}
     for line in sys.stdin:
         request = json.loads(line)
         answer: dict[str, Any] = {}
         if "retry" in request:
             remote.RETRY.update(request["retry"])
             tree.limit = request.get("limit")
+        elif "release" in request:
+            hold = holds.pop(request["release"], None)
+            if hold is not None:
+                hold.close()
         else:
             try:
                 if "manifest" in request:
                     answer = {"text": tree.manifest_bytes().decode("utf-8")}
                 else:
-                    tree.local_path(request["rel"])
+                    hold = contextlib.ExitStack()
+                    hold.enter_context(tree.held([request["rel"]]))
+                    earlier = holds.pop(request["rel"], None)
+                    if earlier is not None:
+                        earlier.close()
+                    holds[request["rel"]] = hold
             except errors.DevkitError as exc:
                 answer = {"error": type(exc).__name__, "message": str(exc)}
         sys.stdout.write(json.dumps(answer) + "\n")
