@@ -11,8 +11,9 @@ reader then reads it exactly as it reads a local store's files.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from dataset_devkit.integrity.bucket.cache import RemoteTree
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -27,8 +28,10 @@ from dataset_devkit.vin_store.spec import (
 
 __all__ = [
     "block_files",
+    "forget_evicted",
     "held_index",
     "held_opening",
+    "mark_used",
     "remote_tree",
     "require_room",
     "same_file",
@@ -85,3 +88,31 @@ def same_file(path: Path, identity: tuple[int, int]) -> bool:
     except OSError:
         return False
     return (st.st_dev, st.st_ino) == identity
+
+
+def forget_evicted(
+    handles: dict[tuple[int, str], Any], files: dict[tuple[int, str], Any], spans: dict[str, Any]
+) -> None:
+    """Drop a reader's handles (and span slots) of files evicted from the cache: their disk
+    space comes back, and the next read of them fetches them again."""
+    for key, handle in list(handles.items()):
+        if same_file(handle.path, handle.identity):
+            continue
+        del handles[key]
+        files.pop(key, None)
+        span = spans.get(key[1])
+        if span is not None and key[0] in span.mapped:
+            span.unmap_shard(key[0])
+
+
+def mark_used(
+    tree: RemoteTree | None,
+    files: dict[tuple[int, str], tuple[str, ...]],
+    shards: Sequence[int],
+    names: Sequence[str],
+) -> None:
+    """Tell the cache which files a read used (its least-recently-used order)."""
+    if tree is not None:
+        tree.mark_used(
+            rel for shard in set(shards) for name in names for rel in files.get((shard, name), ())
+        )

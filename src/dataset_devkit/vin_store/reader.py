@@ -35,12 +35,14 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import load_npy
 from dataset_devkit.vin_store._fetch import (
     block_files,
+    forget_evicted,
     held_index,
     held_opening,
+    mark_used,
     remote_tree,
     require_room,
-    same_file,
 )
+from dataset_devkit.vin_store._locate import Located
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -50,6 +52,7 @@ from dataset_devkit.vin_store.errors import (
     SampleIndexNotFoundError,
     VinOfflineFormatError,
 )
+from dataset_devkit.vin_store.sample_space import SampleSpace
 from dataset_devkit.vin_store.spec import (
     BLOCK_FAMILIES,
     Split,
@@ -118,32 +121,6 @@ def _block_names(blocks: Sequence[str] | None, state: _OpenState) -> Sequence[st
     if isinstance(blocks, str | bytes) or not all(isinstance(b, str) for b in blocks):
         raise ConfigError(f"blocks must be a list of block names, found {blocks!r}", key="blocks")
     return blocks
-
-
-class _Located:
-    """Checked global rows of one batched read, with their shards and rows in the shard."""
-
-    __slots__ = ("positions", "row_list", "rows", "shard_list", "shards")
-
-    def __init__(
-        self, state: _OpenState, positions: Sequence[int] | npt.NDArray[np.integer[Any]]
-    ) -> None:
-        self.positions = np.asarray(positions, dtype=np.int64)
-        if self.positions.ndim != 1:
-            raise SampleIndexNotFoundError("positions must be a flat sequence of rows")
-        listed = self.positions.tolist()  # min/max of a short list beat two numpy reductions
-        if listed and (min(listed) < 0 or max(listed) >= state.sample_indices.shape[0]):
-            bad = next(p for p in listed if not 0 <= p < state.sample_indices.shape[0])
-            raise PositionOutOfRangeError(
-                f"row {bad} is outside the store (rows 0..{state.sample_indices.shape[0] - 1})"
-            )
-        if state.rows_per_shard is not None:
-            self.shards, self.rows = np.divmod(self.positions, state.rows_per_shard)
-        else:
-            self.shards = np.searchsorted(state.row_starts, self.positions, side="right") - 1
-            self.rows = self.positions - state.row_starts[self.shards]
-        self.shard_list: list[int] = self.shards.tolist()
-        self.row_list: list[int] = self.rows.tolist()
 
 
 class VinOfflineStoreReader:
@@ -281,6 +258,17 @@ class VinOfflineStoreReader:
         result.flags.writeable = False
         return result
 
+    def sample_space(self) -> SampleSpace:
+        """The split's positions and their shards, for a sampler (see :mod:`.sampler`)."""
+        state = self._open()
+        total = state.sample_indices.shape[0]
+        rows = np.arange(total, dtype=np.int64) if state.view is None else state.view
+        if state.rows_per_shard is not None:
+            shards = rows // state.rows_per_shard
+        else:
+            shards = np.searchsorted(state.row_starts, rows, side="right") - 1
+        return SampleSpace.single(shards.astype(np.int64))
+
     def __len__(self) -> int:
         state = self._open()
         return state.sample_indices.shape[0] if state.view is None else state.view.shape[0]
@@ -358,26 +346,8 @@ class VinOfflineStoreReader:
             generation = self._remote.generation()
             if generation != state.generation:
                 state.generation = generation
-                self._forget_evicted(state)
+                forget_evicted(state.handles, state.files, state.spans)
             yield state
-
-    def _forget_evicted(self, state: _OpenState) -> None:
-        for key, handle in list(state.handles.items()):
-            if same_file(handle.path, handle.identity):
-                continue
-            del state.handles[key]
-            state.files.pop(key, None)
-            span = state.spans.get(key[1])
-            if span is not None and key[0] in span.mapped:
-                span.unmap_shard(key[0])
-
-    def _mark_used(self, state: _OpenState, shards: Sequence[int], names: Sequence[str]) -> None:
-        """Tell the cache which files this read used (its least-recently-used order)."""
-        assert self._remote is not None
-        files = state.files
-        self._remote.mark_used(
-            rel for shard in set(shards) for name in names for rel in files.get((shard, name), ())
-        )
 
     def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
         handle = self._handle(state, shard, name)
@@ -396,7 +366,7 @@ class VinOfflineStoreReader:
         state: _OpenState,
         name: str,
         spec: VinOfflineBlockSpec,
-        located: _Located,
+        located: Located,
         batch: npt.NDArray[Any],
     ) -> None:
         """Copy the rows of one numeric block into *batch* (positions already checked)."""
@@ -486,7 +456,7 @@ class VinOfflineStoreReader:
             else:
                 out[name] = handle.read(row) if decode_records else handle.raw(row)
         if self._remote is not None:
-            self._mark_used(state, [shard], names)
+            mark_used(self._remote, state.files, [shard], names)
         return out
 
     def read_positions(
@@ -519,7 +489,7 @@ class VinOfflineStoreReader:
         decode_records: bool,
         out: Mapping[str, npt.NDArray[Any]] | None,
     ) -> dict[str, Any]:
-        located = _Located(state, positions)
+        located = Located(state, positions)
         result: dict[str, Any] = {}
         names = _block_names(blocks, state)
         for name in names:
@@ -555,7 +525,7 @@ class VinOfflineStoreReader:
                 else:
                     result[name] = [records[k].raw(r) for k, r in pairs]
         if self._remote is not None:
-            self._mark_used(state, located.shard_list, names)
+            mark_used(self._remote, state.files, located.shard_list, names)
         return result
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:

@@ -21,7 +21,9 @@ from dataset_devkit.vin_store._shm_batch import (
     shm_available,
 )
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.mixing import VinOfflineMix
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+from dataset_devkit.vin_store.sample_space import SampleSpace
 
 try:
     import torch
@@ -101,19 +103,21 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     Parameters
     ----------
     config
-        Store and split to read (a path means ``"all"``), or an open reader to share.
+        Store and split to read (a path means ``"all"``), an open reader to share, or a
+        :class:`~dataset_devkit.vin_store.VinOfflineMix` of several stores.
     blocks
         Block names to read (default: every block).
     """
 
     def __init__(
         self,
-        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader | VinOfflineMix,
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
     ) -> None:
-        if isinstance(config, VinOfflineStoreReader):
+        self.reader: VinOfflineStoreReader | VinOfflineMix
+        if isinstance(config, VinOfflineStoreReader | VinOfflineMix):
             self.reader = config  # share its open handles
         else:
             self.reader = VinOfflineStoreReader(config)
@@ -126,6 +130,10 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
 
     def __len__(self) -> int:
         return len(self.reader)
+
+    def sample_space(self) -> SampleSpace:
+        """What a :class:`~dataset_devkit.vin_store.VinOfflineDistributedSampler` draws from."""
+        return self.reader.sample_space()
 
     def _positions(self, indices: Sequence[int]) -> Any:
         return self.reader.split_positions(indices)  # checked: type and range
@@ -157,7 +165,7 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
 
     def __init__(
         self,
-        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader | VinOfflineMix,
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
