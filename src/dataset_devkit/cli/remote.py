@@ -24,6 +24,7 @@ from dataset_devkit.integrity.bucket import (
     read_remote_manifest,
     verify_remote,
 )
+from dataset_devkit.integrity.sampling import VerifySample
 from dataset_devkit.integrity.verify import VerificationReport
 from dataset_devkit.objectstore import is_url, open_location
 
@@ -92,15 +93,24 @@ def show_verification(
             actual_root_sha256=report.actual_root_sha256,
             files=report.file_count,
             bytes=report.total_bytes,
+            sample=None if report.sample is None else report.sample.to_json(),
             exit_code=None if report.ok else 1,
         )
         if not report.ok:
             raise typer.Exit(1)
         return
+    if report.sample is not None:
+        stdout_console().print(f"note: {report.sample.describe()}", markup=False)
     if report.ok:
+        if report.sample is None:
+            verdict = f"{report.file_count} files, {report.total_bytes} bytes match"
+        else:
+            verdict = (
+                f"the {report.sample.files} sampled files match, and all {report.file_count} "
+                "files are there with their sizes, as in"
+            )
         stdout_console().print(
-            f"OK {shown}: {report.file_count} files, {report.total_bytes} bytes match "
-            f"{report.manifest_location}",
+            f"OK {shown}: {verdict} {report.manifest_location}",
             f"root_sha256 {report.root_sha256}",
             sep="\n",
         )
@@ -122,12 +132,18 @@ def verify_url(
     as_json: bool,
     expect_root: str | None,
     transfer: TransferOptions | None = None,
+    sample: VerifySample | None = None,
 ) -> None:
     """Verify the dataset at *url* in place; the same output as a local ``verify``."""
     options = (transfer or TransferOptions()).keywords(upload=False)
     with progress_bar() as advance:
         report = verify_remote(
-            url, location=manifest_location, expect_root=expect_root, progress=advance, **options
+            url,
+            location=manifest_location,
+            expect_root=expect_root,
+            progress=advance,
+            sample=sample,
+            **options,
         )
     show_verification(report, shown=report.root, as_json=as_json, root=report.root)
 
