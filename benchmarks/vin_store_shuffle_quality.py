@@ -23,26 +23,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-from collections import OrderedDict
 
 import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.vin_store import SampleSpace, VinOfflineDistributedSampler
-
-
-def _lru_loads(shards: list[int], capacity: int) -> int:
-    cache: OrderedDict[int, None] = OrderedDict()
-    loads = 0
-    for shard in shards:
-        if shard in cache:
-            cache.move_to_end(shard)
-            continue
-        loads += 1
-        cache[shard] = None
-        if len(cache) > capacity:
-            cache.popitem(last=False)
-    return loads
+from dataset_devkit.vin_store.shuffle import lru_loads
 
 
 def measure(
@@ -58,7 +44,7 @@ def measure(
     listed = source.tolist()
     row = {"|move|/n": moved, "same shard": same, "neighbour corr": corr, "shards/batch": per_batch}
     for capacity in capacities:
-        row[f"dl {capacity}"] = _lru_loads(listed, capacity) / shards
+        row[f"dl {capacity}"] = lru_loads(listed, capacity) / shards
     return row
 
 

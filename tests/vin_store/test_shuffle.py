@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,26 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.vin_store.shuffle import block_order, full_order
+from dataset_devkit.vin_store.shuffle import block_order, full_order, lru_loads
 
 
 def _shards(sizes: Sequence[int]) -> npt.NDArray[np.int64]:
     return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-
-
-def _lru_loads(shards: Sequence[int], capacity: int) -> int:
-    """Shards an LRU cache of *capacity* shards loads while reading *shards* in order."""
-    cache: OrderedDict[int, None] = OrderedDict()
-    loads = 0
-    for shard in shards:
-        if shard in cache:
-            cache.move_to_end(shard)
-            continue
-        loads += 1
-        cache[shard] = None
-        if len(cache) > capacity:
-            cache.popitem(last=False)
-    return loads
 
 
 @settings(max_examples=200, deadline=None)
@@ -68,9 +52,9 @@ def test_a_cache_of_window_plus_two_shards_loads_each_shard_once(window: int) ->
     shards = _shards([400] * 40)
     for epoch in range(3):
         order = shards[block_order(shards, 11, epoch, window)]
-        assert _lru_loads(order.tolist(), window + 2) == 40
+        assert lru_loads(order.tolist(), window + 2) == 40
     full = shards[full_order(shards.shape[0], 11, 0)]
-    assert _lru_loads(full.tolist(), window + 2) > 40 * 50  # a full shuffle thrashes
+    assert lru_loads(full.tolist(), window + 2) > 40 * 50  # a full shuffle thrashes
 
 
 @pytest.mark.parametrize("window", [2, 4, 8, 16])
@@ -88,7 +72,7 @@ def test_unequal_shards_and_repeats_are_spread_too() -> None:
     shards = np.concatenate([_shards(sizes), _shards(sizes)])  # a stream read twice
     order = block_order(shards, 5, 1, 2)
     assert sorted(order.tolist()) == list(range(shards.shape[0]))
-    assert _lru_loads(shards[order].tolist(), 4) <= 2 * len(sizes)
+    assert lru_loads(shards[order].tolist(), 4) <= 2 * len(sizes)
 
 
 def test_a_bad_window_is_refused() -> None:

@@ -19,6 +19,8 @@ across versions: a job resumed after an upgrade must continue the very same orde
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
@@ -26,7 +28,15 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 
-__all__ = ["DEFAULT_WINDOW", "SHUFFLES", "block_order", "full_order", "mix64", "order_of"]
+__all__ = [
+    "DEFAULT_WINDOW",
+    "SHUFFLES",
+    "block_order",
+    "full_order",
+    "lru_loads",
+    "mix64",
+    "order_of",
+]
 
 #: Shards whose samples are shuffled together by the block shuffle, unless told otherwise.
 DEFAULT_WINDOW: Final = 8
@@ -112,3 +122,20 @@ def order_of(
     if shuffle == "block":
         return block_order(shard_of, seed, epoch, window)
     return np.arange(shard_of.shape[0], dtype=np.int64)
+
+
+def lru_loads(shards: Iterable[int], capacity: int) -> int:
+    """How many shard fetches reading *shards* in this order costs through a cache that
+    keeps the *capacity* shards used most recently (whole shards, as the cache keeps
+    whole files): a quick way to choose ``window`` for a cache size before a run."""
+    cache: OrderedDict[int, None] = OrderedDict()
+    loads = 0
+    for shard in shards:
+        if shard in cache:
+            cache.move_to_end(shard)
+            continue
+        loads += 1
+        cache[shard] = None
+        if len(cache) > capacity:
+            cache.popitem(last=False)
+    return loads
