@@ -73,12 +73,16 @@ def held_index(tree: RemoteTree) -> Iterator[None]:
 
 
 def block_files(shard_dir: str, spec: VinOfflineBlockSpec) -> tuple[str, ...]:
-    """The relative paths of one block's files in one shard (chunk, or payload + offsets)."""
-    base = PurePosixPath(shard_dir)
+    """The relative paths of one block's files in one shard (chunk, or payload + offsets).
+
+    Plain strings (the manifest's paths are already POSIX): every worker asks this for
+    every block of every shard it opens.
+    """
+    base = str(PurePosixPath(shard_dir))
     if spec.kind == "zarr_array":
         ndim = len(spec.shape or ())
-        return (str(base.joinpath(spec.paths[0], "c", *(["0"] * ndim))),)
-    return tuple(str(base / rel) for rel in spec.paths[:2])
+        return ("/".join([base, spec.paths[0], "c", *(["0"] * ndim)]),)
+    return tuple(f"{base}/{rel}" for rel in spec.paths[:2])
 
 
 def same_file(path: Path, identity: tuple[int, int]) -> bool:

@@ -158,6 +158,7 @@ class RemoteTree:
         self._generation = -1
         self._names: dict[str, str] = {}
         self._used: dict[str, float] = {}
+        self._locks_made = False
         self._helper: ForkHelper | None = None
         self._helper_pid = -1
 
@@ -315,6 +316,14 @@ class RemoteTree:
             name = self._names[rel] = object_name(rel)
         return name
 
+    def _lock_path(self, rel: str) -> str:
+        """The object lock file of *rel* (its folder made once per process)."""
+        locks = self._meta / "locks"
+        if not self._locks_made:
+            locks.mkdir(parents=True, exist_ok=True)
+            self._locks_made = True
+        return f"{locks}/{self._name(rel)}"
+
     def _acquire(self, rel: str) -> int:
         """The object lock of *rel*, held shared over a verified copy (fetched if needed)."""
         path = self.root / rel
@@ -322,17 +331,16 @@ class RemoteTree:
         entry = self._entries.get(rel)
         if entry is None:
             raise MissingPathError("not listed in the content manifest", path=f"{self.url}/{rel}")
-        self.require_room([rel])
-        lock = self._meta / "locks" / self._name(rel)
-        lock.parent.mkdir(parents=True, exist_ok=True)
+        if self.limit is not None and entry.size > self.limit:
+            self.require_room([rel])
+        lock = self._lock_path(rel)
         for _attempt in range(_HOLD_ATTEMPTS):
             helper = None
             fd = os.open(lock, _LOCK_FLAGS, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH)  # waits for a download in progress
                 if self._stamped(path, rel, entry):
-                    self._used.pop(rel, None)
-                    self.mark_used([rel])
+                    self.mark_used([rel])  # its last use, for eviction order
                     return fd
                 helper = self._forked_helper()
                 if helper is None:
@@ -356,7 +364,7 @@ class RemoteTree:
         )
 
     def _after_helper(
-        self, helper: ForkHelper, lock: Path, path: Path, rel: str, entry: ManifestEntry
+        self, helper: ForkHelper, lock: str, path: Path, rel: str, entry: ManifestEntry
     ) -> int | None:
         """Have the helper fetch *rel* and hold it until this process holds it too (so no
         eviction falls between the two); None if the copy is not the verified one."""
@@ -373,21 +381,29 @@ class RemoteTree:
         finally:
             helper.release(rel)
 
-    def _stamp_path(self, rel: str) -> Path:
-        return self._meta / "stamps" / f"{self._name(rel)}.json"
+    def _stamp_path(self, rel: str) -> str:
+        return f"{self._meta}/stamps/{self._name(rel)}.json"
 
     def _stamped(self, path: Path, rel: str, entry: ManifestEntry) -> bool:
-        """Whether *path* is the very file that was verified (nothing changed it since)."""
+        """Whether *path* is the very file that was verified (nothing changed it since).
+
+        Plain ``os`` calls: a reader checks every file it maps, each epoch in each worker.
+        """
         try:
-            st = path.lstat()
-            recorded = json.loads(self._stamp_path(rel).read_bytes())
+            st = os.lstat(path)
+            fd = os.open(self._stamp_path(rel), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                raw = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            recorded = json.loads(raw)
         except (OSError, ValueError):
             return False
         return bool(recorded == _stamp_of(st, entry.sha256, rel))
 
     def _write_stamp(self, path: Path, rel: str, entry: ManifestEntry) -> None:
         st = path.lstat()
-        target = self._stamp_path(rel)
+        target = Path(self._stamp_path(rel))
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.part")
         temporary.write_bytes(json.dumps(_stamp_of(st, entry.sha256, rel)).encode())
@@ -418,7 +434,7 @@ class RemoteTree:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_source(self.cache_dir, self.key, self.url)
         with self._space.locked() as space_fd:
-            self._stamp_path(rel).unlink(missing_ok=True)  # the copy there failed its check
+            Path(self._stamp_path(rel)).unlink(missing_ok=True)  # the copy failed its check
             path.unlink(missing_ok=True)  # (a mapping of it stays valid)
             if self.limit is not None:
                 self._space.make_room(entry.size, self.limit, space_fd)
