@@ -174,3 +174,31 @@ def test_a_file_the_download_helper_fetched_is_held_until_released(
         assert _cached(cache) == {NAMES[2]}
     finally:
         helper.close()
+
+
+def test_the_download_helper_ends_quietly_when_its_worker_is_gone(
+    tree_url: str, tmp_path: Path
+) -> None:
+    """A worker killed with its loader closes the pipe before its helper answers: the
+    helper ends at once, with no traceback on the job's terminal."""
+    import subprocess
+    import sys
+
+    from dataset_devkit import errors
+
+    env = dict(os.environ, PYTHONPATH=str(Path(errors.__file__).resolve().parents[1]))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dataset_devkit.integrity.bucket.fork_helper", tree_url, "c"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()  # the worker is gone: nobody reads the answers
+    process.stdin.write(b'{"rel": "f0.bin"}\n')
+    process.stdin.close()
+    error = process.stderr.read()
+    assert process.wait(timeout=60) == 0 and error == b"", error.decode()[-800:]

@@ -124,8 +124,11 @@ def main() -> None:
                     holds[request["rel"]] = hold
             except errors.DevkitError as exc:
                 answer = {"error": type(exc).__name__, "message": str(exc)}
-        sys.stdout.write(json.dumps(answer) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps(answer) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the worker is gone (killed with its loader): so are we
+            os._exit(0)
 
 
 if __name__ == "__main__":
