@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from dataset_devkit.vin_store import (
+    VinOfflineBatchedTorchDataset,
     VinOfflineDistributedSampler,
     VinOfflineMix,
     VinOfflineStream,
@@ -154,3 +155,19 @@ def test_a_stateful_dataloader_state_resumes_on_two_ranks_and_on_fewer_workers(
         again.set_epoch(2)
         after += [v for batch in resumed for v in _values(batch)]
     assert sorted(before + after) == sorted(_epoch(mix, 2))
+
+
+def test_the_batched_dataset_builds_a_stateful_loader_that_resumes(mix: VinOfflineMix) -> None:
+    dataset = VinOfflineBatchedTorchDataset(mix, blocks=["vin.lengths"])
+    sampler = _sampler(mix)
+    loader = dataset.loader(batch_size=4, sampler=sampler, stateful=True)
+    assert isinstance(loader, stateful.StatefulDataLoader)
+    sampler.set_epoch(4)
+    iterator = iter(loader)
+    before = _values(next(iterator)) + _values(next(iterator))
+    state = loader.state_dict()
+    again = _sampler(mix)
+    resumed = dataset.loader(batch_size=4, sampler=again, stateful=True)
+    resumed.load_state_dict(state)
+    again.set_epoch(4)
+    assert before + [v for batch in resumed for v in _values(batch)] == _epoch(mix, 4)

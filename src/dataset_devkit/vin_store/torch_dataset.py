@@ -182,13 +182,16 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
         *,
         num_workers: int = 0,
         shuffle: bool = False,
+        stateful: bool = False,
         **options: Any,
     ) -> DataLoader[Any]:
         """A ``DataLoader`` of collated batches over this dataset, checked in the caller.
 
         *options* go to ``DataLoader`` as they are (``multiprocessing_context``,
         ``pin_memory``, ``prefetch_factor``, ``persistent_workers``, ``sampler``, ...),
-        except ``collate_fn``, which this dataset fixes.
+        except ``collate_fn``, which this dataset fixes. ``stateful=True`` makes it a
+        ``torchdata`` ``StatefulDataLoader``, whose ``state_dict`` carries the sampler's
+        (a :class:`~dataset_devkit.vin_store.VinOfflineDistributedSampler` resumes exactly).
         """
         for name, value, low in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -198,7 +201,16 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
                 "loader() sets collate_fn itself (batches are read whole); drop collate_fn",
                 key="collate_fn",
             )
-        return DataLoader(
+        kind: Any = DataLoader
+        if stateful:
+            try:
+                from torchdata.stateful_dataloader import StatefulDataLoader
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "torchdata", extra="torch", purpose="loader(stateful=True)"
+                ) from exc
+            kind = StatefulDataLoader
+        loader: DataLoader[Any] = kind(
             self,
             batch_size=batch_size,
             num_workers=num_workers,
@@ -206,6 +218,7 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
             collate_fn=passthrough_collate,
             **options,
         )
+        return loader
 
     def batch(self, indices: Sequence[int]) -> dict[str, Any]:
         """Read the samples at *indices* of the split as one collated batch of tensors."""
