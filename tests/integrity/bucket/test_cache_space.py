@@ -89,6 +89,25 @@ def test_a_file_being_opened_is_never_evicted_and_nobody_waits_for_it(
     assert _cached(cache) == {NAMES[2], NAMES[3]}
 
 
+def test_a_prefetch_fetches_only_into_room_the_limit_has(tree_url: str, tmp_path: Path) -> None:
+    """A file a reader needs goes ahead past the limit when the files in use leave no
+    room; a file fetched ahead of its use never does: it waits for its reader."""
+    cache = tmp_path / "cache"
+    tree = RemoteTree(tree_url, cache, limit=2 * SIZE)
+    ahead = RemoteTree(tree_url, cache, limit=2 * SIZE)
+    assert ahead.prefetch([NAMES[0]]) and _cached(cache) == {NAMES[0]}
+    with tree.held([NAMES[0], NAMES[1]]):  # a reader opening two files: no room left
+        assert ahead.prefetch([NAMES[2], NAMES[3]]) is False
+        assert _cached(cache) == set(NAMES[:2])
+        assert not list(cache.glob("*/tmp/*.part"))
+    assert ahead.prefetch([NAMES[2]])  # released: the oldest makes room
+    assert _cached(cache) == {NAMES[1], NAMES[2]}
+    with CacheSpace(cache).locked():
+        assert CacheSpace(cache).usage().total_bytes == 2 * SIZE
+    unlimited = RemoteTree(tree_url, tmp_path / "other")
+    assert unlimited.prefetch(NAMES) and _cached(tmp_path / "other") == set(NAMES)
+
+
 def test_parts_in_flight_count_at_full_size_and_dead_ones_are_swept(
     tree_url: str, tmp_path: Path
 ) -> None:

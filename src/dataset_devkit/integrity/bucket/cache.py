@@ -299,6 +299,22 @@ class RemoteTree:
             for fd in fds:
                 os.close(fd)
 
+    def prefetch(self, rels: Sequence[str]) -> bool:
+        """Fetch *rels* into the cache ahead of their use, only into room the limit has.
+
+        Unlike :meth:`held`, which downloads a file a reader needs even when the files in
+        use leave no room, a prefetch never takes the cache past its limit: it stops, and
+        returns False, at the first file that does not fit (the reader that needs it later
+        fetches it itself). Nothing stays held. In a process forked after obstore was used
+        (where downloads go through a helper process) it fetches nothing.
+        """
+        for rel in rels:
+            fd = self._hold(rel, within_limit=True)
+            if fd is None:
+                return False
+            os.close(fd)
+        return True
+
     def mark_used(self, rels: Iterable[str]) -> None:
         """Record that *rels* were just read (least-recently-used order; at most one
         ``utime`` per file per second in this process)."""
@@ -326,6 +342,12 @@ class RemoteTree:
 
     def _acquire(self, rel: str) -> int:
         """The object lock of *rel*, held shared over a verified copy (fetched if needed)."""
+        fd = self._hold(rel, within_limit=False)
+        assert fd is not None  # only a hold within the limit gives up
+        return fd
+
+    def _hold(self, rel: str, *, within_limit: bool) -> int | None:
+        """:meth:`_acquire`; *within_limit*: None instead of a download past the limit."""
         path = self.root / rel
         _ = self.manifest
         entry = self._entries.get(rel)
@@ -343,11 +365,16 @@ class RemoteTree:
                     self.mark_used([rel])  # its last use, for eviction order
                     return fd
                 helper = self._forked_helper()
+                if helper is not None and within_limit:
+                    os.close(fd)
+                    return None
                 if helper is None:
                     fcntl.flock(fd, fcntl.LOCK_EX)  # not atomic: check again
                     if not self._stamped(path, rel, entry) and not self._rehashed(path, rel, entry):
-                        self._download(path, rel, entry, fd)  # returns it held shared
-                        return fd
+                        if self._download(path, rel, entry, fd, within_limit):
+                            return fd  # held shared
+                        os.close(fd)
+                        return None
             except BaseException:
                 os.close(fd)
                 raise
@@ -423,11 +450,14 @@ class RemoteTree:
             self._write_stamp(path, rel, entry)
         return True
 
-    def _download(self, path: Path, rel: str, entry: ManifestEntry, lock_fd: int) -> None:
+    def _download(
+        self, path: Path, rel: str, entry: ManifestEntry, lock_fd: int, within_limit: bool
+    ) -> bool:
         """Make room, stream the object into a part file, check it, and rename it into place.
 
         *lock_fd* holds the object exclusively; it is turned shared while ``cache.lock`` is
         held after the rename, so no eviction can slip in before the caller opens the file.
+        With *within_limit*, False (nothing downloaded) when the limit has no room for it.
         """
         temporary = self._meta / "tmp" / f"{self._name(rel)}.{entry.size}.part"
         temporary.parent.mkdir(parents=True, exist_ok=True)
@@ -437,7 +467,11 @@ class RemoteTree:
             Path(self._stamp_path(rel)).unlink(missing_ok=True)  # the copy failed its check
             path.unlink(missing_ok=True)  # (a mapping of it stays valid)
             if self.limit is not None:
-                self._space.make_room(entry.size, self.limit, space_fd)
+                if within_limit:
+                    if not self._space.room_within(entry.size, self.limit, space_fd):
+                        return False
+                else:
+                    self._space.make_room(entry.size, self.limit, space_fd)
             # Counted at its full size from now on, so two downloads never share the room.
             os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC))
         try:
@@ -450,6 +484,7 @@ class RemoteTree:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
+        return True
 
     def _fetch_into(self, temporary: Path, rel: str, entry: ManifestEntry) -> None:
         """Stream *rel* into *temporary* until it matches the manifest (retried)."""

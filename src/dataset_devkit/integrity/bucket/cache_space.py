@@ -226,6 +226,15 @@ class CacheSpace:
         anyway (the limit is then exceeded by files in use, never waited for). Returns the
         files evicted.
         """
+        return self._evict_for(need, limit, lock_fd)[0]
+
+    def room_within(self, need: int, limit: int, lock_fd: int) -> bool:
+        """Like :meth:`make_room`, for a download that may wait (a prefetch): whether
+        *need* more bytes now fit *limit*; if not, the caller does not download (the limit
+        is never exceeded for a file nobody needs yet)."""
+        return self._evict_for(need, limit, lock_fd)[1]
+
+    def _evict_for(self, need: int, limit: int, lock_fd: int) -> tuple[list[CachedFile], bool]:
         usage = self.usage()
         total = usage.total_bytes
         evicted: list[CachedFile] = []
@@ -237,7 +246,7 @@ class CacheSpace:
                 evicted.append(cached)
         if evicted:
             self._bump(lock_fd)
-        return evicted
+        return evicted, total + need <= limit
 
     def evict(self, cached: CachedFile) -> bool:
         """Remove one cached file and its stamp unless its object lock is held.
