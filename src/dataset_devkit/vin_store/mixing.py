@@ -37,6 +37,7 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.objectstore import is_url
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.errors import PositionOutOfRangeError, SampleIndexNotFoundError
+from dataset_devkit.vin_store.prefetch import ShardFiles
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
 from dataset_devkit.vin_store.sample_space import SampleSpace
 from dataset_devkit.vin_store.spec import Split, VinOfflineBlockSpec
@@ -176,6 +177,7 @@ class VinOfflineMix:
         self.readers = [VinOfflineStoreReader(s.config()) for s in streams]
         self._starts: npt.NDArray[np.int64] | None = None
         self._space: SampleSpace | None = None
+        self._shard_offsets: list[int] = []
 
     def __getstate__(self) -> dict[str, Any]:
         return {"streams": self.streams, "epoch_size": self.epoch_size}
@@ -201,15 +203,33 @@ class VinOfflineMix:
         if self._space is None:
             shards = []
             offset = 0
+            self._shard_offsets = []
             for reader in self.readers:
                 own = reader.sample_space().shard_of
+                self._shard_offsets.append(offset)
                 shards.append(own + offset)
-                offset += int(own.max()) + 1 if own.size else 0
+                offset += len(reader.manifest.shards)
             sizes = [int(n) for n in np.diff(self.starts)]
             choose = stream_choose(self.streams, sizes, self.epoch_size)
             shard_of = np.concatenate(shards) if shards else np.empty(0, dtype=np.int64)
             self._space = SampleSpace(shard_of, tuple(int(s) for s in self.starts), choose)
         return self._space
+
+    def shard_files(self, blocks: Sequence[str] | None = None) -> ShardFiles:
+        """Each shard's files for *blocks*, shards numbered as :meth:`sample_space` does."""
+        names = self._names(blocks)
+        parts = [reader.shard_files(names) for reader in self.readers]
+        self.sample_space()
+        offsets = self._shard_offsets
+        firsts = np.array(offsets, dtype=np.int64)
+
+        def files(shard: int) -> tuple[int, tuple[str, ...]]:
+            stream = int(np.searchsorted(firsts, shard, side="right")) - 1
+            _, rels = parts[stream].files(shard - offsets[stream])
+            return stream, rels
+
+        trees = [part.trees[0] for part in parts]
+        return ShardFiles(trees, files, max(part.shard_bytes for part in parts))
 
     def locate(
         self, positions: npt.NDArray[np.int64]

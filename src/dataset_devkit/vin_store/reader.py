@@ -52,6 +52,7 @@ from dataset_devkit.vin_store.errors import (
     SampleIndexNotFoundError,
     VinOfflineFormatError,
 )
+from dataset_devkit.vin_store.prefetch import ShardFiles
 from dataset_devkit.vin_store.sample_space import SampleSpace
 from dataset_devkit.vin_store.spec import (
     BLOCK_FAMILIES,
@@ -257,6 +258,25 @@ class VinOfflineStoreReader:
         result = state.sample_indices[state.view]
         result.flags.writeable = False
         return result
+
+    def shard_files(self, blocks: Sequence[str] | None = None) -> ShardFiles:
+        """Each shard's files for *blocks* (default all), for a prefetcher of a URL store."""
+        state = self._open()
+        names = list(_block_names(blocks, state))
+
+        def files(shard: int) -> tuple[int, tuple[str, ...]]:
+            spec = state.manifest.shards[shard]
+            rels = [block_files(spec.relative_dir, spec.blocks[n]) for n in names]
+            return 0, tuple(rel for group in rels for rel in group)
+
+        largest = 0
+        if self._remote is not None and state.manifest.shards:
+            sizes = self._remote.manifest.by_path()
+            largest = max(
+                sum(sizes[rel].size for rel in files(k)[1] if rel in sizes)
+                for k in range(len(state.manifest.shards))
+            )
+        return ShardFiles([self._remote], files, largest)
 
     def sample_space(self) -> SampleSpace:
         """The split's positions and their shards, for a sampler (see :mod:`.sampler`)."""

@@ -27,13 +27,14 @@ trained on with :meth:`~VinOfflineDistributedSampler.advance`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.vin_store.prefetch import ShardFiles, ShardPrefetcher, prefetch_depth
 from dataset_devkit.vin_store.sample_space import SampleSpace
 from dataset_devkit.vin_store.shuffle import DEFAULT_WINDOW, SHUFFLES, full_order, order_of
 
@@ -143,17 +144,24 @@ class _ShareIterator:
         self._sampler = sampler
         if sampler._finished:  # the pass before ran to its end: this one is the whole epoch
             sampler._progress, sampler._finished = _Progress(), False
-        self._items: list[int] = sampler.indices().tolist()
+        share = sampler.indices()
+        self._items: list[int] = share.tolist()
         self.yielded = sampler._position
         sampler._position = 0  # a later pass over the same epoch starts from the beginning
         sampler._consumed = self.yielded
+        sampler._stop_prefetch()
+        self._share: npt.NDArray[np.int64] | None = share  # prefetched from the first draw
 
     def __iter__(self) -> _ShareIterator:
         return self
 
     def __next__(self) -> int:
+        if self._share is not None:  # the loader draws: its workers exist by now
+            share, self._share = self._share, None
+            self._sampler._prefetch_for(self, share)
         if self.yielded >= len(self._items):
             self._sampler._finished = True  # the state still says where this pass stands
+            self._sampler._stop_prefetch()
             raise StopIteration
         value = self._items[self.yielded]
         self.yielded += 1
@@ -187,6 +195,10 @@ class VinOfflineDistributedSampler:
         fetches each shard about once an epoch; ``"none"`` (or False): in order.
     window
         Shards shuffled together by ``"block"``.
+    prefetch
+        For a dataset read from object storage: fetch the shards this rank reads next
+        into the cache while the workers read the current ones (see
+        :mod:`~dataset_devkit.vin_store.prefetch`), as far ahead as the cache has room.
 
     Use it as a torch DataLoader's ``sampler``; call :meth:`set_epoch` before each epoch
     and, with a plain DataLoader, :meth:`advance` with the size of each batch trained on.
@@ -201,8 +213,13 @@ class VinOfflineDistributedSampler:
         seed: int = 0,
         shuffle: bool | str = True,
         window: int = DEFAULT_WINDOW,
+        prefetch: bool = True,
     ) -> None:
         self.space = _space_of(dataset)
+        self.prefetch = bool(prefetch)
+        self._files_of: Callable[[], ShardFiles] | None = getattr(dataset, "shard_files", None)
+        self._files: ShardFiles | None = None
+        self._prefetcher: ShardPrefetcher | None = None
         self.world_size = _int(world_size, "world_size", 1)
         self.rank = _int(rank, "rank", 0)
         if self.rank >= self.world_size:
@@ -274,6 +291,31 @@ class VinOfflineDistributedSampler:
 
     def __iter__(self) -> Iterator[int]:
         return _ShareIterator(self)
+
+    # ---- prefetching ---------------------------------------------------------------------
+    def _prefetch_for(self, iterator: _ShareIterator, share: npt.NDArray[np.int64]) -> None:
+        """Start fetching ahead of *iterator* (a new pass stops the previous one's)."""
+        self._stop_prefetch()
+        if not self.prefetch or self._files_of is None:
+            return
+        if self._files is None:
+            self._files = self._files_of()
+        if not self._files.remote:
+            return
+        ahead = prefetch_depth(self._files, self.shuffle, self.window)
+        start = iterator.yielded
+        if ahead <= 0 or start >= share.shape[0]:
+            return
+        shards = self.space.shard_of[share[start:]]
+        self._prefetcher = ShardPrefetcher(
+            self._files, shards, lambda: iterator.yielded - start, ahead
+        ).start()
+
+    def _stop_prefetch(self) -> None:
+        if self._prefetcher is not None:
+            self._prefetcher.stop()
+            self._prefetcher.join()  # the next pass's workers may be forked right after
+            self._prefetcher = None
 
     def advance(self, count: int) -> None:
         """Record that the loop has trained on *count* more samples of this epoch."""

@@ -22,6 +22,7 @@ from dataset_devkit.vin_store._shm_batch import (
 )
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.mixing import VinOfflineMix
+from dataset_devkit.vin_store.prefetch import ShardFiles
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
 from dataset_devkit.vin_store.sample_space import SampleSpace
 
@@ -134,6 +135,10 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     def sample_space(self) -> SampleSpace:
         """What a :class:`~dataset_devkit.vin_store.VinOfflineDistributedSampler` draws from."""
         return self.reader.sample_space()
+
+    def shard_files(self) -> ShardFiles:
+        """Each shard's files for the blocks read (the sampler prefetches URL stores)."""
+        return self.reader.shard_files(self.blocks)
 
     def _positions(self, indices: Sequence[int]) -> Any:
         return self.reader.split_positions(indices)  # checked: type and range
