@@ -271,15 +271,18 @@ def test_eviction_removes_only_cached_copies_even_when_the_cache_holds_the_sourc
     assert added == {key, "cache.lock"}
 
 
-def _read_with_loader(config: VinOfflineStoreConfig) -> list[int]:
+def _read_with_loader(config: VinOfflineStoreConfig, *, shuffle: bool = False) -> list[int]:
+    """What two fork DataLoader workers read, batches of 3 (in order, or fully shuffled)."""
     torch = pytest.importorskip("torch")
-    from dataset_devkit.vin_store import VinOfflineTorchDataset
+    from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineTorchDataset
 
     dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths", "vin.points_world"])
+    sampler = VinOfflineDistributedSampler(dataset, seed=3, shuffle=shuffle)
     loader = torch.utils.data.DataLoader(
         dataset,
         batch_size=3,
         num_workers=2,
+        sampler=sampler,
         multiprocessing_context=multiprocessing.get_context("fork"),
     )
     return [int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1)]
@@ -303,21 +306,8 @@ def test_fork_workers_read_every_sample_through_a_cache_of_one_file(
     local_store: Path, store_url: str, tmp_path: Path
 ) -> None:
     """The smallest cache a reader accepts: each worker's downloads evict the other's."""
-    torch = pytest.importorskip("torch")
-    from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineTorchDataset
-
     largest = _largest_read_file(local_store)
     config = VinOfflineStoreConfig.from_url(
         store_url, cache_dir=tmp_path / "cache", cache_limit=largest
     )
-    dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths", "vin.points_world"])
-    sampler = VinOfflineDistributedSampler(dataset, seed=3)  # full shuffle: every read fetches
-    loader = torch.utils.data.DataLoader(
-        dataset,
-        batch_size=4,
-        num_workers=2,
-        sampler=sampler,
-        multiprocessing_context=multiprocessing.get_context("fork"),
-    )
-    seen = sorted(int(v) for batch in loader for v in batch["vin.lengths"].reshape(-1))
-    assert seen == list(range(NUM))
+    assert sorted(_read_with_loader(config, shuffle=True)) == list(range(NUM))
