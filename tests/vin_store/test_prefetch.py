@@ -214,11 +214,11 @@ def test_a_mix_names_each_shard_s_stream_and_files_as_its_sample_space_numbers_t
 ) -> None:
     from dataset_devkit.vin_store import VinOfflineMix, VinOfflineStream
 
-    cache = {"cache_dir": tmp_path / "cache"}
+    cache = tmp_path / "cache"
     mix = VinOfflineMix(
-        [VinOfflineStream(store_url, **cache), VinOfflineStream(store_url, **cache)]
+        [VinOfflineStream(store_url, cache_dir=cache), VinOfflineStream(store_url, cache_dir=cache)]
     )
-    alone = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, **cache))
+    alone = VinOfflineStoreReader(VinOfflineStoreConfig.from_url(store_url, cache_dir=cache))
     own = alone.shard_files(["vin.lengths"])
     files = mix.shard_files(["vin.lengths"])
     shards = np.unique(mix.sample_space().shard_of).tolist()
