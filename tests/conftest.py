@@ -7,12 +7,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
 from tests.azurite import AzuriteServer, azurite_command, running_azurite
 from tests.s3_server import S3Server, running_s3_server
 from tests.scale_tree import TreeShape, make_genvr_tree
+
+#: ``HYPOTHESIS_PROFILE=thorough`` runs the property tests that ask for it with thousands
+#: of examples (after changing what a property covers, before a release); CI, which runs
+#: the suite twice within its time limit, runs each one's own smaller count.
+settings.register_profile("thorough", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def property_examples(ci: int) -> int:
+    """A property test's example count: *ci*, or the loaded profile's if that is more."""
+    return max(ci, settings().max_examples)
 
 
 @pytest.fixture

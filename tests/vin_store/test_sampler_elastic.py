@@ -4,6 +4,9 @@ The property is tested on the index arithmetic (samplers only, thousands of exam
 datasets of one store or a weighted mix of stores, every shuffle, world sizes, stops that
 are the same on every rank (one state) or anything at all (every rank's state), chains of
 resumes. ``test_sampler_loaders.py`` runs the same through real DataLoaders.
+
+CI runs 500 examples of the main property (a few seconds); ``HYPOTHESIS_PROFILE=thorough``
+runs 5,000 (about a minute), as after any change to the sampler, the shuffles or mixing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from hypothesis import strategies as st
 
 from dataset_devkit.vin_store import SampleSpace, VinOfflineDistributedSampler, VinOfflineStream
 from dataset_devkit.vin_store.mixing import stream_choose
+from tests.conftest import property_examples
 
 
 def _stream_shards(size: int, rows: int, offset: int) -> npt.NDArray[np.int64]:
@@ -64,7 +68,7 @@ def _sampler(
     )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=property_examples(500), deadline=None)
 @given(space=spaces(), data=st.data())
 def test_states_of_n_ranks_continue_on_m_ranks_with_every_sample_once(
     space: SampleSpace, data: st.DataObject
@@ -118,7 +122,7 @@ def test_states_of_n_ranks_continue_on_m_ranks_with_every_sample_once(
     assert len(expected) == space.epoch_length
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=property_examples(300), deadline=None)
 @given(space=spaces(), data=st.data())
 def test_on_the_same_ranks_each_rank_continues_its_own_share(
     space: SampleSpace, data: st.DataObject
