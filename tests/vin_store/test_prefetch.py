@@ -118,6 +118,35 @@ def test_prefetching_threads_never_take_the_cache_past_its_limit(
     assert len(peaks) > 5 and max(peaks) <= limit, (max(peaks), limit)
 
 
+def test_each_pass_fetches_ahead_with_the_manifest_the_reader_checked(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A pass does not download the content manifest again (a large dataset's is many
+    megabytes, before the first batch of every epoch), and a prefetcher that cannot read
+    one fetches nothing rather than stopping the loader."""
+    import shutil
+
+    from dataset_devkit.integrity import CONTENT_MANIFEST_NAME
+
+    bucket = tmp_path / "bucket"
+    shutil.copytree(Path(store_url.removeprefix("file://")), bucket)
+    config = VinOfflineStoreConfig.from_url(bucket.as_uri(), cache_dir=tmp_path / "cache")
+    files = VinOfflineStoreReader(config).shard_files(["vin.lengths"])
+    unread = VinOfflineStoreReader(config).shard_files(["vin.lengths"])
+    assert unread.trees[0] is not None
+    unread.trees[0]._manifest = None  # as if the reader's tree had none yet
+    (bucket / CONTENT_MANIFEST_NAME).rename(tmp_path / "away.json")  # the server is gone
+    shards = np.repeat(np.arange(12, dtype=np.int64), 4)
+    prefetcher = ShardPrefetcher(files, shards, lambda: 48, ahead=12).start()
+    _wait(lambda: prefetcher.fetched == 12)
+    prefetcher.stop()
+    prefetcher.join(10)
+    assert prefetcher.fetched == 12
+    empty = ShardPrefetcher(unread, shards, lambda: 48, ahead=12).start()
+    empty.join(10)
+    assert empty.fetched == 0
+
+
 def test_how_far_ahead_follows_the_room_in_the_cache(store_url: str, tmp_path: Path) -> None:
     reader = VinOfflineStoreReader(
         VinOfflineStoreConfig.from_url(store_url, cache_dir=tmp_path / "c", cache_limit="1MB")

@@ -128,20 +128,21 @@ class ShardPrefetcher:
         self._ahead = ahead
         self._threads = threads
         self._stop = threading.Event()
-        # One tree per stream for this thread's downloads: none of the readers' state
-        # is shared across threads.
-        self._trees = [
-            None if t is None else RemoteTree(t.url, t.cache_dir, t.limit) for t in files.trees
-        ]
+        # One tree per stream for this thread's downloads: of the readers' state only the
+        # checked manifest is shared (a pass does not download it again).
+        self._trees = [None if t is None else t.twin() for t in files.trees]
         self._thread = threading.Thread(target=self._run, name="vin-prefetch", daemon=True)
         self.fetched = 0
         self.skipped = 0
 
     def start(self) -> ShardPrefetcher:
         """Start fetching; returns itself."""
-        for tree in self._trees:
-            if tree is not None:
-                _ = tree.manifest  # once, before threads share the tree
+        try:
+            for tree in self._trees:
+                if tree is not None:
+                    _ = tree.manifest  # once, before threads share the tree
+        except DevkitError:
+            return self  # nothing is fetched ahead: the workers fetch what they read
         _RUNNING.add(self)
         self._thread.start()
         return self

@@ -168,6 +168,14 @@ class RemoteTree:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["url"], state["cache_dir"], state.get("limit"))  # type: ignore[misc]
 
+    def twin(self) -> RemoteTree:
+        """A tree of the same URL, cache and limit for another thread: it shares this one's
+        checked manifest (immutable: not downloaded again) and nothing else."""
+        other = RemoteTree(self.url, self.cache_dir, self.limit)
+        if self._manifest is not None:
+            other._manifest, other._entries = self._manifest, self._entries
+        return other
+
     # ---- remote side -----------------------------------------------------------------------
     @property
     def location(self) -> ObjectLocation:
