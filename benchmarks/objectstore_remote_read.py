@@ -94,7 +94,7 @@ def samples(n: int, points: int) -> Iterator[dict[str, Any]]:
         }
 
 
-def write_ours(root: Path, n: int, points: int) -> None:
+def write_ours(root: Path, n: int, points: int, rows: int | None = None) -> None:
     def items() -> Iterator[VinOfflineSample]:
         for i, s in enumerate(samples(n, points)):
             yield VinOfflineSample(
@@ -106,7 +106,7 @@ def write_ours(root: Path, n: int, points: int) -> None:
             )
 
     with ThreadPoolExecutor(2) as pool:
-        build_vin_offline_store(items(), root, executor=pool)
+        build_vin_offline_store(items(), root, rows_per_shard=rows, executor=pool)
 
 
 def write_mds(root: Path, n: int, points: int) -> None:

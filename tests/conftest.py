@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import dataset_devkit
 from dataset_devkit.integrity import write_manifest
@@ -62,6 +63,18 @@ def pytest_terminal_summary(
                 f"not allowed here (DEVKIT_ONLY_OPTIONAL_SKIPS): {text}", red=True
             )
         config.stash[_SESSION].exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+#: ``HYPOTHESIS_PROFILE=thorough`` runs the property tests that ask for it with thousands
+#: of examples (after changing what a property covers, before a release); CI, which runs
+#: the suite twice within its time limit, runs each one's own smaller count.
+settings.register_profile("thorough", max_examples=5000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def property_examples(ci: int) -> int:
+    """A property test's example count: *ci*, or the loaded profile's if that is more."""
+    return max(ci, settings().max_examples)
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ EXTRAS: Final[Mapping[str, tuple[str, ...]]] = {
         "lz4",
     ),
     "nuscenes": ("nuscenes", "simplejpeg", "pyproj"),
-    "torch": ("torch",),
+    "torch": ("torch", "torchdata"),
     "dask": ("distributed",),
     "preview": ("matplotlib", "PIL"),
     "croissant": ("mlcroissant",),

@@ -11,7 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineStoreReader
+from dataset_devkit.vin_store import (
+    SampleSpace,
+    VinOfflineDistributedSampler,
+    VinOfflineStoreReader,
+)
 from dataset_devkit.vin_store.sampler import epoch_order
 from tests.optional import need
 
@@ -87,15 +91,45 @@ def test_order_is_fixed_by_seed_and_epoch_and_differs_between_epochs() -> None:
 PINNED = [1, 4, 5, 7, 6, 9, 0, 3, 2, 8]
 
 
-def test_mismatched_state_is_refused() -> None:
+def test_a_state_of_another_dataset_seed_or_shuffle_is_refused() -> None:
     sampler = VinOfflineDistributedSampler(100, rank=1, world_size=4, seed=3)
-    other = VinOfflineDistributedSampler(100, rank=1, world_size=2, seed=3)
-    with pytest.raises(ConfigError, match="world_size=4"):
-        other.load_state_dict(sampler.state_dict())
+    state = sampler.state_dict()
+    for other, key in (
+        (VinOfflineDistributedSampler(101, seed=3), "num_samples=100"),
+        (VinOfflineDistributedSampler(100, seed=4), "seed=3"),
+        (VinOfflineDistributedSampler(100, seed=3, shuffle=False), "shuffle='full'"),
+    ):
+        with pytest.raises(ConfigError, match=key):
+            other.load_state_dict(state)
+    space = SampleSpace.single(np.repeat(np.arange(10), 10))
+    block = VinOfflineDistributedSampler(space, seed=3, shuffle="block", window=4)
+    with pytest.raises(ConfigError, match="window=4"):
+        VinOfflineDistributedSampler(space, seed=3, shuffle="block", window=5).load_state_dict(
+            block.state_dict()
+        )
+    moved = SampleSpace.single(np.repeat(np.arange(20), 5))  # same length, other shards
+    with pytest.raises(ConfigError, match="space="):
+        VinOfflineDistributedSampler(moved, seed=3, shuffle="block", window=4).load_state_dict(
+            block.state_dict()
+        )
     with pytest.raises(ConfigError, match="rank must be < world_size"):
         VinOfflineDistributedSampler(10, rank=2, world_size=2)
     with pytest.raises(ConfigError, match="goes past"):
         sampler.advance(26)
+    with pytest.raises(ConfigError, match="needs the dataset"):
+        VinOfflineDistributedSampler(10, shuffle="block")
+    with pytest.raises(ConfigError, match="shuffle must be True, False or one of"):
+        VinOfflineDistributedSampler(10, shuffle="random")
+    with pytest.raises(ConfigError, match=r"expected the states of ranks 0\.\.3"):
+        sampler.load_state_dict([state, state])
+
+
+def test_a_state_written_before_states_had_a_format_still_resumes() -> None:
+    old = {"num_samples": 50, "world_size": 2, "rank": 0, "seed": 9, "shuffle": 1}
+    sampler = VinOfflineDistributedSampler(50, rank=0, world_size=2, seed=9)
+    sampler.load_state_dict({**old, "epoch": 4, "position": 10})
+    sampler.set_epoch(4)
+    assert list(sampler) == epoch_order(50, 9, 4)[0::2][10:].tolist()
 
 
 def test_dataloader_with_workers_resumes_mid_epoch(store: Path) -> None:

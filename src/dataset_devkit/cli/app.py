@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo",
     "release",
     "vin_store",
+    "cache",
     "nuscenes",
     "recording",
     "stereo",

@@ -39,6 +39,7 @@ from dataset_devkit.integrity import (
     verify_tree,
     write_manifest,
 )
+from dataset_devkit.integrity.sampling import VerifySample, parse_sample
 from dataset_devkit.integrity.verify import check_root_hex
 from dataset_devkit.kinds import TreeKind
 
@@ -143,6 +144,25 @@ def verify(
     old_location: _OLD_LOCATION = None,
     workers: _WORKERS = None,
     retries: _RETRIES = None,
+    sample: Annotated[
+        str | None,
+        typer.Option(
+            "--sample",
+            metavar="SHARE",
+            help="Hash only a deterministic part of the files: 5% (about one in twenty) or "
+            "N/T (the N-th of T disjoint parts, e.g. 1/20); every file's presence and size "
+            "is still checked.",
+        ),
+    ] = None,
+    sample_seed: Annotated[
+        int,
+        typer.Option(
+            "--sample-seed",
+            metavar="N",
+            min=0,
+            help="With --sample: another seed picks other files (default 0).",
+        ),
+    ] = 0,
 ) -> None:
     """Check DIR against its content manifest; exit 1 with every difference listed.
 
@@ -150,6 +170,12 @@ def verify(
     disk. A tree restored in part by unpack.py (base without depth) is checked family by
     family against its release index instead, naming the absent families."""
     target(_KIND, directory)
+    chosen = None
+    if sample is not None:
+        try:
+            chosen = parse_sample(sample, sample_seed)
+        except ConfigError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--sample") from None
     if expect_root is not None:
         try:
             check_root_hex(expect_root)
@@ -164,20 +190,30 @@ def verify(
             as_json=as_json,
             expect_root=expect_root,
             transfer=transfer,
+            sample=chosen,
         )
         return
     transfer.refuse_for_local(directory)
-    return _verify_local(Path(directory), location, as_json, expect_root)
+    return _verify_local(Path(directory), location, as_json, expect_root, chosen)
 
 
 def _verify_local(
-    directory: Path, location: str | None, as_json: bool, expect_root: str | None
+    directory: Path,
+    location: str | None,
+    as_json: bool,
+    expect_root: str | None,
+    sample: VerifySample | None,
 ) -> None:
-    if location is None and verify_partial_restore(directory, as_json, expect_root):
+    partial = location is None and sample is None  # a sampled verify reads the manifest
+    if partial and verify_partial_restore(directory, as_json, expect_root):
         return
     with progress_bar() as advance:
         report = verify_tree(
-            directory, location=location, progress=advance, expect_root=expect_root
+            directory,
+            location=location,
+            progress=advance,
+            expect_root=expect_root,
+            sample=sample,
         )
     if report.manifest_location is None:  # a release directory has no manifest of its own
         accepted = (kind for kind in TreeKind if kind is not TreeKind.RELEASE)

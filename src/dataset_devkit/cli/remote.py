@@ -26,6 +26,7 @@ from dataset_devkit.integrity.bucket import (
     read_remote_manifest,
     verify_remote,
 )
+from dataset_devkit.integrity.sampling import VerifySample
 from dataset_devkit.integrity.verify import VerificationReport
 from dataset_devkit.objectstore import is_url, open_location
 
@@ -93,6 +94,7 @@ def show_verification(
             "actual_root_sha256": report.actual_root_sha256,
             "files": report.file_count,
             "bytes": report.total_bytes,
+            "sample": None if report.sample is None else report.sample.to_json(),
         }
         if not report.ok:
             try:
@@ -101,11 +103,18 @@ def show_verification(
                 fail_with_report(exc, **facts)
         emit_report(ok=True, **facts)
         return
+    if report.sample is not None:
+        stdout_console().print(f"note: {report.sample.describe()}", markup=False)
     if report.ok:
+        if report.sample is None:
+            verdict = f"{count(report.file_count, 'file')}, {format_size(report.total_bytes)} match"
+        else:
+            verdict = (
+                f"the {count(report.sample.files, 'sampled file')} match, and all "
+                f"{count(report.file_count, 'file')} are there with their sizes, as in"
+            )
         stdout_console().print(
-            f"OK {shown}: {count(report.file_count, 'file')}, {format_size(report.total_bytes)} "
-            "match "
-            f"{report.manifest_location}",
+            f"OK {shown}: {verdict} {report.manifest_location}",
             f"root_sha256 {report.root_sha256}",
             sep="\n",
         )
@@ -127,13 +136,19 @@ def verify_url(
     as_json: bool,
     expect_root: str | None,
     transfer: TransferOptions | None = None,
+    sample: VerifySample | None = None,
 ) -> None:
     """Verify the dataset at *url* in place; the same output as a local ``verify``."""
     require_for("verify", URL_EXTRAS)
     options = (transfer or TransferOptions()).keywords(upload=False)
     with progress_bar() as advance:
         report = verify_remote(
-            url, location=manifest_location, expect_root=expect_root, progress=advance, **options
+            url,
+            location=manifest_location,
+            expect_root=expect_root,
+            progress=advance,
+            sample=sample,
+            **options,
         )
     show_verification(report, shown=report.root, as_json=as_json, root=report.root)
 

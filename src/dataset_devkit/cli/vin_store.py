@@ -1,4 +1,8 @@
-"""``store inspect|verify|sample``: the VIN offline store on the command line."""
+"""``store inspect|verify|sample``: the VIN offline store on the command line.
+
+Each takes a local store or its URL (``s3://bucket/store``, ``gs://``, ``az://``,
+``file://``); a URL is read through a local cache (``--cache-dir``, ``--cache-limit``).
+"""
 
 from __future__ import annotations
 
@@ -14,18 +18,26 @@ from rich.markup import escape
 from dataset_devkit.cli.expect import refuse_other_kind
 from dataset_devkit.cli.output import emit_report, fail_with_report, target
 from dataset_devkit.cli.progress import progress_bar
+from dataset_devkit.cli.remote import location_parser
 from dataset_devkit.cli.render import (
+    byte_size_parser,
     count,
     format_size,
-    path_parser,
     print_table,
     stdout_console,
     table,
 )
 from dataset_devkit.cli.vin_build import build_command
 from dataset_devkit.errors import ConfigError, DevkitError
+from dataset_devkit.integrity.bucket.cache_settings import (
+    CACHE_DIR_ENV,
+    CACHE_LIMIT_ENV,
+    default_cache_dir,
+)
 from dataset_devkit.kinds import TreeKind
+from dataset_devkit.objectstore import is_url
 from dataset_devkit.vin_store import VinOfflineStoreReader, inspect_store, verify_store
+from dataset_devkit.vin_store.inspect import store_config
 
 __all__ = ["register"]
 
@@ -36,12 +48,54 @@ store_app = typer.Typer(
 )
 store_app.command("build")(build_command)
 StoreArg = Annotated[
-    Path, typer.Argument(help="A published VIN offline store.", parser=path_parser)
+    str,
+    typer.Argument(
+        help="A published VIN offline store: a folder, or its URL (s3://, gs://, az://, file://).",
+        parser=location_parser,
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the JSON report.")]
+CacheDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        metavar="DIR",
+        help=f"With a URL: the local cache of verified files (default: ${CACHE_DIR_ENV}, "
+        "else ~/.cache/dataset-devkit).",
+    ),
+]
+CacheLimitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-limit",
+        metavar="SIZE",
+        help=f"With a URL: what the cache may hold, e.g. 200GB (default: ${CACHE_LIMIT_ENV}, "
+        "else no limit).",
+    ),
+]
 _KIND = "vin-store"
 #: Trees a store command reads: a store, also once restored from a release, or damaged.
 _STORE_KINDS = (TreeKind.VIN_STORE, TreeKind.RESTORED_RELEASE, TreeKind.CONTENT_MANIFEST_TREE)
+
+
+def _store(
+    store: str, cache_dir: Path | None, cache_limit: str | None, command: str
+) -> tuple[Path | str, dict[str, Any]]:
+    """The store to open (a URL stays a str) and the cache keywords of a URL.
+
+    A local store is checked for being one (another kind of tree is named); the cache
+    options apply to URLs only.
+    """
+    target(_KIND, store)
+    if is_url(store):
+        cache = cache_dir if cache_dir is not None else default_cache_dir()
+        limit = None if cache_limit is None else byte_size_parser(cache_limit)
+        return store, {"cache_dir": cache, "cache_limit": limit}
+    given = [f for f, v in (("--cache-dir", cache_dir), ("--cache-limit", cache_limit)) if v]
+    if given:
+        raise typer.BadParameter(f"{', '.join(given)} apply to a store URL, not to {store}")
+    refuse_other_kind(Path(store), "VIN offline store", _STORE_KINDS, command=command)
+    return Path(store), {}
 
 
 def _jsonable(value: Any) -> Any:
@@ -59,11 +113,15 @@ def _jsonable(value: Any) -> Any:
 
 
 @store_app.command("inspect")
-def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
+def inspect_command(
+    store: StoreArg,
+    as_json: JsonOpt = False,
+    cache_dir: CacheDirOpt = None,
+    cache_limit: CacheLimitOpt = None,
+) -> None:
     """Show shards, blocks (dtype, row shape), split sizes, bytes and the root hash."""
-    target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store inspect")
-    summary = inspect_store(store)
+    where, cache = _store(store, cache_dir, cache_limit, "store inspect")
+    summary = inspect_store(where, **cache)
     if as_json:
         data = _jsonable(dataclasses.asdict(summary))
         data.pop("store_dir")
@@ -95,12 +153,20 @@ def inspect_command(store: StoreArg, as_json: JsonOpt = False) -> None:
 
 
 @store_app.command("verify")
-def verify_command(store: StoreArg, as_json: JsonOpt = False) -> None:
-    """Check content manifest plus manifest/index/split/shard consistency; list every issue."""
-    target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store verify")
+def verify_command(
+    store: StoreArg,
+    as_json: JsonOpt = False,
+    cache_dir: CacheDirOpt = None,
+    cache_limit: CacheLimitOpt = None,
+) -> None:
+    """Check content manifest plus manifest/index/split/shard consistency; list every issue.
+
+    A URL is checked in place: every object hashed where it is, the format checks reading
+    metadata, index and record files through the cache.
+    """
+    where, cache = _store(store, cache_dir, cache_limit, "store verify")
     with progress_bar() as advance:
-        report = verify_store(store, progress=advance)
+        report = verify_store(where, progress=advance, **cache)
     if as_json:
         facts: dict[str, Any] = {
             "root_sha256": report.root_sha256,
@@ -130,11 +196,12 @@ def sample_command(
         str | None, typer.Option("--blocks", help="Comma-separated block names (default all).")
     ] = None,
     as_json: JsonOpt = False,
+    cache_dir: CacheDirOpt = None,
+    cache_limit: CacheLimitOpt = None,
 ) -> None:
     """Print one sample's blocks: numeric blocks summarized, records in full."""
-    target(_KIND, store)
-    refuse_other_kind(store, "VIN offline store", _STORE_KINDS, command="store sample")
-    reader = VinOfflineStoreReader(store)
+    where, cache = _store(store, cache_dir, cache_limit, "store sample")
+    reader = VinOfflineStoreReader(store_config(where, **cache))
     record = reader.record(index)
     names = None if blocks is None else [b.strip() for b in blocks.split(",") if b.strip()]
     if names == []:

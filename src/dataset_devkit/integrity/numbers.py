@@ -35,15 +35,18 @@ _UNITS: Final = {
 }
 
 
-def parse_size(text: str, *, key: str = "size") -> int:
-    """``134217728``, ``128MiB`` or ``100MB`` as a number of bytes.
+def parse_size(text: object, *, key: str = "size") -> int:
+    """``134217728``, ``128MiB`` or ``100MB`` as a number of bytes (an ``int`` is bytes; a
+    setting may hold either).
 
     Raises
     ------
     ConfigError
         *text* is not a whole number with an optional unit; the error names *key*.
     """
-    found = _SIZE.fullmatch(text.strip())
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    found = _SIZE.fullmatch(text.strip()) if isinstance(text, str) else None
     if found is None:
         raise ConfigError(
             f"{key}: expected a size such as 134217728, 128MiB or 100MB, found {text!r}", key=key

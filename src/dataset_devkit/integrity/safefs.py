@@ -251,6 +251,28 @@ class SafeDir:
                 parent.close()
         return True
 
+    def unlink(self, rel: str | PurePosixPath) -> bool:
+        """Remove the file (or link) *rel*, walking no link on the way; False if absent.
+
+        A directory is never removed. A link in a parent component raises
+        :class:`UnsafePathError`, so nothing outside this directory is ever touched.
+        """
+        try:
+            parent, leaf, owned = self._parent_of(rel)
+        except MissingPathError:
+            return False
+        try:
+            os.unlink(leaf, dir_fd=parent.fd)
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            where = parent.path / leaf
+            raise UnsafePathError("expected a file, found a directory", path=where) from None
+        finally:
+            if owned:
+                parent.close()
+        return True
+
     def listdir(self) -> list[str]:
         """The names in this directory, sorted."""
         with os.scandir(self.fd) as entries:

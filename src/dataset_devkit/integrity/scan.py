@@ -60,10 +60,14 @@ def default_workers() -> int:
 
 @dataclass
 class ScanResult:
-    """Sizes and digests of every regular file found, plus every issue met on the way."""
+    """Sizes and digests of every regular file found, plus every issue met on the way.
+
+    ``sized`` holds the regular files a sampled scan listed but did not hash (their size).
+    """
 
     files: dict[str, tuple[int, str]] = field(default_factory=dict)
     issues: list[Issue] = field(default_factory=list)
+    sized: dict[str, int] = field(default_factory=dict)
 
 
 class _DirRef:
@@ -220,6 +224,7 @@ def scan_tree(
     workers: int | None = None,
     stage: str = "hash",
     totals: tuple[int, int] | None = None,
+    select: Callable[[str], bool] | None = None,
 ) -> ScanResult:
     """Hash every regular file below *root*; report links, special files and races.
 
@@ -241,6 +246,9 @@ def scan_tree(
         ``(bytes, files)`` the caller already knows (a manifest's); otherwise, and only
         when there is a *progress* listener, a stat walk counts them first so a bar can
         show an ETA (a few percent of the hashing time, paid by no silent caller).
+    select
+        Hash only the regular files whose path it accepts; the others are checked as
+        everything is (type, links) and their size recorded in ``sized``.
     """
     result = ScanResult()
     reporter = None
@@ -310,6 +318,8 @@ def scan_tree(
                     result.issues.append(
                         Issue(rel, IssueKind.LINKED, f"is a hard link ({seen.st_nlink} links)")
                     )
+                elif select is not None and not select(rel):
+                    result.sized[rel] = seen.st_size
                 elif seen.st_size < _SMALL_FILE:
                     # Small files are hashed right here: a task hand-off costs more than
                     # the hash, and the pool stays free for large files.

@@ -24,6 +24,7 @@ from dataset_devkit.integrity.manifest import (
 )
 from dataset_devkit.integrity.progress import OnProgress
 from dataset_devkit.integrity.safefs import SafeDir, describe_mode, open_dir_nofollow, path_argument
+from dataset_devkit.integrity.sampling import SampleCoverage, VerifySample
 from dataset_devkit.integrity.scan import scan_tree
 
 __all__ = ["VerificationReport", "check_root_hex", "verify_tree"]
@@ -59,6 +60,8 @@ class VerificationReport:
     file_count: int = 0
     total_bytes: int = 0
     manifest_location: str | None = None
+    #: What a sampled verification hashed (None: every file was).
+    sample: SampleCoverage | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,6 +95,7 @@ class VerificationReport:
             "file_count": self.file_count,
             "total_bytes": self.total_bytes,
             "issues": [issue.to_json() for issue in self.details],
+            "sample": None if self.sample is None else self.sample.to_json(),
         }
 
 
@@ -127,6 +131,7 @@ def verify_tree(
     progress: OnProgress | None = None,
     workers: int | None = None,
     expect_root: str | None = None,
+    sample: VerifySample | None = None,
 ) -> VerificationReport:
     """Compare every file below *root* with its content manifest.
 
@@ -156,6 +161,10 @@ def verify_tree(
         when the tree was published. A tree that matches its own manifest still fails when
         that manifest's root is another: an edited tree with a regenerated manifest is
         consistent, but it is not the dataset that was published.
+    sample
+        Hash only the files it selects (:mod:`~dataset_devkit.integrity.sampling`); every
+        file is still listed and its size checked. The report's ``sample`` says how much
+        was hashed, and no ``actual_root_sha256`` is computed.
 
     Raises
     ------
@@ -215,19 +224,29 @@ def verify_tree(
         )
     report.file_count = manifest.file_count
     report.total_bytes = manifest.total_bytes
+    totals = (manifest.total_bytes, manifest.file_count)
+    if sample is not None:
+        report.sample = SampleCoverage.of(sample, manifest.files)
+        totals = (report.sample.bytes, report.sample.files)
     scan = scan_tree(
         root,
         exclude=frozenset({location}),
         progress=progress,
         workers=workers,
         stage="verify",
-        totals=(manifest.total_bytes, manifest.file_count),
+        totals=totals,
+        select=None if sample is None else sample.selects,
     )
     issues = list(scan.issues)
     problem_paths = {issue.path for issue in scan.issues}
     expected = manifest.by_path()
     for path, entry in expected.items():
         found = scan.files.get(path)
+        if found is None and path in scan.sized:  # not in the sample: its size only
+            if scan.sized[path] != entry.size:
+                found = (scan.sized[path], "")
+            else:
+                continue
         if found is None:
             if path not in problem_paths:
                 issues.append(Issue(path, IssueKind.MISSING, f"expected {entry.size} bytes"))
@@ -239,11 +258,12 @@ def verify_tree(
             issues.append(
                 Issue(path, IssueKind.CHANGED, f"sha256 {digest}, expected {entry.sha256}")
             )
-    for path, (size, _) in scan.files.items():
+    listed = [*((p, s) for p, (s, _) in scan.files.items()), *scan.sized.items()]
+    for path, size in listed:
         if path not in expected:
             issues.append(Issue(path, IssueKind.EXTRA, f"not in the manifest ({size} bytes)"))
     report.details = sorted([*report.details, *issues])
-    if not scan.issues:
+    if not scan.issues and sample is None:
         report.actual_root_sha256 = compute_root_sha256(
             ManifestEntry(path=p, size=s, sha256=d) for p, (s, d) in scan.files.items()
         )

@@ -25,8 +25,10 @@ from dataset_devkit.vin_store.errors import (
     VinOfflineSchemaError,
 )
 from dataset_devkit.vin_store.inspect import VinOfflineStoreSummary, inspect_store
+from dataset_devkit.vin_store.mixing import VinOfflineMix, VinOfflineStream
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
-from dataset_devkit.vin_store.sampler import VinOfflineDistributedSampler
+from dataset_devkit.vin_store.sample_space import SampleSpace
+from dataset_devkit.vin_store.sampler import VinOfflineDistributedSampler, loader_sampler_state
 from dataset_devkit.vin_store.sources import VinOfflineShardSource
 from dataset_devkit.vin_store.spec import (
     OFFLINE_DATASET_VERSION,
@@ -45,6 +47,7 @@ __all__ = [
     "InventoryError",
     "PositionOutOfRangeError",
     "SampleIndexNotFoundError",
+    "SampleSpace",
     "UnsupportedVersionError",
     "VinOfflineBatchedTorchDataset",
     "VinOfflineBlockSpec",
@@ -54,6 +57,7 @@ __all__ = [
     "VinOfflineIndexRecord",
     "VinOfflineManifest",
     "VinOfflineMaterializedBlocks",
+    "VinOfflineMix",
     "VinOfflineSample",
     "VinOfflineSchemaError",
     "VinOfflineShardSource",
@@ -62,11 +66,13 @@ __all__ = [
     "VinOfflineStoreConfig",
     "VinOfflineStoreReader",
     "VinOfflineStoreSummary",
+    "VinOfflineStream",
     "VinOfflineTorchDataset",
     "VinOfflineVerifyReport",
     "build_process_pool",
     "build_vin_offline_store",
     "inspect_store",
+    "loader_sampler_state",
     "verify_store",
 ]
 

@@ -24,12 +24,12 @@ from dataset_devkit.vin_store.errors import VinOfflineFormatError
 from dataset_devkit.vin_store.spec import VinOfflineBlockSpec, check_record_offsets
 from dataset_devkit.vin_store.writer import chunk_file_path, shard_index_nbytes
 
-__all__ = ["NumericBlockHandle", "RecordBlockHandle", "open_block"]
+__all__ = ["NumericBlockHandle", "RecordBlockHandle", "check_shard_index", "open_block"]
 
 _RECORD_DECODER = msgspec.msgpack.Decoder()
 
 
-def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
+def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int, tuple[int, int]]:
     try:
         # O_NONBLOCK: a FIFO in place of a block file fails the type check below, never blocks
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -42,17 +42,33 @@ def _map_file(path: Path) -> tuple[mmap.mmap | bytes, int]:
         if not stat.S_ISREG(st.st_mode):  # mmap of a directory or FIFO fails with ENODEV
             raise VinOfflineFormatError("expected a regular block file", path=path)
         size = st.st_size
+        identity = (st.st_dev, st.st_ino)
         if size == 0:
-            return b"", 0
-        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size
+            return b"", 0, identity
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), size, identity
     finally:
         os.close(fd)
+
+
+def check_shard_index(
+    data: Any, offset: int, num_rows: int, row_nbytes: int, path: Path | str
+) -> None:
+    """Check that the Zarr shard index at *offset* of *data* is the arithmetic layout
+    (row ``r`` at ``r * row_nbytes``), or raise :class:`VinOfflineFormatError`."""
+    index = np.frombuffer(data, "<u8", count=2 * num_rows, offset=offset).reshape(num_rows, 2)
+    starts = np.arange(num_rows, dtype=np.uint64) * np.uint64(row_nbytes)
+    if not (np.array_equal(index[:, 0], starts) and bool(np.all(index[:, 1] == row_nbytes))):
+        raise VinOfflineFormatError(
+            "the Zarr shard index is not the arithmetic row-major layout this format "
+            "requires (row r at r * row_nbytes)",
+            path=path,
+        )
 
 
 class NumericBlockHandle:
     """Rows of one numeric block of one shard, as a read-only view on its chunk file."""
 
-    __slots__ = ("buffer", "file_nbytes", "path", "row_nbytes", "rows")
+    __slots__ = ("buffer", "file_nbytes", "identity", "path", "row_nbytes", "rows")
 
     def __init__(self, shard_dir: Path, spec: VinOfflineBlockSpec) -> None:
         shape = tuple(spec.shape or ())
@@ -60,7 +76,7 @@ class NumericBlockHandle:
         num_rows = shape[0]
         row_nbytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
         self.path = chunk_file_path(shard_dir / spec.paths[0], len(shape))
-        buffer, size = _map_file(self.path)
+        buffer, size, self.identity = _map_file(self.path)
         expected = num_rows * row_nbytes + shard_index_nbytes(num_rows)
         if size != expected:
             raise VinOfflineFormatError(
@@ -68,15 +84,7 @@ class NumericBlockHandle:
                 f"shard index), found {size}",
                 path=self.path,
             )
-        index = np.frombuffer(buffer, "<u8", count=2 * num_rows, offset=num_rows * row_nbytes)
-        index = index.reshape(num_rows, 2)
-        starts = np.arange(num_rows, dtype=np.uint64) * np.uint64(row_nbytes)
-        if not (np.array_equal(index[:, 0], starts) and bool(np.all(index[:, 1] == row_nbytes))):
-            raise VinOfflineFormatError(
-                "the Zarr shard index is not the arithmetic row-major layout this format "
-                "requires (row r at r * row_nbytes)",
-                path=self.path,
-            )
+        check_shard_index(buffer, num_rows * row_nbytes, num_rows, row_nbytes, self.path)
         flat = np.frombuffer(buffer, dtype, count=num_rows * (row_nbytes // dtype.itemsize))
         self.rows: npt.NDArray[Any] = flat.reshape(shape)
         self.row_nbytes = row_nbytes
@@ -88,13 +96,13 @@ class NumericBlockHandle:
 class RecordBlockHandle:
     """Per-row MessagePack records of one shard: payload mmap plus in-memory offsets."""
 
-    __slots__ = ("offsets", "path", "payload")
+    __slots__ = ("identity", "offsets", "path", "payload")
 
     def __init__(self, shard_dir: Path, spec: VinOfflineBlockSpec) -> None:
         num_records = (spec.shape or (0,))[0]
         self.path = shard_dir / spec.paths[0]
         offsets_path = shard_dir / spec.paths[1]
-        self.payload, size = _map_file(self.path)
+        self.payload, size, self.identity = _map_file(self.path)
         offsets = load_npy(
             offsets_path, dtype="<i8", ndim=1, what="offsets file", error=VinOfflineFormatError
         )

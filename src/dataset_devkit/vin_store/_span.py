@@ -10,7 +10,9 @@ default 1,024-row shards, exactly the global row), and a batch is one ``np.take`
 into its output: one C loop, one copy per row.
 
 Shards are mapped on first use. Only rows a shard really holds are ever read (the reader
-checks positions first); the gaps between slots stay ``PROT_NONE``. The range is unmapped when
+checks positions first); the gaps between slots stay ``PROT_NONE``. A shard's slot can be
+given back (``PROT_NONE`` again) when its file left a size-limited cache, so the file's
+blocks are freed; the next read of it maps the fetched copy. The range is unmapped when
 the last array over it is gone. A forked child inherits the mappings, like any ``mmap``. Where
 ``mmap(2)`` cannot be called through ctypes (not Linux or macOS), :func:`block_span` returns
 None and the reader copies row by row.
@@ -134,6 +136,21 @@ class BlockSpan:
             os.close(fd)
         self.mapped.add(shard)
         self.complete = len(self.mapped) * self.slot_rows == self.rows.shape[0]
+
+    def unmap_shard(self, shard: int) -> None:
+        """Give the slot of *shard* back (``PROT_NONE``): its file's pages are released.
+
+        The caller makes sure nothing reads the slot meanwhile (the reader holds its lock).
+        """
+        assert _LIBC is not None
+        map_fn = _LIBC[0]
+        address = self._base + shard * self.slot_nbytes
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE | _MAP_FIXED
+        got = map_fn(address, self.slot_nbytes, _PROT_NONE, flags, -1, 0)
+        if got != address:  # pragma: no cover - replacing an existing mapping cannot fail
+            raise OSError(ctypes.get_errno(), "cannot release a block span slot")
+        self.mapped.discard(shard)
+        self.complete = False
 
 
 def block_span(

@@ -1,8 +1,8 @@
 """Configuration of one VIN offline store: where each file lives, which split.
 
 A store may live in an object store (``s3://bucket/store``): then ``cache_dir`` is where
-verified copies of its files are kept, and every path below points into that local mirror
-(the reader fetches a file before it first opens it).
+verified copies of its files are kept (``cache_limit`` bounds it), and every path below
+points into that local mirror (the reader fetches a file before it first opens it).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import numpy.typing as npt
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
 from dataset_devkit.integrity.bucket.cache import RemoteTree
+from dataset_devkit.integrity.bucket.cache_settings import resolve_cache_dir, resolve_cache_limit
 from dataset_devkit.objectstore import is_url
 from dataset_devkit.objectstore.location import looks_like_mangled_url
 from dataset_devkit.vin_store.spec import (
@@ -45,35 +46,42 @@ class VinOfflineStoreConfig:
         The split a reader serves: ``"all"``, ``"train"`` or ``"val"``.
     cache_dir
         For a URL: the local directory that keeps verified copies of the store's files
-        (shared safely by DataLoader workers and jobs). Required with a URL.
+        (shared safely by DataLoader workers and jobs). Required with a URL, unless
+        ``DATASET_DEVKIT_CACHE_DIR`` names one.
     url
         Set from a URL ``store_dir`` (``store_dir`` then names the local mirror).
+    cache_limit
+        For a URL: bytes the whole cache directory may hold (an int, or ``"200GB"``,
+        ``"512MiB"``), else ``DATASET_DEVKIT_CACHE_LIMIT``, else no limit. Files are
+        evicted least recently used first, across every process sharing ``cache_dir``.
     """
 
     store_dir: Path
     split: Split = "all"
     cache_dir: Path | None = None
     url: str | None = None
+    cache_limit: int | None = None
 
     def __post_init__(self) -> None:
         given: object = self.store_dir
         if isinstance(given, str) and is_url(given):
             object.__setattr__(self, "url", given.rstrip("/"))
         if self.url is not None:
-            if self.cache_dir is None:
-                raise ConfigError(
-                    f"{self.url}: reading a store from object storage needs a local "
-                    "cache_dir for verified copies of its files",
-                    key="cache_dir",
-                )
-            cache = path_argument(self.cache_dir, "cache_dir")
+            cache = resolve_cache_dir(self.cache_dir, self.url)
             object.__setattr__(self, "cache_dir", cache)
+            object.__setattr__(self, "cache_limit", resolve_cache_limit(self.cache_limit))
             object.__setattr__(self, "store_dir", RemoteTree(self.url, cache).root)
         elif looks_like_mangled_url(given):
             raise ConfigError(
                 f"{given}: an object store URL read as a local path; pass the URL as a str "
                 "(s3://BUCKET/PREFIX)",
                 key="store_dir",
+            )
+        elif self.cache_limit is not None:
+            raise ConfigError(
+                f"cache_limit applies to a store read from a URL; {given} is a local store "
+                "(nothing of it is ever cached or evicted)",
+                key="cache_limit",
             )
         object.__setattr__(self, "store_dir", path_argument(self.store_dir, "store_dir"))
         if self.split not in SPLIT_NAMES:
@@ -83,17 +91,23 @@ class VinOfflineStoreConfig:
 
     @classmethod
     def from_url(
-        cls, url: str, *, cache_dir: Path | str, split: Split = "all"
+        cls,
+        url: str,
+        *,
+        cache_dir: Path | str | None = None,
+        split: Split = "all",
+        cache_limit: int | str | None = None,
     ) -> VinOfflineStoreConfig:
         """A store in object storage (``s3://bucket/store``), cached in *cache_dir*.
 
-        The same as ``VinOfflineStoreConfig(url, cache_dir=...)``, spelled with types.
+        The same as ``VinOfflineStoreConfig(url, cache_dir=..., cache_limit=...)``, spelled
+        with types. *cache_limit* (``"200GB"``, or bytes) bounds the cache directory.
         """
-        if not is_url(url):
+        if not isinstance(url, str) or not is_url(url):
             raise ConfigError(
                 f"{url}: expected an object store URL (s3://, az://, gs://, file://)", key="url"
             )
-        return cls(Path(), split, Path(cache_dir), url)
+        return cls(Path(), split, cache_dir, url, cache_limit)  # type: ignore[arg-type]
 
     @property
     def manifest_path(self) -> Path:

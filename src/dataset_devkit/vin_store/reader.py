@@ -9,13 +9,21 @@ closed right after ``mmap``) and spare each DataLoader worker re-opening and re-
 every chunk file.
 
 A store in object storage (a URL config) is read through a local cache of whole, verified
-files (``_fetch``): each file is fetched before its first open, then read like a local one.
+files (``_fetch``): each file is fetched and held before its first open, then read like a
+local one. With a cache limit, other processes may evict a file this reader has mapped:
+the mapping stays valid (POSIX), and at its next read after an eviction the reader drops
+the mappings of files that are gone (giving their disk blocks back) and fetches them again
+when it needs them. Reads of a URL store take a per-process lock, so a mapping is never
+dropped under a thread that reads it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -25,7 +33,16 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, DevkitError
 from dataset_devkit.integrity import load_npy
-from dataset_devkit.vin_store._fetch import fetch_block, fetch_index, fetch_opening, remote_tree
+from dataset_devkit.vin_store._fetch import (
+    block_files,
+    forget_evicted,
+    held_index,
+    held_opening,
+    mark_used,
+    remote_tree,
+    require_room,
+)
+from dataset_devkit.vin_store._locate import Located
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle, open_block
 from dataset_devkit.vin_store._span import BlockSpan, block_span
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
@@ -35,6 +52,8 @@ from dataset_devkit.vin_store.errors import (
     SampleIndexNotFoundError,
     VinOfflineFormatError,
 )
+from dataset_devkit.vin_store.prefetch import ShardFiles
+from dataset_devkit.vin_store.sample_space import SampleSpace
 from dataset_devkit.vin_store.spec import (
     BLOCK_FAMILIES,
     Split,
@@ -85,6 +104,9 @@ class _OpenState:
         default_factory=dict
     )
     spans: dict[str, BlockSpan | None] = field(default_factory=dict)
+    # URL stores: the cached files behind each handle, and the eviction count last seen
+    files: dict[tuple[int, str], tuple[str, ...]] = field(default_factory=dict)
+    generation: int = -1
 
 
 def _as_index(value: object, what: str) -> int:
@@ -103,32 +125,6 @@ def _block_names(blocks: Sequence[str] | None, state: _OpenState) -> Sequence[st
     return blocks
 
 
-class _Located:
-    """Checked global rows of one batched read, with their shards and rows in the shard."""
-
-    __slots__ = ("positions", "row_list", "rows", "shard_list", "shards")
-
-    def __init__(
-        self, state: _OpenState, positions: Sequence[int] | npt.NDArray[np.integer[Any]]
-    ) -> None:
-        self.positions = np.asarray(positions, dtype=np.int64)
-        if self.positions.ndim != 1:
-            raise SampleIndexNotFoundError("positions must be a flat sequence of rows")
-        listed = self.positions.tolist()  # min/max of a short list beat two numpy reductions
-        if listed and (min(listed) < 0 or max(listed) >= state.sample_indices.shape[0]):
-            bad = next(p for p in listed if not 0 <= p < state.sample_indices.shape[0])
-            raise PositionOutOfRangeError(
-                f"row {bad} is outside the store (rows 0..{state.sample_indices.shape[0] - 1})"
-            )
-        if state.rows_per_shard is not None:
-            self.shards, self.rows = np.divmod(self.positions, state.rows_per_shard)
-        else:
-            self.shards = np.searchsorted(state.row_starts, self.positions, side="right") - 1
-            self.rows = self.positions - state.row_starts[self.shards]
-        self.shard_list: list[int] = self.shards.tolist()
-        self.row_list: list[int] = self.rows.tolist()
-
-
 class VinOfflineStoreReader:
     """Read immutable VIN offline datasets with random access.
 
@@ -145,6 +141,8 @@ class VinOfflineStoreReader:
         self._state: _OpenState | None = None
         self._records: list[VinOfflineIndexRecord] | None = None
         self._remote = remote_tree(config)
+        self._lock: threading.Lock | None = None
+        self._lock_pid = -1
 
     def __repr__(self) -> str:
         return f"VinOfflineStoreReader({self._repr_args()})"
@@ -170,9 +168,16 @@ class VinOfflineStoreReader:
         state = self._state
         if state is not None:
             return state
+        if self._remote is None:
+            return self._open_files()
+        require_room(self._remote, self.config)
+        with held_opening(self._remote, self.config):
+            state = self._open_files()
+        state.generation = self._remote.generation()
+        return state
+
+    def _open_files(self) -> _OpenState:
         cfg = self.config
-        if self._remote is not None:
-            fetch_opening(self._remote, cfg)
         manifest = VinOfflineManifest.read(cfg.manifest_path)
         sample_indices = _sample_indices(cfg)
         total = manifest.num_rows
@@ -241,10 +246,9 @@ class VinOfflineStoreReader:
     def index_records(self) -> list[VinOfflineIndexRecord]:
         """Every record of ``sample_index.jsonl`` (parsed on first use only)."""
         if self._records is None:
-            if self._remote is not None:
-                fetch_index(self._remote)
             path = self.config.sample_index_path
-            records = VinOfflineIndexRecord.read_many(path)
+            with contextlib.nullcontext() if self._remote is None else held_index(self._remote):
+                records = VinOfflineIndexRecord.read_many(path)
             held = self._open().sample_indices
             if len(records) != held.shape[0]:
                 raise InventoryError(
@@ -272,6 +276,36 @@ class VinOfflineStoreReader:
         result = state.sample_indices[state.view]
         result.flags.writeable = False
         return result
+
+    def shard_files(self, blocks: Sequence[str] | None = None) -> ShardFiles:
+        """Each shard's files for *blocks* (default all), for a prefetcher of a URL store."""
+        state = self._open()
+        names = list(_block_names(blocks, state))
+
+        def files(shard: int) -> tuple[int, tuple[str, ...]]:
+            spec = state.manifest.shards[shard]
+            rels = [block_files(spec.relative_dir, spec.blocks[n]) for n in names]
+            return 0, tuple(rel for group in rels for rel in group)
+
+        largest = 0
+        if self._remote is not None and state.manifest.shards:
+            sizes = self._remote.manifest.by_path()
+            largest = max(
+                sum(sizes[rel].size for rel in files(k)[1] if rel in sizes)
+                for k in range(len(state.manifest.shards))
+            )
+        return ShardFiles([self._remote], files, largest)
+
+    def sample_space(self) -> SampleSpace:
+        """The split's positions and their shards, for a sampler (see :mod:`.sampler`)."""
+        state = self._open()
+        total = state.sample_indices.shape[0]
+        rows = np.arange(total, dtype=np.int64) if state.view is None else state.view
+        if state.rows_per_shard is not None:
+            shards = rows // state.rows_per_shard
+        else:
+            shards = np.searchsorted(state.row_starts, rows, side="right") - 1
+        return SampleSpace.single(shards.astype(np.int64))
 
     def __len__(self) -> int:
         state = self._open()
@@ -312,20 +346,46 @@ class VinOfflineStoreReader:
             if spec is None:
                 raise self._missing_block(state, name)
             relative_dir = state.manifest.shards[shard].relative_dir
-            if self._remote is not None:
-                fetch_block(self._remote, relative_dir, spec)
-            shard_dir = self.config.store_dir / relative_dir
-            handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
-            span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
-            if span is not None and isinstance(handle, NumericBlockHandle):
-                # One mapping per block for both paths: single reads then warm the pages
-                # (and page tables) that batched reads use, and the other way round.
-                num_rows = handle.rows.shape[0]
-                span.map_shard(shard, handle.path, handle.file_nbytes, num_rows * handle.row_nbytes)
-                start = shard * span.slot_rows
-                handle.rows = span.rows[start : start + num_rows]
+            if self._remote is None:
+                handle = self._open_handle(state, shard, name, spec)
+            else:
+                rels = block_files(relative_dir, spec)
+                with self._remote.held(rels):  # not evicted before it is mapped
+                    handle = self._open_handle(state, shard, name, spec)
+                state.files[(shard, name)] = rels
             state.handles[(shard, name)] = handle
         return handle
+
+    def _open_handle(
+        self, state: _OpenState, shard: int, name: str, spec: VinOfflineBlockSpec
+    ) -> NumericBlockHandle | RecordBlockHandle:
+        shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
+        handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
+        span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
+        if span is not None and isinstance(handle, NumericBlockHandle):
+            # One mapping per block for both paths: single reads then warm the pages
+            # (and page tables) that batched reads use, and the other way round.
+            num_rows = handle.rows.shape[0]
+            span.map_shard(shard, handle.path, handle.file_nbytes, num_rows * handle.row_nbytes)
+            start = shard * span.slot_rows
+            handle.rows = span.rows[start : start + num_rows]
+        return handle
+
+    # ---- URL stores: the shared cache ----------------------------------------------------
+    @contextlib.contextmanager
+    def _cached_reads(self) -> Iterator[_OpenState]:
+        """The open state, for one read of a URL store: mappings of files evicted since
+        the last read are dropped first, under a per-process lock (never under a reader)."""
+        if self._lock is None or self._lock_pid != os.getpid():
+            self._lock, self._lock_pid = threading.Lock(), os.getpid()
+        with self._lock:
+            state = self._open()
+            assert self._remote is not None
+            generation = self._remote.generation()
+            if generation != state.generation:
+                state.generation = generation
+                forget_evicted(state.handles, state.files, state.spans)
+            yield state
 
     def _numeric_handle(self, state: _OpenState, shard: int, name: str) -> NumericBlockHandle:
         handle = self._handle(state, shard, name)
@@ -344,7 +404,7 @@ class VinOfflineStoreReader:
         state: _OpenState,
         name: str,
         spec: VinOfflineBlockSpec,
-        located: _Located,
+        located: Located,
         batch: npt.NDArray[Any],
     ) -> None:
         """Copy the rows of one numeric block into *batch* (positions already checked)."""
@@ -406,13 +466,26 @@ class VinOfflineStoreReader:
 
         ``decode_records=False`` returns each record's MessagePack bytes undecoded.
         """
-        state = self._open()
+        if self._remote is None:
+            return self._read_position(self._open(), position, blocks, writeable, decode_records)
+        with self._cached_reads() as state:
+            return self._read_position(state, position, blocks, writeable, decode_records)
+
+    def _read_position(
+        self,
+        state: _OpenState,
+        position: int,
+        blocks: Sequence[str] | None,
+        writeable: bool,
+        decode_records: bool,
+    ) -> dict[str, Any]:
         position = _as_index(position, "position")
         if not 0 <= position < state.sample_indices.shape[0]:
             raise PositionOutOfRangeError(f"row {position} is outside the store")
         shard, row = self._locate(state, position)
         out: dict[str, Any] = {}
-        for name in _block_names(blocks, state):
+        names = _block_names(blocks, state)
+        for name in names:
             handle = self._handle(state, shard, name)
             if isinstance(handle, NumericBlockHandle):
                 value = handle.rows[row].copy()
@@ -420,6 +493,8 @@ class VinOfflineStoreReader:
                 out[name] = value
             else:
                 out[name] = handle.read(row) if decode_records else handle.raw(row)
+        if self._remote is not None:
+            mark_used(self._remote, state.files, [shard], names)
         return out
 
     def read_positions(
@@ -436,10 +511,26 @@ class VinOfflineStoreReader:
         ``out`` may give preallocated C-contiguous arrays for numeric blocks (e.g. views of
         one shared-memory buffer, so a DataLoader worker sends the batch without a copy).
         """
-        state = self._open()
-        located = _Located(state, positions)
+        if self._remote is None:
+            return self._read_positions(
+                self._open(), positions, blocks, writeable, decode_records, out
+            )
+        with self._cached_reads() as state:
+            return self._read_positions(state, positions, blocks, writeable, decode_records, out)
+
+    def _read_positions(
+        self,
+        state: _OpenState,
+        positions: Sequence[int] | npt.NDArray[np.integer[Any]],
+        blocks: Sequence[str] | None,
+        writeable: bool,
+        decode_records: bool,
+        out: Mapping[str, npt.NDArray[Any]] | None,
+    ) -> dict[str, Any]:
+        located = Located(state, positions)
         result: dict[str, Any] = {}
-        for name in _block_names(blocks, state):
+        names = _block_names(blocks, state)
+        for name in names:
             spec = state.blocks.get(name)
             if spec is None:
                 raise self._missing_block(state, name)
@@ -471,6 +562,8 @@ class VinOfflineStoreReader:
                     result[name] = [records[k].read(r) for k, r in pairs]
                 else:
                     result[name] = [records[k].raw(r) for k, r in pairs]
+        if self._remote is not None:
+            mark_used(self._remote, state.files, located.shard_list, names)
         return result
 
     def read_numeric_block(self, record: VinOfflineIndexRecord, name: str) -> npt.NDArray[Any]:

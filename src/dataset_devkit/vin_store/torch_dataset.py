@@ -27,7 +27,10 @@ from dataset_devkit.vin_store._shm_batch import (
     shm_available,
 )
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
+from dataset_devkit.vin_store.mixing import VinOfflineMix
+from dataset_devkit.vin_store.prefetch import ShardFiles
 from dataset_devkit.vin_store.reader import VinOfflineStoreReader
+from dataset_devkit.vin_store.sample_space import SampleSpace
 
 try:
     import torch
@@ -159,7 +162,8 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     Parameters
     ----------
     config
-        Store and split to read (a path means ``"all"``), or an open reader to share.
+        Store and split to read (a path means ``"all"``), an open reader to share, or a
+        :class:`~dataset_devkit.vin_store.VinOfflineMix` of several stores.
     blocks
         Block names to read (default: every block).
     raw_records
@@ -173,13 +177,14 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
 
     def __init__(
         self,
-        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader | VinOfflineMix,
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
         transform: Transform | None = None,
     ) -> None:
-        if isinstance(config, VinOfflineStoreReader):
+        self.reader: VinOfflineStoreReader | VinOfflineMix
+        if isinstance(config, VinOfflineStoreReader | VinOfflineMix):
             self.reader = config  # share its open handles
         else:
             self.reader = VinOfflineStoreReader(config)
@@ -208,6 +213,14 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
     def _item(self, values: dict[str, Any]) -> Any:
         sample = VinOfflineTorchSample(_to_torch(values))
         return sample if self.transform is None else _as_sample(self.transform(sample))
+
+    def sample_space(self) -> SampleSpace:
+        """What a :class:`~dataset_devkit.vin_store.VinOfflineDistributedSampler` draws from."""
+        return self.reader.sample_space()
+
+    def shard_files(self) -> ShardFiles:
+        """Each shard's files for the blocks read (the sampler prefetches URL stores)."""
+        return self.reader.shard_files(self.blocks)
 
     def _positions(self, indices: Sequence[int]) -> Any:
         return self.reader.split_positions(indices)  # checked: type and range
@@ -244,7 +257,7 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
 
     def __init__(
         self,
-        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader,
+        config: VinOfflineStoreConfig | Path | str | VinOfflineStoreReader | VinOfflineMix,
         blocks: Sequence[str] | None = None,
         *,
         raw_records: bool = False,
@@ -262,13 +275,16 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
         *,
         num_workers: int = 0,
         shuffle: bool = False,
+        stateful: bool = False,
         **options: Any,
     ) -> DataLoader[Any]:
         """A ``DataLoader`` of collated batches over this dataset, checked in the caller.
 
         *options* go to ``DataLoader`` as they are (``multiprocessing_context``,
         ``pin_memory``, ``prefetch_factor``, ``persistent_workers``, ``sampler``, ...),
-        except ``collate_fn``, which this dataset fixes.
+        except ``collate_fn``, which this dataset fixes. ``stateful=True`` makes it a
+        ``torchdata`` ``StatefulDataLoader``, whose ``state_dict`` carries the sampler's
+        (a :class:`~dataset_devkit.vin_store.VinOfflineDistributedSampler` resumes exactly).
         """
         for name, value, low in (("batch_size", batch_size, 1), ("num_workers", num_workers, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -278,7 +294,16 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
                 "loader() sets collate_fn itself (batches are read whole); drop collate_fn",
                 key="collate_fn",
             )
-        return DataLoader(
+        kind: Any = DataLoader
+        if stateful:
+            try:
+                from torchdata.stateful_dataloader import StatefulDataLoader
+            except ImportError as exc:
+                raise MissingDependencyError(
+                    "torchdata", extra="torch", purpose="loader(stateful=True)"
+                ) from exc
+            kind = StatefulDataLoader
+        loader: DataLoader[Any] = kind(
             self,
             batch_size=batch_size,
             num_workers=num_workers,
@@ -286,6 +311,7 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
             collate_fn=passthrough_collate,
             **options,
         )
+        return loader
 
     def batch(self, indices: Sequence[int]) -> dict[str, Any]:
         """Read the samples at *indices* of the split as one collated batch of tensors

@@ -8,10 +8,10 @@ record offsets.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +24,7 @@ from dataset_devkit.integrity import (
     verify_tree,
 )
 from dataset_devkit.integrity.progress import OnProgress
+from dataset_devkit.objectstore import is_url
 from dataset_devkit.vin_store._files import require_regular
 from dataset_devkit.vin_store._shards import RecordBlockHandle, open_block
 from dataset_devkit.vin_store._zarr_meta import dimension_names
@@ -44,7 +45,11 @@ from dataset_devkit.vin_store.spec import (
 from dataset_devkit.vin_store.writer import chunk_file_path
 
 __all__ = [
+    "NumericCheck",
     "VinOfflineVerifyReport",
+    "check_index",
+    "check_shard_blocks",
+    "check_shard_listing",
     "collect_store_issues",
     "raise_for_store_issues",
     "store_notes",
@@ -56,7 +61,7 @@ __all__ = [
 class VinOfflineVerifyReport:
     """The outcome of :func:`verify_store`: every issue found, sorted."""
 
-    store_dir: Path
+    store_dir: Path | str
     issues: tuple[str, ...]
     root_sha256: str | None
     #: Facts that are not issues, e.g. that readers derive the index sidecar at open.
@@ -142,14 +147,36 @@ def _check_shard(root: Path, shard: VinOfflineShardSpec) -> Iterator[str]:
         yield f"{shard_dir}: shard directory is missing"
         return
     found = {p.relative_to(shard_dir).as_posix() for p in shard_dir.rglob("*") if not p.is_dir()}
+    yield from check_shard_listing(shard_dir, shard, found)
+    yield from check_shard_blocks(shard_dir, shard)
+
+
+def check_shard_listing(
+    shard_dir: Path, shard: VinOfflineShardSpec, found: set[str]
+) -> Iterator[str]:
+    """Missing and unexpected files of a shard, given the files *found* in it."""
     expected = _expected_shard_files(shard)
     yield from (f"{shard_dir / name}: missing shard file" for name in sorted(expected - found))
     yield from (
         f"{shard_dir / name}: unexpected file in shard" for name in sorted(found - expected)
     )
+
+
+#: Checks one numeric block's chunk file some other way than by opening it (a store in
+#: object storage checks sizes from its listing and reads only the shard index).
+NumericCheck: TypeAlias = Callable[[str, VinOfflineBlockSpec], Iterator[str]]
+
+
+def check_shard_blocks(
+    shard_dir: Path, shard: VinOfflineShardSpec, numeric: NumericCheck | None = None
+) -> Iterator[str]:
+    """Zarr metadata, chunk layout (or *numeric*) and every record of a shard's blocks."""
     for name, block in shard.blocks.items():
         if block.kind == "zarr_array":
             yield from _check_zarr_metadata(shard_dir / block.paths[0] / "zarr.json", block)
+            if numeric is not None:
+                yield from numeric(name, block)
+                continue
         try:
             handle = open_block(shard_dir, block)
             if isinstance(handle, RecordBlockHandle):
@@ -159,7 +186,8 @@ def _check_shard(root: Path, shard: VinOfflineShardSpec) -> Iterator[str]:
             yield f"{exc} (block {name!r})"
 
 
-def _check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) -> Iterator[str]:
+def check_index(config: VinOfflineStoreConfig, manifest: VinOfflineManifest) -> Iterator[str]:
+    """Issues of the sample index, its sidecar and the split files against the manifest."""
     # Streamed: what stays in memory is one int64 index and one split code per sample.
     # Each batch is compared with the manifest's layout as arrays (a few field reads per
     # line in Python): this runs over every line of a ten-million-sample index.
@@ -232,7 +260,7 @@ def collect_store_issues(store_dir: Path, *, content: bool = True) -> list[str]:
         manifest = VinOfflineManifest.read(config.manifest_path)
     except (DevkitError, OSError) as exc:
         return sorted([*issues, str(exc)])
-    issues.extend(_check_index(config, manifest))
+    issues.extend(check_index(config, manifest))
     known = {shard.relative_dir for shard in manifest.shards}
     if config.shards_dir.is_dir():
         for entry in sorted(config.shards_dir.iterdir()):
@@ -257,12 +285,28 @@ def raise_for_store_issues(store_dir: Path) -> None:
     ).raise_for_issues()
 
 
-def verify_store(store_dir: Path, *, progress: OnProgress | None = None) -> VinOfflineVerifyReport:
+def verify_store(
+    store_dir: Path | str,
+    *,
+    progress: OnProgress | None = None,
+    cache_dir: Path | str | None = None,
+    cache_limit: int | str | None = None,
+) -> VinOfflineVerifyReport:
     """Verify content manifest and format consistency; every issue is reported.
 
     *progress* hears about the hashing, the long part (stage ``"verify"``: the manifest's
     totals, then bytes and files as they are hashed).
+
+    *store_dir* may be a URL (``s3://bucket/store``): every object is then hashed in place,
+    and the format checks read the files they need through *cache_dir* (see
+    :func:`~dataset_devkit.vin_store._verify_url.verify_url_store`).
     """
+    if isinstance(store_dir, str) and is_url(store_dir):
+        from dataset_devkit.vin_store._verify_url import verify_url_store
+
+        return verify_url_store(
+            store_dir, cache_dir=cache_dir, cache_limit=cache_limit, progress=progress
+        )
     root = Path(store_dir)
     report = verify_tree(root, location=CONTENT_MANIFEST_NAME, progress=progress)
     issues = sorted(set(report.issues) | set(collect_store_issues(root, content=False)))

@@ -33,6 +33,7 @@ from dataset_devkit.integrity.manifest import (
     compute_root_sha256,
 )
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
+from dataset_devkit.integrity.sampling import SampleCoverage, VerifySample
 from dataset_devkit.integrity.verify import VerificationReport, check_root_hex
 from dataset_devkit.objectstore import ObjectLocation, open_location
 
@@ -99,6 +100,7 @@ def verify_remote(
     whole_limit: int = DEFAULT_WHOLE_LIMIT,
     retry: RetryPolicy | None = None,
     progress: OnProgress | None = None,
+    sample: VerifySample | None = None,
 ) -> VerificationReport:
     """Compare every object below *url* with the dataset's content manifest.
 
@@ -108,6 +110,9 @@ def verify_remote(
 
     Objects up to *whole_limit* bytes are read by one streamed GET each, larger ones by
     parallel ranged reads of *range_size*; *workers* objects or ranges at once.
+
+    *sample* reads and hashes only the objects it selects (the same files as for a local
+    tree); every object's presence and size is still checked from the listing.
 
     Raises
     ------
@@ -142,6 +147,10 @@ def verify_remote(
         )
     expected = manifest.by_path()
     present = {path: info for path, info in listed.items() if path != key}
+    hashed = present
+    if sample is not None:
+        report_.sample = SampleCoverage.of(sample, manifest.files)
+        hashed = {p: i for p, i in present.items() if p in expected and sample.selects(p)}
     for path, entry in expected.items():
         if path not in present:
             issues.append(Issue(path, IssueKind.MISSING, f"expected {entry.size} bytes"))
@@ -149,14 +158,14 @@ def verify_remote(
         progress,
         ProgressUpdate(
             "verify",
-            total_bytes=sum(info.size for info in present.values()),
-            total_items=len(present),
+            total_bytes=sum(info.size for info in hashed.values()),
+            total_items=len(hashed),
             unit="objects",
         ),
     )
     digests = hash_objects(
         store,
-        sorted(present.items()),
+        sorted(hashed.items()),
         workers=workers,
         policy=policy,
         range_size=range_size,
@@ -166,7 +175,7 @@ def verify_remote(
     )
     clean = True
     for path, info in sorted(present.items()):
-        outcome = digests[path]
+        outcome = digests.get(path)  # None: not in the sample (or not listed): size only
         if isinstance(outcome, Issue):
             issues.append(outcome)
             clean = False
@@ -178,7 +187,7 @@ def verify_remote(
             issues.append(
                 Issue(path, IssueKind.CHANGED, f"size {info.size}, expected {listed_entry.size}")
             )
-        elif outcome != listed_entry.sha256:
+        elif outcome is not None and outcome != listed_entry.sha256:
             issues.append(
                 Issue(
                     path,
@@ -187,7 +196,7 @@ def verify_remote(
                 )
             )
     report_.details = sorted(issues)
-    if clean:
+    if clean and sample is None:
         report_.actual_root_sha256 = compute_root_sha256(
             ManifestEntry(path=p, size=present[p].size, sha256=str(digests[p])) for p in present
         )
