@@ -22,6 +22,9 @@ from tests.cli_run import run_devkit as run
 from tests.nuscenes.robots import NAV2_TURTLEBOT, RecordedRobot, compare_dataroot
 from tests.nuscenes.robots.fixtures import RobotRecordings
 
+#: Built through nuscenes-devkit (a build's publish gate is the official loader).
+pytestmark = pytest.mark.needs("nuscenes")
+
 HEAD = """namespace = "robots"
 [sources]
 type = "mcap_hf"
@@ -125,8 +128,6 @@ import matplotlib
 matplotlib.use("Agg")
 from nuscenes.nuscenes import NuScenes
 
-#: Built through nuscenes-devkit (a build's publish gate is the official loader).
-pytestmark = pytest.mark.needs("nuscenes")
 nusc = NuScenes(version="v1.0-trainval", dataroot={str(dataroot)!r}, verbose=False)
 nusc.list_scenes()
 sample = nusc.sample[0]

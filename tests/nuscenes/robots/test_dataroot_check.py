@@ -23,7 +23,7 @@ from tests.nuscenes.robots.dataroot_check import compare_dataroot
 from tests.nuscenes.robots.fixtures import RobotRecordings
 from tests.nuscenes.robots.plan import GNSS_ORIGIN, enu_to_wgs84
 
-#: Built through nuscenes-devkit (a build's publish gate is the official loader).
+#: Checked through the official loader of nuscenes-devkit.
 pytestmark = pytest.mark.needs("nuscenes")
 
 CHANNELS = {"oakd_rgb": "CAM_FRONT", "camera_left": "CAM_FRONT_LEFT"}
