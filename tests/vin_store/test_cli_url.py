@@ -52,7 +52,7 @@ def test_store_commands_read_a_url_as_they_read_the_folder(
     code, _, err = runs[6]
     assert code == 2 and "--cache-dir apply to a store URL" in err
     code, _, err = runs[7]
-    assert code == 2 and "expected bytes such as" in err
+    assert code == 2 and "expected a size such as" in err
     code, _, err = runs[8]
     assert code == 1 and err.count("\n") == 1 and "raise cache_limit to at least" in err
 

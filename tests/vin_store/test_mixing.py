@@ -10,11 +10,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from dataset_devkit.errors import ConfigError, NotFoundError
-from dataset_devkit.vin_store import (
+from tests.optional import need
+
+need("torch")  # the torch datasets over mixes and prefetching stores
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dataset_devkit.errors import ConfigError, NotFoundError  # noqa: E402
+from dataset_devkit.vin_store import (  # noqa: E402
     VinOfflineBatchedTorchDataset,
     VinOfflineDistributedSampler,
     VinOfflineMix,
@@ -22,8 +26,8 @@ from dataset_devkit.vin_store import (
     VinOfflineStream,
     build_vin_offline_store,
 )
-from dataset_devkit.vin_store.mixing import stream_choose
-from tests.vin_store.conftest import make_samples
+from dataset_devkit.vin_store.mixing import stream_choose  # noqa: E402
+from tests.vin_store.conftest import make_samples  # noqa: E402
 
 
 def _streams(*weights: dict[str, float | int]) -> list[VinOfflineStream]:

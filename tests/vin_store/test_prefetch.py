@@ -11,16 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dataset_devkit.integrity.bucket.cache_space import CacheSpace
-from dataset_devkit.vin_store import (
+from tests.optional import need
+
+need("torch")  # the torch datasets over mixes and prefetching stores
+
+from dataset_devkit.integrity.bucket.cache_space import CacheSpace  # noqa: E402
+from dataset_devkit.vin_store import (  # noqa: E402
     VinOfflineDistributedSampler,
     VinOfflineStoreConfig,
     VinOfflineStoreReader,
     VinOfflineTorchDataset,
     build_vin_offline_store,
 )
-from dataset_devkit.vin_store.prefetch import ShardPrefetcher, prefetch_depth
-from tests.vin_store.conftest import make_samples
+from dataset_devkit.vin_store.prefetch import ShardPrefetcher, prefetch_depth  # noqa: E402
+from tests.vin_store.conftest import make_samples  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +175,8 @@ def test_how_far_ahead_follows_the_room_in_the_cache(store_url: str, tmp_path: P
 def test_a_loader_over_a_url_store_reads_what_the_sampler_fetched_ahead(
     store_url: str, tmp_path: Path
 ) -> None:
-    torch = pytest.importorskip("torch")
+    import torch
+
     cache = tmp_path / "cache"
     config = VinOfflineStoreConfig.from_url(store_url, cache_dir=cache, cache_limit="200kB")
     dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths"])

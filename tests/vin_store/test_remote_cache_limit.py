@@ -23,6 +23,7 @@ from dataset_devkit.vin_store import (
     VinOfflineStoreReader,
     build_vin_offline_store,
 )
+from tests.optional import need
 from tests.upload import upload_tree
 from tests.vin_store.conftest import make_samples
 
@@ -174,10 +175,10 @@ def test_limit_settings_are_checked_and_come_from_the_environment(
     assert from_env.cache_limit == 200 * 10**9 and from_env.cache_dir == tmp_path / "env-cache"
     assert VinOfflineStoreConfig.from_url(url, cache_limit="1GB").cache_limit == 10**9
     for bad in ("lots", "-1", 1.5, True):
-        with pytest.raises(ConfigError, match="cache_limit: expected bytes such as"):
+        with pytest.raises(ConfigError, match="cache_limit: expected a size such as"):
             VinOfflineStoreConfig.from_url(url, cache_dir=tmp_path, cache_limit=bad)  # type: ignore[arg-type]
     monkeypatch.setenv("DATASET_DEVKIT_CACHE_LIMIT", "10 parsecs")
-    with pytest.raises(ConfigError, match="DATASET_DEVKIT_CACHE_LIMIT: expected bytes"):
+    with pytest.raises(ConfigError, match="DATASET_DEVKIT_CACHE_LIMIT: expected a size"):
         VinOfflineStoreConfig.from_url(url, cache_dir=tmp_path)
     with pytest.raises(ConfigError, match="cache_limit applies to a store read from a URL"):
         VinOfflineStoreConfig(tmp_path / "local-store", cache_limit=10)
@@ -273,7 +274,7 @@ def test_eviction_removes_only_cached_copies_even_when_the_cache_holds_the_sourc
 
 def _read_with_loader(config: VinOfflineStoreConfig, *, shuffle: bool = False) -> list[int]:
     """What two fork DataLoader workers read, batches of 3 (in order, or fully shuffled)."""
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     from dataset_devkit.vin_store import VinOfflineDistributedSampler, VinOfflineTorchDataset
 
     dataset = VinOfflineTorchDataset(config, blocks=["vin.lengths", "vin.points_world"])

@@ -7,6 +7,7 @@ resume (on another number of ranks, or of workers) is exactly the epoch, each sa
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import multiprocessing
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,7 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dataset_devkit.vin_store import (
+from tests.optional import need
+
+torch = need("torch")
+stateful = importlib.import_module(
+    "torchdata.stateful_dataloader"
+)  # torchdata comes with torch here
+
+from dataset_devkit.vin_store import (  # noqa: E402
     VinOfflineBatchedTorchDataset,
     VinOfflineDistributedSampler,
     VinOfflineMix,
@@ -23,10 +31,7 @@ from dataset_devkit.vin_store import (
     build_vin_offline_store,
     loader_sampler_state,
 )
-from tests.vin_store.conftest import make_samples
-
-torch = pytest.importorskip("torch")
-stateful = pytest.importorskip("torchdata.stateful_dataloader")
+from tests.vin_store.conftest import make_samples  # noqa: E402
 
 FORK = multiprocessing.get_context("fork")
 
