@@ -69,9 +69,10 @@ def need(module: str) -> ModuleType:
 
 def optional_skips(skips: Iterable[tuple[str, str]]) -> list[str]:
     """The node ids (or module files) of ``(reason, where)`` skips for a dependency this run
-    may lack, sorted, each once."""
+    may lack, each once, in the order they ran: a test may read what an earlier one of its
+    module built (a module-scoped fixture's build), so a run of just these keeps the order."""
     allowed = {reason(m) for m in allowed_missing() if m in OPTIONAL}
-    return sorted({where for text, where in skips if text in allowed})
+    return list(dict.fromkeys(where for text, where in skips if text in allowed))
 
 
 def skip_summary(skips: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:
