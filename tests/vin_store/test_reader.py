@@ -115,6 +115,38 @@ def test_reads_through_fork_forkserver_and_spawn_workers(store: Path, method: st
     assert _read_in_worker(reader, positions) == expected
 
 
+#: The reader a forked worker inherits (an argument would arrive pickled: config only).
+_INHERITED: list[VinOfflineStoreReader] = []
+
+
+def _opened_in_worker() -> tuple[int, list[float]]:
+    """How many handles the worker had before reading every sample, and what it read."""
+    reader = _INHERITED[0]
+    before = len(reader._open().handles)
+    return before, _read_in_worker(reader, list(range(len(reader))))
+
+
+def test_blocks_opened_before_forking_are_the_workers_own(store: Path) -> None:
+    reader = VinOfflineStoreReader(store)
+    reader.open_blocks(["vin.points_world", "oracle.candidate_pcs"])
+    state = reader._open()
+    shards = len(state.manifest.shards)
+    assert sorted(state.handles) == sorted(
+        (k, name) for k in range(shards) for name in ("vin.points_world", "oracle.candidate_pcs")
+    )
+    span = state.spans["vin.points_world"]
+    assert span is not None and span.complete  # a batch needs no more opens
+    with pytest.raises(ConfigError, match="list of block names"):
+        reader.open_blocks("vin.points_world")
+    _INHERITED[:] = [reader]
+    try:
+        before, values = run_in_worker("fork", _opened_in_worker)
+    finally:
+        _INHERITED.clear()
+    assert before == 2 * shards  # inherited: the worker opens nothing for these blocks
+    assert values == _read_in_worker(VinOfflineStoreReader(store), list(range(len(reader))))
+
+
 def test_plain_zarr_reads_the_numeric_blocks_without_our_code(
     store: Path, samples: list[VinOfflineSample]
 ) -> None:

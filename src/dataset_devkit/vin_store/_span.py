@@ -116,8 +116,6 @@ class BlockSpan:
 
     def map_shard(self, shard: int, path: Path, file_nbytes: int, rows_nbytes: int) -> None:
         """Map the rows of one shard's chunk file into its slot (the size is checked again)."""
-        assert _LIBC is not None
-        map_fn = _LIBC[0]
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         try:
             size = os.fstat(fd).st_size
@@ -126,14 +124,20 @@ class BlockSpan:
                     f"expected {file_nbytes} bytes, found {size} (changed since opened)",
                     path=path,
                 )
-            if rows_nbytes:
-                address = self._base + shard * self.slot_nbytes
-                flags = mmap.MAP_SHARED | _MAP_FIXED
-                got = map_fn(address, rows_nbytes, mmap.PROT_READ, flags, fd, 0)
-                if got != address:
-                    raise OSError(ctypes.get_errno(), f"cannot map {path} into its block span")
+            self.map_fd(shard, fd, rows_nbytes, path)
         finally:
             os.close(fd)
+
+    def map_fd(self, shard: int, fd: int, rows_nbytes: int, path: Path) -> None:
+        """Map the first *rows_nbytes* of an open, already checked chunk file (*path*, for
+        messages) into the slot of *shard*; the caller closes *fd*."""
+        assert _LIBC is not None
+        if rows_nbytes:
+            address = self._base + shard * self.slot_nbytes
+            flags = mmap.MAP_SHARED | _MAP_FIXED
+            got = _LIBC[0](address, rows_nbytes, mmap.PROT_READ, flags, fd, 0)
+            if got != address:
+                raise OSError(ctypes.get_errno(), f"cannot map {path} into its block span")
         self.mapped.add(shard)
         self.complete = len(self.mapped) * self.slot_rows == self.rows.shape[0]
 

@@ -20,12 +20,21 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 from typing import Any, Final
 
 import google_crc32c
 import numpy as np
 
-__all__ = ["GROUP_METADATA", "ROW_DIMENSION", "array_metadata", "dimension_names", "shard_index"]
+__all__ = [
+    "GROUP_METADATA",
+    "ROW_DIMENSION",
+    "array_metadata",
+    "chunk_file_path",
+    "dimension_names",
+    "shard_index",
+    "shard_index_nbytes",
+]
 
 _LITTLE: Final = {"name": "bytes", "configuration": {"endian": "little"}}
 
@@ -90,3 +99,13 @@ def shard_index(num_rows: int, row_nbytes: int) -> bytes:
     index[:, 1] = row_nbytes
     raw = index.tobytes()
     return raw + struct.pack("<I", google_crc32c.value(raw))
+
+
+def chunk_file_path(array_dir: Path, ndim: int) -> Path:
+    """Return the single Zarr v3 chunk file (``c/0/.../0``) of a block array."""
+    return array_dir.joinpath("c", *(["0"] * ndim))
+
+
+def shard_index_nbytes(num_rows: int) -> int:
+    """Byte size of the Zarr sharding index at the chunk's end: (offset, nbytes) + crc32c."""
+    return 16 * num_rows + 4

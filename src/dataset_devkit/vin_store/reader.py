@@ -356,20 +356,34 @@ class VinOfflineStoreReader:
             state.handles[(shard, name)] = handle
         return handle
 
+    def open_blocks(self, blocks: Sequence[str] | None = None) -> None:
+        """Map every shard's files of *blocks* (default all) now, before forking workers.
+
+        Reads open a shard's files on first use, once per process, so each forked
+        DataLoader worker opens, maps and checks every file its first batches touch (a
+        random batch touches every shard: four files a shard here, ~1 ms of a worker's CPU
+        per shard), and again in every epoch of a loader without ``persistent_workers``.
+        Opened in the parent, the mappings are inherited, so workers start reading at
+        once. Mapping reserves address space and reads only each file's index, not its
+        rows. Local stores only: a URL store's files are fetched as reads need them, and
+        this does nothing.
+        """
+        if self._remote is not None:
+            return
+        state = self._open()
+        names = _block_names(blocks, state)
+        for shard in range(len(state.manifest.shards)):
+            for name in names:
+                self._handle(state, shard, name)
+
     def _open_handle(
         self, state: _OpenState, shard: int, name: str, spec: VinOfflineBlockSpec
     ) -> NumericBlockHandle | RecordBlockHandle:
         shard_dir = self.config.store_dir / state.manifest.shards[shard].relative_dir
-        handle = open_block(shard_dir, spec)  # checks the chunk file's layout once
+        # One mapping per block for both paths: single reads then warm the pages (and page
+        # tables) that batched reads use, and the other way round.
         span = self._span(state, name, spec) if spec.kind == "zarr_array" else None
-        if span is not None and isinstance(handle, NumericBlockHandle):
-            # One mapping per block for both paths: single reads then warm the pages
-            # (and page tables) that batched reads use, and the other way round.
-            num_rows = handle.rows.shape[0]
-            span.map_shard(shard, handle.path, handle.file_nbytes, num_rows * handle.row_nbytes)
-            start = shard * span.slot_rows
-            handle.rows = span.rows[start : start + num_rows]
-        return handle
+        return open_block(shard_dir, spec, span, shard)  # checks the chunk file's layout once
 
     # ---- URL stores: the shared cache ----------------------------------------------------
     @contextlib.contextmanager

@@ -25,7 +25,13 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.vin_store._hashed import HashedFile
-from dataset_devkit.vin_store._zarr_meta import GROUP_METADATA, array_metadata, shard_index
+from dataset_devkit.vin_store._zarr_meta import (
+    GROUP_METADATA,
+    array_metadata,
+    chunk_file_path,
+    shard_index,
+    shard_index_nbytes,
+)
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.spec import VinOfflineBlockSpec, VinOfflineShardSpec
 
@@ -40,16 +46,6 @@ __all__ = [
 
 _RECORD_ENCODER = msgspec.msgpack.Encoder(order="deterministic")
 _FLUSH_BYTES: Final = 8 << 20
-
-
-def chunk_file_path(array_dir: Path, ndim: int) -> Path:
-    """Return the single Zarr v3 chunk file (``c/0/.../0``) of a block array."""
-    return array_dir.joinpath("c", *(["0"] * ndim))
-
-
-def shard_index_nbytes(num_rows: int) -> int:
-    """Byte size of the Zarr sharding index at the chunk's end: (offset, nbytes) + crc32c."""
-    return 16 * num_rows + 4
 
 
 def encode_record(name: str, value: Any) -> bytes:
