@@ -163,3 +163,31 @@ def test_loader_options_are_checked_in_the_caller(
 ) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         VinOfflineBatchedTorchDataset(store).loader(**kwargs)
+
+
+def _with_frozen_count(sample: dict[str, Any]) -> dict[str, Any]:
+    import gc
+
+    return {"frozen": gc.get_freeze_count(), "points": sample["vin.points_world"]}
+
+
+def test_workers_freeze_the_heap_they_inherited_and_the_main_process_keeps_its_own(
+    store: Path,
+) -> None:
+    import gc
+
+    frozen_here = gc.get_freeze_count()
+    for dataset in (
+        VinOfflineTorchDataset(store, transform=_with_frozen_count),
+        VinOfflineBatchedTorchDataset(store, transform=_with_frozen_count),
+    ):
+        collate = (
+            passthrough_collate if isinstance(dataset, VinOfflineBatchedTorchDataset) else None
+        )
+        loader = DataLoader(
+            dataset, batch_size=4, num_workers=1, multiprocessing_context="fork", collate_fn=collate
+        )
+        counts = torch.cat([torch.as_tensor(batch["frozen"]) for batch in loader])
+        assert len(counts) == len(dataset) and bool((counts > 1000).all())  # torch alone: >100k
+        dataset[0]  # a fetch in the main process freezes nothing
+        assert gc.get_freeze_count() == frozen_here

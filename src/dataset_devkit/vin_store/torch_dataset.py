@@ -8,10 +8,17 @@ default collate hands to :func:`collate_samples` (through ``default_collate_fn_m
 registry torch documents for this): a plain ``DataLoader(dataset, batch_size=8)`` stacks
 the tensors and keeps records as lists, where torch's own rules would try to stack the
 records too, and fail on the first ones of different lengths.
+
+In a DataLoader worker, both datasets move the objects the worker inherited into the
+garbage collector's permanent generation on their first fetch (``gc.freeze()``): otherwise
+the worker's first full collection walks the whole inherited heap (torch alone is ~170,000
+objects), ~0.2 s of CPU that also copies ~40 MB of the parent's pages into each worker.
 """
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +55,33 @@ __all__ = [
     "collate_samples",
     "passthrough_collate",
 ]
+
+
+#: True until this process's first fetch; a forked child starts over (see _first_fetch_here).
+_fetched_nothing_yet = True
+
+
+def _starts_over_after_fork() -> None:
+    global _fetched_nothing_yet
+    _fetched_nothing_yet = True
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_starts_over_after_fork)
+
+
+def _first_fetch_here() -> None:
+    """Freeze what a DataLoader worker inherited (nothing is frozen in any other process).
+
+    A full collection in a worker would visit every object of the parent's heap, writing
+    each one's gc header and so copying its page; frozen, they are never visited. They are
+    also never collected in the worker, where they are shared pages anyway: this is the
+    child's half of what the ``gc.freeze`` documentation recommends before forking.
+    """
+    global _fetched_nothing_yet
+    _fetched_nothing_yet = False
+    if get_worker_info() is not None:
+        gc.freeze()
 
 
 #: A per-sample transform: a sample (dict of tensors and records) in, anything out.
@@ -226,6 +260,8 @@ class VinOfflineTorchDataset(Dataset[dict[str, Any]]):
         return self.reader.split_positions(indices)  # checked: type and range
 
     def __getitem__(self, index: int) -> Any:
+        if _fetched_nothing_yet:
+            _first_fetch_here()
         if isinstance(index, bool) or not isinstance(index, int | np.integer):
             raise ConfigError(f"index must be an int, found {index!r}", key="index")
         if index < 0:  # as the reader and Python sequences do
@@ -332,6 +368,8 @@ class VinOfflineBatchedTorchDataset(VinOfflineTorchDataset):
 
     def __getitems__(self, indices: list[int]) -> PendingBatch:
         """The DataLoader's batched fetch: indices checked now, read by the collate."""
+        if _fetched_nothing_yet:
+            _first_fetch_here()
         return PendingBatch(self, self._positions(indices))
 
     def _gather(self, positions: Any) -> Any:
