@@ -130,6 +130,45 @@ def test_importing_the_package_and_integrity_core_stays_light() -> None:
     assert out.stdout.strip() == ""
 
 
+#: What a process that only reads a store (a DataLoader's parent, whose heap each forked
+#: worker inherits) must not import: building, verifying, object storage, torch, the CLI.
+READER_NEVER_IMPORTS = (
+    "dataset_devkit.vin_store.builder",
+    "dataset_devkit.vin_store.writer",
+    "dataset_devkit.vin_store.verify",
+    "dataset_devkit.integrity.bucket.cache",
+    "http.client",
+    "multiprocessing",
+    "concurrent.futures.process",
+    "torch",
+    "zarr",
+    "numcodecs",
+    "rich",
+    "typer",
+)
+
+
+def test_the_store_reader_imports_only_what_reading_needs() -> None:
+    code = (
+        "import gc, sys\n"
+        "import numpy, msgspec\n"  # what reading needs, counted out
+        "before = len(gc.get_objects())\n"
+        "from dataset_devkit.vin_store import VinOfflineStoreReader\n"
+        "print(len(gc.get_objects()) - before)\n"
+        f"print(','.join(m for m in {READER_NEVER_IMPORTS!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
+    )
+    objects, heavy = out.stdout.splitlines()
+    assert heavy == ""
+    assert int(objects) < 5_000  # ~2,900 gc-tracked objects today (~9,000 with everything)
+
+
 # --------------------------------------------------------------------------- import graph
 #: The nuScenes pipeline, in the order the data flows. A module may import its own stage and
 #: earlier ones, never a later one; ``sdk`` and ``build`` both sit on top and ignore each other.

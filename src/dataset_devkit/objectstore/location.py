@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-from urllib.request import url2pathname
 
 from dataset_devkit.errors import ConfigError, MissingDependencyError, MissingPathError
 from dataset_devkit.objectstore.environment import BACKENDS, store_options
@@ -121,6 +120,8 @@ def refuse_url(value: object, what: str) -> None:
 
 def _local_folder(url: str) -> Path:
     """The folder a ``file://`` URL names."""
+    from urllib.request import url2pathname  # imports http.client, email, ssl: only here
+
     return Path(url2pathname(urlsplit(url).path))
 
 

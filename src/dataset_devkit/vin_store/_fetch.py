@@ -13,9 +13,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dataset_devkit.integrity.bucket.cache import RemoteTree
 from dataset_devkit.vin_store.config import VinOfflineStoreConfig
 from dataset_devkit.vin_store.spec import (
     MANIFEST_NAME,
@@ -25,6 +24,9 @@ from dataset_devkit.vin_store.spec import (
     SPLITS_DIR,
     VinOfflineBlockSpec,
 )
+
+if TYPE_CHECKING:
+    from dataset_devkit.integrity.bucket.cache import RemoteTree
 
 __all__ = [
     "block_files",
@@ -42,6 +44,8 @@ def remote_tree(config: VinOfflineStoreConfig) -> RemoteTree | None:
     """The cached remote tree of a URL config, or None for a local store."""
     if config.url is None or config.cache_dir is None:
         return None
+    from dataset_devkit.integrity.bucket.cache import RemoteTree  # URL stores only
+
     return RemoteTree(config.url, config.cache_dir, config.cache_limit)
 
 

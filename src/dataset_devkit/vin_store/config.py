@@ -16,8 +16,6 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.integrity import path_argument
-from dataset_devkit.integrity.bucket.cache import RemoteTree
-from dataset_devkit.integrity.bucket.cache_settings import resolve_cache_dir, resolve_cache_limit
 from dataset_devkit.objectstore import is_url
 from dataset_devkit.objectstore.location import looks_like_mangled_url
 from dataset_devkit.vin_store.spec import (
@@ -67,6 +65,14 @@ class VinOfflineStoreConfig:
         if isinstance(given, str) and is_url(given):
             object.__setattr__(self, "url", given.rstrip("/"))
         if self.url is not None:
+            # The object-storage cache is imported for URL stores only: a local reader (and
+            # every DataLoader worker forked from it) never loads the upload and HTTP code.
+            from dataset_devkit.integrity.bucket.cache import RemoteTree
+            from dataset_devkit.integrity.bucket.cache_settings import (
+                resolve_cache_dir,
+                resolve_cache_limit,
+            )
+
             cache = resolve_cache_dir(self.cache_dir, self.url)
             object.__setattr__(self, "cache_dir", cache)
             object.__setattr__(self, "cache_limit", resolve_cache_limit(self.cache_limit))

@@ -29,12 +29,15 @@ import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import DevkitError
-from dataset_devkit.integrity.bucket.cache import RemoteTree
+
+if TYPE_CHECKING:
+    from dataset_devkit.integrity.bucket.cache import RemoteTree
 
 __all__ = ["PREFETCH_THREADS", "ShardFiles", "ShardPrefetcher", "prefetch_depth"]
 
