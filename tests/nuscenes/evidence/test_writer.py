@@ -7,6 +7,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -105,10 +106,15 @@ def test_recordings_of_different_sizes_are_not_hashed_again_to_compare_content(
     tmp_path: Path, recordings: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dataset_devkit.nuscenes.evidence import inputs
+    from dataset_devkit.nuscenes.ingest.source import content_sha256
 
     hashed: list[object] = []
-    real = inputs.content_sha256
-    monkeypatch.setattr(inputs, "content_sha256", lambda m: hashed.append(m) or real(m))
+
+    def counted(members: Any) -> str:
+        hashed.append(members)
+        return content_sha256(members)
+
+    monkeypatch.setattr(inputs, "content_sha256", counted)
     later = dataclasses.replace(DRIVE, start_ns=DRIVE.start_ns + 10**12, duration_s=3.0)
     other = write_sample_mcap(tmp_path / "other.mcap", later, encoding="json")
     build_evidence([recordings["json"], other], CONFIG, tmp_path / "ev")
