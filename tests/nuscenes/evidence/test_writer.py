@@ -7,6 +7,7 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -99,6 +100,30 @@ def test_the_same_recording_twice_is_refused_saying_how_to_fix_it(
         assert f"recordings {paths[0]} and {paths[1]} have the same content" in str(info.value)
         assert "remove one of them from sources.paths" in str(info.value)
         assert not (tmp_path / "ev").exists()
+
+
+def test_recordings_of_different_sizes_are_not_hashed_again_to_compare_content(
+    tmp_path: Path, recordings: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.nuscenes.evidence import inputs
+    from dataset_devkit.nuscenes.ingest.source import content_sha256
+
+    hashed: list[object] = []
+
+    def counted(members: Any) -> str:
+        hashed.append(members)
+        return content_sha256(members)
+
+    monkeypatch.setattr(inputs, "content_sha256", counted)
+    later = dataclasses.replace(DRIVE, start_ns=DRIVE.start_ns + 10**12, duration_s=3.0)
+    other = write_sample_mcap(tmp_path / "other.mcap", later, encoding="json")
+    build_evidence([recordings["json"], other], CONFIG, tmp_path / "ev")
+    assert hashed == []  # copies have equal sizes: these cannot be one drive
+    copy = tmp_path / "copy.mcap"
+    copy.write_bytes(recordings["json"].read_bytes())
+    with pytest.raises(ConfigError, match="the same drive is listed twice"):
+        build_evidence([recordings["json"], copy], CONFIG, tmp_path / "ev2")
+    assert len(hashed) == 2
 
 
 def test_different_drives_with_the_same_file_name_are_both_kept(tmp_path: Path) -> None:

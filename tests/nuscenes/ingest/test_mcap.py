@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -456,3 +457,5 @@ def test_a_message_cut_short_is_a_format_error_naming_topic_and_schema(
     bad = _corrupt_one(src, tmp_path / "bad.mcap", schema_name)
     with pytest.raises(FormatError, match=f"\\(schema '{schema_name}'\\): malformed message"):
         read_mcap(bad)
+    # The digest hashed the file on a thread of its own: it was stopped, not left reading.
+    assert not [t for t in threading.enumerate() if t.name == "source-digest"]

@@ -22,6 +22,7 @@ from dataset_devkit.nuscenes.ingest.names import check_names
 from dataset_devkit.nuscenes.ingest.open import DEFAULT_POSE_TOLERANCE_NS, check_recording
 from dataset_devkit.nuscenes.ingest.open import open_recording as ingest_open
 from dataset_devkit.nuscenes.ingest.probe import RecordingTopics, probe_recording
+from dataset_devkit.nuscenes.ingest.source import content_sha256
 from dataset_devkit.nuscenes.options import IngestConfig, PipelineConfig
 
 __all__ = [
@@ -98,23 +99,40 @@ def distinct_recordings(
     Identity is content: two copies of the same bytes are one drive listed twice, whatever
     their names. Two different drives may both be called ``rec.mcap`` in different folders:
     an id taken from a file name then gets 12 hex of the content's SHA-256, so both are kept.
+    The content is hashed only for recordings that need it: those whose member sizes equal
+    another's (copies have the same sizes) and those renamed.
     """
-    seen: dict[str, Path] = {}
-    for path, src in zip(paths, sources, strict=True):
-        if src.content_sha256 in seen:
-            raise ConfigError(
-                f"recordings {seen[src.content_sha256]} and {path} have the same content "
-                f"(sha256 {src.content_sha256[:16]}...): the same drive is listed twice; "
-                "remove one of them from sources.paths",
-                key="sources.paths",
+    contents: dict[int, str] = {}
+
+    def content(i: int) -> str:
+        if i not in contents:
+            members = sources[i].content_members
+            # No member list (a source made by hand): its own digest stands for its content.
+            contents[i] = (
+                content_sha256(members) if members else sources[i].source_digest.rsplit(":", 1)[-1]
             )
-        seen[src.content_sha256] = path
+        return contents[i]
+
+    by_sizes: dict[tuple[int, ...], list[int]] = {}
+    for i, src in enumerate(sources):
+        by_sizes.setdefault(tuple(m[1][1] for m in src.content_members), []).append(i)
+    for group in by_sizes.values():
+        seen: dict[str, int] = {}
+        for i in group if len(group) > 1 else ():
+            if content(i) in seen:
+                raise ConfigError(
+                    f"recordings {paths[seen[content(i)]]} and {paths[i]} have the same "
+                    f"content (sha256 {content(i)[:16]}...): the same drive is listed twice; "
+                    "remove one of them from sources.paths",
+                    key="sources.paths",
+                )
+            seen[content(i)] = i
     ids = Counter(src.recording_id for src in sources)
     renamed = [
-        dataclasses.replace(src, recording_id=f"{src.recording_id}-{src.content_sha256[:12]}")
+        dataclasses.replace(src, recording_id=f"{src.recording_id}-{content(i)[:12]}")
         if ids[src.recording_id] > 1 and src.recording_id_from_name
         else src
-        for src in sources
+        for i, src in enumerate(sources)
     ]
     owner: dict[str, Path] = {}
     for path, src in zip(paths, renamed, strict=True):

@@ -156,7 +156,7 @@ class AnyBagLog:
                     _check_ros1_magic(f.read(len(ROS1_MAGIC)), member)
                     f.seek(0)
                 if digest is not None:
-                    digest.add_file(name, f)
+                    digest.add_file(name, f, member)
                 if name == BAG_METADATA_FILE and self.layout is not None:
                     if f.read() != self.layout.raw:
                         raise UnsafePathError("changed while it was read", path=member)

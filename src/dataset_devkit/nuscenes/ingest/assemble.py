@@ -30,6 +30,7 @@ from dataset_devkit.nuscenes.ingest.records import Calibration
 from dataset_devkit.nuscenes.ingest.roles import ROLE_IGNORED
 from dataset_devkit.nuscenes.ingest.scan import CameraTrack, Scan
 from dataset_devkit.nuscenes.ingest.schemas import CAMERA_KINDS, known_schemas
+from dataset_devkit.nuscenes.ingest.source import SourceIdentity
 from dataset_devkit.nuscenes.options import CameraTopicConfig, IngestConfig
 from dataset_devkit.nuscenes.spec import (
     POSE_FRAME_LOCAL_TF,
@@ -127,7 +128,7 @@ def assemble_recording(
     scan: Scan,
     state: ReadState,
     digest: str,
-    content_sha256: str,
+    content_members: tuple[tuple[Path, SourceIdentity], ...],
     size: int,
     options: IngestConfig,
     tolerance_ns: int,
@@ -218,7 +219,7 @@ def assemble_recording(
         source_name=path.name,
         source_size=size,
         source_digest=digest,
-        content_sha256=content_sha256,
+        content_members=content_members,
         vehicle=state.metadata.get("vehicle", "unknown"),
         location=state.metadata.get("location", "unknown"),
         truncated=state.truncated,

@@ -85,7 +85,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
     for name in sorted({RECORDING_FILE, *(c.video for c in doc.cameras)}):
         with open_regular(folder / name, name if name == RECORDING_FILE else "video") as f:
             identities[name] = source_identity(f)
-            size += digest.add_file(name, f)
+            size += digest.add_file(name, f, folder / name)
     cameras = []
     scans: dict[str, VideoScan] = {}
     for cam in doc.cameras:
@@ -187,7 +187,7 @@ def read_decoded(folder: Path | str) -> RecordingSource:
         source_name=folder.name,
         source_size=size,
         source_digest=digest.hexdigest(),
-        content_sha256=digest.content_hexdigest(),
+        content_members=tuple(digest.members),
         vehicle=doc.vehicle,
         location=doc.location,
         truncated=False,

@@ -27,13 +27,13 @@ def recording_digest(path: Path) -> str:
         digest = SourceDigest(log.backend)
         for name, member in log.digest_members():
             with open_regular(member, name if name == BAG_METADATA_FILE else "recording") as f:
-                digest.add_file(name, f)
+                digest.add_file(name, f, member)
         return digest.hexdigest()
     doc, _ = load_recording(path)
     digest = SourceDigest(BACKEND_DECODED)
     for name in sorted({RECORDING_FILE, *(c.video for c in doc.cameras)}):
         with open_regular(path / name, name if name == RECORDING_FILE else "video") as f:
-            digest.add_file(name, f)
+            digest.add_file(name, f, path / name)
     return digest.hexdigest()
 
 

@@ -286,7 +286,7 @@ def inspect_recording(
             scan=scan,
             state=state,
             digest="",
-            content_sha256="",
+            content_members=(),
             size=0,
             options=options,
             tolerance_ns=pose_tolerance_ns,

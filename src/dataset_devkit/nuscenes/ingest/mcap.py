@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 
 from dataset_devkit.errors import FormatError, MissingDependencyError, UnsafePathError
 from dataset_devkit.nuscenes.ingest.backend import Channel, Message, ReadState, Wanted
+from dataset_devkit.nuscenes.ingest.mcap_chunks import chunk_payload, chunk_records
 from dataset_devkit.nuscenes.ingest.messages import DEFAULT_ROS_DISTRO, decoder_for
 from dataset_devkit.nuscenes.ingest.rosbag import BAG_METADATA_FILE
 from dataset_devkit.nuscenes.ingest.salvage import salvage_chunk
@@ -46,11 +47,13 @@ METADATA_NAME = "recording"
 
 
 def _stream_reader(f: BinaryIO) -> Any:
+    """mcap's stream reader, handing over whole chunks (:mod:`.mcap_chunks` breaks them up
+    without copying the messages out)."""
     try:
         from mcap.stream_reader import StreamReader
     except ImportError as exc:
         raise MissingDependencyError("mcap", extra="mcap", purpose="reading MCAP") from exc
-    return StreamReader(f, record_size_limit=1 << 31)
+    return StreamReader(f, emit_chunks=True, record_size_limit=1 << 31)
 
 
 def truncation_errors() -> tuple[type[BaseException], ...]:
@@ -73,7 +76,8 @@ def _raise_if_codec_missing(exc: BaseException, path: Path) -> None:
 
 
 def decode_errors() -> tuple[type[BaseException], ...]:
-    """What the protobuf, JSON and CDR decoders raise on a message's malformed bytes."""
+    """What the protobuf, JSON and CDR (rosbags, mcap-ros2) decoders raise on a message's
+    malformed bytes."""
     errors: tuple[type[BaseException], ...] = (
         KeyError,
         ValueError,
@@ -85,9 +89,10 @@ def decode_errors() -> tuple[type[BaseException], ...]:
     )
     try:
         from google.protobuf.message import DecodeError
-    except ImportError:  # pragma: no cover - protobuf comes with the mcap extra
+        from rosbags.serde import SerdeError
+    except ImportError:  # pragma: no cover - protobuf and rosbags come with the mcap extra
         return errors
-    return (*errors, DecodeError)
+    return (*errors, DecodeError, SerdeError)
 
 
 def _check_magic(f: BinaryIO, part: Path) -> None:
@@ -129,7 +134,13 @@ def _records(f: BinaryIO, path: Path, state: ReadState | None) -> Iterator[tuple
 
     try:
         for record in _stream_reader(f).records:
-            yield from take(record)
+            if type(record).__name__ == "Chunk":
+                # Whole before any is used: a chunk that breaks midway is salvaged from its
+                # start, and its first records must not be taken twice.
+                for inner in list(chunk_records(chunk_payload(record, path))):
+                    yield from take(inner)
+            else:
+                yield from take(record)
             if type(record).__name__ == "Footer":
                 complete = True
             last_good = f.tell()
@@ -223,7 +234,7 @@ class McapLog:
         if self.bag_metadata is not None and digest is not None:
             meta, raw = self.bag_metadata
             with open_regular(meta, BAG_METADATA_FILE) as f:
-                digest.add_file(BAG_METADATA_FILE, f)
+                digest.add_file(BAG_METADATA_FILE, f, meta)
                 if f.read() != raw:
                     raise UnsafePathError("changed while it was read", path=meta)
         details: list[str] = []
@@ -232,10 +243,16 @@ class McapLog:
                 _check_magic(f, part)
                 f.seek(0)
                 before = source_identity(f)
-                if digest is not None:
-                    digest.add_file(part.name, f)
+                hashed = None if digest is None else digest.add_file_beside(part.name, f, part)
                 state.detail = ""
-                yield from _messages(f, part, wanted, state, self.ros_distro)
+                try:
+                    yield from _messages(f, part, wanted, state, self.ros_distro)
+                except BaseException:
+                    if hashed is not None:
+                        hashed.cancel()  # the digest's reads end before the file closes
+                    raise
+                if hashed is not None:
+                    hashed.wait()
                 if source_identity(f) != before:
                     raise UnsafePathError("recording changed while it was read", path=part)
             state.identities.append((part, before))

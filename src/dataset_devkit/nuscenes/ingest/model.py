@@ -6,9 +6,11 @@ import bisect
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.geometry import lerp, slerp
+from dataset_devkit.nuscenes.ingest.source import SourceIdentity
 from dataset_devkit.nuscenes.spec import Matrix3, Quat, RecordingObservations, Rejection, Vec3
 
 __all__ = [
@@ -106,9 +108,11 @@ class RecordingSource:
     extract_frames: FrameExtractor = field(compare=False, repr=False)
     #: Longitude of the recording (degrees) for local solar time tags.
     longitude_deg: float = 0.0
-    #: SHA-256 of the member bytes alone (no names): the same recording copied under another
-    #: name has another ``source_digest`` but this same value, so it is not ingested twice.
-    content_sha256: str = ""
+    #: The files the ``source_digest`` covers, in order, with their identities: the SHA-256
+    #: of their bytes alone (no names, :func:`.source.content_sha256`) is the same for a
+    #: recording copied under another name, so it is not ingested twice. Taken only when
+    #: another recording has the same sizes.
+    content_members: tuple[tuple[Path, SourceIdentity], ...] = ()
     #: Horizontal distance (m) of each GNSS fix from the interpolated ego pose at its time,
     #: when poses and fixes are separate streams: ``(fix time, metres)``.
     gnss_pose_offsets_m: tuple[tuple[int, float], ...] = ()

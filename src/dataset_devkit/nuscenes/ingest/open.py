@@ -182,7 +182,7 @@ def open_recording(
         scan=scan,
         state=state,
         digest=digest.hexdigest(),
-        content_sha256=digest.content_hexdigest(),
+        content_members=tuple(digest.members),
         size=digest.size,
         options=options,
         tolerance_ns=pose_tolerance_ns,

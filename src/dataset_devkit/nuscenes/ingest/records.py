@@ -47,7 +47,8 @@ class RawFrame:
     height: int
     step: int
     is_bigendian: bool
-    data: bytes
+    #: A view into the message bytes where the decoder allows it (never copied at ingest).
+    data: bytes | memoryview
 
 
 @dataclass(frozen=True, slots=True)

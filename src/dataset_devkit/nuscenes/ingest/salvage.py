@@ -9,16 +9,15 @@ complete message.
 
 from __future__ import annotations
 
-import io
 import struct
 from typing import Any
 
 from dataset_devkit.extras import import_optional
+from dataset_devkit.nuscenes.ingest.mcap_chunks import chunk_records
 
 __all__ = ["salvage_chunk"]
 
 _CHUNK = 0x06
-_SCHEMA, _CHANNEL, _MESSAGE = 0x03, 0x04, 0x05
 
 
 #: The module that decompresses each chunk compression of the MCAP specification.
@@ -48,9 +47,6 @@ def salvage_chunk(tail: bytes) -> list[Any]:
     *tail* starts at the chunk's opcode byte. Returns ``[]`` when it is not a chunk or holds
     no complete record.
     """
-    from mcap.data_stream import ReadDataStream
-    from mcap.records import Channel, Message, Schema
-
     header = 1 + 8 + 8 + 8 + 8 + 4 + 4
     if len(tail) < header or tail[0] != _CHUNK:
         return []
@@ -62,20 +58,5 @@ def salvage_chunk(tail: bytes) -> list[Any]:
     compression = tail[pos : pos + name_len].decode("utf-8", "replace")
     pos += name_len + 8  # skip the records length: the bytes may end before it
     raw = _decompress_partial(compression, tail[pos:])
-    records: list[Any] = []
-    offset = 0
-    while offset + 9 <= len(raw):
-        opcode = raw[offset]
-        (length,) = struct.unpack_from("<Q", raw, offset + 1)
-        start = offset + 9
-        if start + length > len(raw):
-            break
-        stream = ReadDataStream(io.BytesIO(raw[start : start + length]))
-        if opcode == _SCHEMA:
-            records.append(Schema.read(stream))
-        elif opcode == _CHANNEL:
-            records.append(Channel.read(stream))
-        elif opcode == _MESSAGE:
-            records.append(Message.read(stream, length))
-        offset = start + length
+    records: list[Any] = list(chunk_records(raw, complete_only=True))
     return records
