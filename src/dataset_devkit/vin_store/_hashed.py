@@ -10,6 +10,13 @@ wait), so the seal's sync finds little left to do and the disk works while the b
 A resume record never relies on a shard being durable: a re-run re-hashes a shard's files
 against its record before reusing it.
 
+What the digest covers is what the file holds: every byte is hashed from the very memory
+that ``write`` copies into the file, and that memory does not change during the call (the
+caller's contract: a row block the build owns, an immutable ``bytes``, or a sample's array,
+which its producer is done with until it is asked for the next sample). On close, the
+file's :func:`~dataset_devkit.integrity.publish.file_stamp` is taken after its last write,
+so publication can tell the sealed file is still the one hashed without reading it again.
+
 A large buffer is hashed on the calling thread while a helper thread writes it: both
 release the GIL, so a 2 MiB row costs the longer of the two instead of their sum (one
 thread per process, made on first use and dropped in a forked child, whose copy of it
@@ -30,6 +37,7 @@ from typing import Any, Final
 
 from dataset_devkit.errors import DestinationExistsError
 from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.publish import FileStamp, file_stamp
 
 __all__ = ["HashedFile", "start_writeback"]
 
@@ -89,6 +97,8 @@ class HashedFile:
             raise DestinationExistsError(f"{path}: already exists") from None
         self.sha = hashlib.sha256()
         self.size = 0
+        #: Set by :meth:`close`: the file as its last write left it.
+        self.stamp: FileStamp | None = None
 
     def write(self, data: bytes | memoryview, *, hashed: bool = False) -> None:
         """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed)."""
@@ -119,8 +129,10 @@ class HashedFile:
             self.fd = -1
 
     def close(self) -> tuple[int, str]:
-        """Close (starting the write-back of a large file) and return (size, SHA-256 hex)."""
+        """Close (starting the write-back of a large file), set :attr:`stamp`, and return
+        (size, SHA-256 hex)."""
         try:
+            self.stamp = file_stamp(self.fd)
             if self.size >= _WRITEBACK_FROM:
                 start_writeback(self.fd)
         finally:
