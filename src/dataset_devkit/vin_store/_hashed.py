@@ -4,9 +4,10 @@ Created exclusively and without following links (a file is never replaced). Noth
 waits for the disk: publication seals the whole tree with one ``syncfs`` (or an fsync per
 file where that is unavailable) before anything becomes visible, which is the durability a
 store promises. An fsync per shard file in the workers only duplicated that wait, one
-journal commit each, on the build's critical path. Instead, closing a large file asks Linux
-to *start* writing it back (``sync_file_range(SYNC_FILE_RANGE_WRITE)``, which does not
-wait), so the seal's sync finds little left to do and the disk works while the build goes on.
+journal commit each, on the build's critical path. Instead, Linux is asked to *start*
+writing a large file back every few MB as it grows, and the rest when it is closed
+(``sync_file_range(SYNC_FILE_RANGE_WRITE)``, which does not wait for the disk), so the disk
+works while the build goes on and the seal's sync finds little left to do.
 A resume record never relies on a shard being durable: a re-run re-hashes a shard's files
 against its record before reusing it.
 
@@ -43,6 +44,8 @@ __all__ = ["HashedFile", "start_writeback"]
 
 _OPEN_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _WRITEBACK_FROM: Final = 1 << 20
+#: Written bytes whose write-back is started at once, as a file grows.
+_WRITEBACK_EVERY: Final = 8 << 20
 _SYNC_FILE_RANGE_WRITE: Final = 2
 _OVERLAP_FROM: Final = 1 << 20
 
@@ -78,12 +81,12 @@ def _sync_file_range() -> Any:
     return func
 
 
-def start_writeback(fd: int) -> None:
+def start_writeback(fd: int, start: int = 0, nbytes: int = 0) -> None:
     """Start writing *fd*'s dirty pages back without waiting (a hint: errors surface at the
-    seal's sync, which is what durability relies on)."""
+    seal's sync, which is what durability relies on); *nbytes* 0: to the end."""
     func = _sync_file_range()
     if func is not None:
-        func(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+        func(fd, start, nbytes, _SYNC_FILE_RANGE_WRITE)
 
 
 class HashedFile:
@@ -99,6 +102,7 @@ class HashedFile:
         self.size = 0
         #: Set by :meth:`close`: the file as its last write left it.
         self.stamp: FileStamp | None = None
+        self._written_back = 0
 
     def write(self, data: bytes | memoryview, *, hashed: bool = False) -> None:
         """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed)."""
@@ -121,6 +125,9 @@ class HashedFile:
                 written = os.write(self.fd, view)
                 view = view[written:]
                 self.size += written
+        if self.size - self._written_back >= _WRITEBACK_EVERY:
+            start_writeback(self.fd, self._written_back, self.size - self._written_back)
+            self._written_back = self.size
 
     def abandon(self) -> None:
         """Close without a result (a shard that failed or was cut short); idempotent."""
@@ -129,12 +136,12 @@ class HashedFile:
             self.fd = -1
 
     def close(self) -> tuple[int, str]:
-        """Close (starting the write-back of a large file), set :attr:`stamp`, and return
-        (size, SHA-256 hex)."""
+        """Close (starting the write-back of a large file's rest), set :attr:`stamp`, and
+        return (size, SHA-256 hex)."""
         try:
             self.stamp = file_stamp(self.fd)
             if self.size >= _WRITEBACK_FROM:
-                start_writeback(self.fd)
+                start_writeback(self.fd, self._written_back)
         finally:
             self.abandon()
         return self.size, self.sha.hexdigest()
