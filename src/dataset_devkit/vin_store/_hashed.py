@@ -18,10 +18,17 @@ which its producer is done with until it is asked for the next sample). On close
 file's :func:`~dataset_devkit.integrity.publish.file_stamp` is taken after its last write,
 so publication can tell the sealed file is still the one hashed without reading it again.
 
-A large buffer is hashed on the calling thread while a helper thread writes it: both
-release the GIL, so a 2 MiB row costs the longer of the two instead of their sum (one
-thread per process, made on first use and dropped in a forked child, whose copy of it
-would have no thread behind it).
+A large buffer goes through a two-stage pipeline, a MiB at a time: the calling thread
+hashes a piece, then a helper thread writes it while the next piece is hashed (both
+release the GIL; one helper per process, made on first use and dropped in a forked
+child, whose copy of it would have no thread behind it). The hash always reads a piece
+first: a freshly mapped source (a memmap a worker just opened) is faulted in by the hash,
+and the write copies the piece from the cache. Writing the whole buffer while hashing it
+from the start, as before, let the write meet unmapped pages: each short copy made ext4
+zero the new page-cache blocks before the retry (``folio_zero_new_buffers``, 8% of a
+build from sources), and the two threads read the same memory from DRAM at once. In two
+interleaved micro-benchmarks of 2 MiB rows from a fresh mapping on a loaded machine, the
+pipeline took 13-28% less CPU time and 8-32% less wall time.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import hashlib
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -47,7 +54,8 @@ _WRITEBACK_FROM: Final = 1 << 20
 #: Written bytes whose write-back is started at once, as a file grows.
 _WRITEBACK_EVERY: Final = 8 << 20
 _SYNC_FILE_RANGE_WRITE: Final = 2
-_OVERLAP_FROM: Final = 1 << 20
+#: Pieces of the hash-then-write pipeline of a large buffer (two or more of them).
+_PIECE: Final = 1 << 20
 
 _helper: ThreadPoolExecutor | None = None
 _helper_lock = threading.Lock()
@@ -109,14 +117,27 @@ class HashedFile:
         view = memoryview(data).cast("B")
         if hashed:
             self._write_all(view)
-        elif len(view) < _OVERLAP_FROM:
+        elif len(view) < 2 * _PIECE:
             self.sha.update(view)
             self._write_all(view)
-        else:  # hash here while the helper writes: both release the GIL
-            written = _write_helper().submit(self._write_all, view)
-            try:
-                self.sha.update(view)
-            finally:
+        else:
+            self._pipelined(view)
+
+    def _pipelined(self, view: memoryview) -> None:
+        """Hash each piece, then write it on the helper while the next one is hashed; on
+        return (or an error) no write is left using *view*."""
+        helper = _write_helper()
+        written: Future[None] | None = None
+        try:
+            for start in range(0, len(view), _PIECE):
+                piece = view[start : start + _PIECE]
+                self.sha.update(piece)
+                if written is not None:
+                    previous, written = written, None
+                    previous.result()
+                written = helper.submit(self._write_all, piece)
+        finally:
+            if written is not None:
                 written.result()
 
     def _write_all(self, view: memoryview) -> None:

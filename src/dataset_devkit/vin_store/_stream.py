@@ -11,9 +11,10 @@ arrays once it has yielded them, so the driver cannot hold on to them), into mem
 is already mapped and cache-warm. Large numeric rows (:data:`DIRECT_ROW_BYTES` and up) are
 not copied at all: the driver hashes and writes each straight from the sample into the
 shard's file for that block (:class:`DirectRows`) before it asks for the next sample, as a
-worker producing its own samples does. A copy of 2 MiB costs about a third of hashing it
-and more memory traffic than the write, and it bought nothing: the writer thread would
-only wait for it. The shard's files are opened by the driver, so both may write into
+worker producing its own samples does. Copying 2 MiB cost a fifth to a third of hashing
+it (micro-benchmark, perf), for a writer thread that could only wait for it when the
+producer is quick; a slow producer of large rows now also waits for their hashing, and
+partitioned sources, produced by the workers in parallel, are what overlaps the two. The shard's files are opened by the driver, so both may write into
 them: the driver the large blocks' files, the thread every other file; the thread closes
 them all once the feed's end, which follows the driver's last row, has arrived.
 
