@@ -18,17 +18,20 @@ which its producer is done with until it is asked for the next sample). On close
 file's :func:`~dataset_devkit.integrity.publish.file_stamp` is taken after its last write,
 so publication can tell the sealed file is still the one hashed without reading it again.
 
-A large buffer goes through a two-stage pipeline, a MiB at a time: the calling thread
-hashes a piece, then a helper thread writes it while the next piece is hashed (both
-release the GIL; one helper per process, made on first use and dropped in a forked
-child, whose copy of it would have no thread behind it). The hash always reads a piece
-first: a freshly mapped source (a memmap a worker just opened) is faulted in by the hash,
-and the write copies the piece from the cache. Writing the whole buffer while hashing it
-from the start, as before, let the write meet unmapped pages: each short copy made ext4
-zero the new page-cache blocks before the retry (``folio_zero_new_buffers``, 8% of a
-build from sources), and the two threads read the same memory from DRAM at once. In two
-interleaved micro-benchmarks of 2 MiB rows from a fresh mapping on a loaded machine, the
-pipeline took 13-28% less CPU time and 8-32% less wall time.
+A large row written by the thread that produced it goes through a two-stage pipeline, a
+MiB at a time: that thread hashes a piece, then a helper thread writes it while the next
+piece is hashed (both release the GIL; one helper per process, made on first use and
+dropped in a forked child, whose copy of it would have no thread behind it). The hash
+always reads a piece first: a freshly mapped source (a memmap a worker just opened) is
+faulted in by the hash, and the write copies the piece from the cache. Writing the whole
+buffer while hashing it from the start, as before, let the write meet unmapped pages:
+each short copy made ext4 zero the new page-cache blocks before the retry
+(``folio_zero_new_buffers``, 8% of a build from sources), and the two threads read the
+same memory from DRAM at once. In two interleaved micro-benchmarks of 2 MiB rows from a
+fresh mapping on a loaded machine, the pipeline took 13-28% less CPU time and 8-32% less
+wall time. Everything else (row blocks, records, index files) is hashed, then written, by
+the calling thread, a piece at a time too: a streamed shard's writer already runs beside
+the producer, and a third thread would only add GIL hand-offs.
 """
 
 from __future__ import annotations
@@ -112,16 +115,26 @@ class HashedFile:
         self.stamp: FileStamp | None = None
         self._written_back = 0
 
-    def write(self, data: bytes | memoryview, *, hashed: bool = False) -> None:
-        """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed)."""
+    def write(
+        self, data: bytes | memoryview, *, hashed: bool = False, overlap: bool = False
+    ) -> None:
+        """Write all of *data*; ``hashed=True``: ``sha`` already holds it (see prehashed).
+
+        *overlap*: a large buffer goes through the pipeline (see the module doc). Only for
+        a caller that has nothing else to do meanwhile, such as a producer writing its own
+        sample's row: a thread that already runs beside a producer (a streamed shard's
+        writer) only gains GIL hand-offs from a third thread.
+        """
         view = memoryview(data).cast("B")
         if hashed:
             self._write_all(view)
-        elif len(view) < 2 * _PIECE:
-            self.sha.update(view)
-            self._write_all(view)
-        else:
+        elif overlap and len(view) >= 2 * _PIECE:
             self._pipelined(view)
+        else:  # a piece at a time, so the write copies what the hash left in the cache
+            for start in range(0, len(view), _PIECE):
+                piece = view[start : start + _PIECE]
+                self.sha.update(piece)
+                self._write_all(piece)
 
     def _pipelined(self, view: memoryview) -> None:
         """Hash each piece, then write it on the helper while the next one is hashed; on

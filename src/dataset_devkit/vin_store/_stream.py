@@ -14,9 +14,10 @@ shard's file for that block (:class:`DirectRows`) before it asks for the next sa
 worker producing its own samples does. Copying 2 MiB cost a fifth to a third of hashing
 it (micro-benchmark, perf), for a writer thread that could only wait for it when the
 producer is quick; a slow producer of large rows now also waits for their hashing, and
-partitioned sources, produced by the workers in parallel, are what overlaps the two. The shard's files are opened by the driver, so both may write into
-them: the driver the large blocks' files, the thread every other file; the thread closes
-them all once the feed's end, which follows the driver's last row, has arrived.
+partitioned sources, produced by the workers in parallel, are what overlaps the two.
+The shard's files are opened by the driver, so both may write into them: the driver the
+large blocks' files, the thread every other file; the thread closes them all once the
+feed's end, which follows the driver's last row, has arrived.
 
 Threads only: the blocks never leave this process. On any other executor, and for a shard
 a re-run may reuse (decided before its rows are written), the driver packs whole shards.

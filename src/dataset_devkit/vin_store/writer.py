@@ -128,7 +128,7 @@ class NumericBlockStream:
                 key=self.name,
             )
         self._count(1)
-        self._file.write(np.ascontiguousarray(row, dtype=self.dtype).data)
+        self._file.write(np.ascontiguousarray(row, dtype=self.dtype).data, overlap=True)
 
     def abandon(self) -> None:
         """Close the file without finishing the block (its shard is being discarded)."""
