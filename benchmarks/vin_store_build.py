@@ -105,12 +105,18 @@ def generate(root: Path, n: int, shape: str) -> None:
 
 
 class Source:
-    """The source directory, mapped."""
+    """The source directory, mapped.
+
+    Plain ndarray views of the mappings (no copy): indexing a ``numpy.memmap`` runs its
+    Python-level ``__getitem__`` and ``__array_finalize__``, 20-40 us per sample of four
+    fields, which made producing the samples cost more than the bound's whole work and
+    charged every per-sample writer for numpy's subclass, not for writing.
+    """
 
     def __init__(self, root: Path) -> None:
-        self.fields = {f: np.load(root / f"{f}.npy", mmap_mode="r") for f in FIELDS}
-        self.records = np.memmap(root / "records.bin", dtype=np.uint8, mode="r")
-        self.offsets = np.load(root / "offsets.npy")
+        self.fields = {f: np.asarray(np.load(root / f"{f}.npy", mmap_mode="r")) for f in FIELDS}
+        self.records = np.asarray(np.memmap(root / "records.bin", dtype=np.uint8, mode="r"))
+        self.offsets: list[int] = np.load(root / "offsets.npy").tolist()
         self.n = self.fields["label"].shape[0]
 
     def record(self, i: int) -> bytes:
