@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from dataset_devkit.integrity import publish
 from dataset_devkit.vin_store import (
     VinOfflineSample,
     VinOfflineShardSource,
@@ -142,7 +143,9 @@ def test_a_writer_thread_that_fails_stops_the_build_and_keeps_the_finished_shard
     assert _open_fds() == before  # the failed shard's files were closed
 
 
-def test_a_caller_crash_mid_shard_cuts_only_the_open_shard(tmp_path: Path) -> None:
+def test_a_caller_crash_mid_shard_cuts_only_the_open_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def crashing() -> Iterator[VinOfflineSample]:
         yield from reused_buffers(0, 25)  # shards 0 and 1 complete, shard 2 half filled
         raise ValueError("the camera archive went away")
@@ -156,6 +159,12 @@ def test_a_caller_crash_mid_shard_cuts_only_the_open_shard(tmp_path: Path) -> No
         shards = sorted(p.name for p in (tmp_path / ".out.vin-build" / "shards").iterdir())
         assert shards == ["shard-000000", "shard-000001"]
         assert _open_fds() == before
+
+        def no_rehash(*_args: object, **_kwargs: object) -> None:
+            raise AssertionError("publication hashed the store again")
+
+        # Every file, a reused shard's too, is stamped: publication rechecks by identity.
+        monkeypatch.setattr(publish, "verify_tree", no_rehash)
         resumed = build_vin_offline_store(
             reused_buffers(0, 45), tmp_path / "out", rows_per_shard=10, executor=pool
         )

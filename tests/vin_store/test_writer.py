@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
 from dataset_devkit.vin_store import VinOfflineSchemaError, VinOfflineShardWriter
+from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle
 from dataset_devkit.vin_store.writer import chunk_file_path
 
@@ -121,3 +123,15 @@ def test_numeric_blocks_round_trip_through_writer_and_reader(
     rows = NumericBlockHandle(shard_dir, spec).rows
     np.testing.assert_array_equal(rows, data)
     assert rows.dtype == np.dtype(dtype)
+
+
+def test_a_large_buffer_is_hashed_and_written_piece_by_piece_in_order(tmp_path: Path) -> None:
+    data = np.random.default_rng(0).integers(0, 256, (5 << 20) + 12345, dtype=np.uint8)
+    handle = HashedFile(tmp_path / "big")
+    handle.write(b"head")
+    handle.write(data.data)  # five pieces and a short one, through the helper
+    size, digest = handle.close()
+    expected = b"head" + data.tobytes()
+    assert (tmp_path / "big").read_bytes() == expected
+    assert (size, digest) == (len(expected), hashlib.sha256(expected).hexdigest())
+    assert handle.stamp is not None and handle.stamp[2] == size

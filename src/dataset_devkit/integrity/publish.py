@@ -4,7 +4,9 @@ The steps follow the seed's publication contract: the tree is built in a sibling
 directory; the caller's validator runs; ``content_manifest.json`` is written last (at the
 top, or wherever the caller's format puts it, such as ``mz_extensions/``); every
 file becomes 0400 and every directory 0500 (or group- or world-readable, on request), all
-made durable; the tree is re-verified; an
+made durable; the tree is re-verified (every byte hashed again, or, for a writer that hashed
+each file as it wrote it, every file's identity compared with the one it had then: see
+:func:`publish_tree`'s *written*); an
 advisory lock on the parent serializes cooperating publishers; a no-replace rename moves it
 under the final name; and an identity check right after the rename moves the same tree back
 out if anything changed. An existing final name is never replaced.
@@ -20,7 +22,7 @@ import fcntl
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +38,7 @@ from dataset_devkit.integrity.location import CONTENT_MANIFEST_NAME, check_manif
 from dataset_devkit.integrity.manifest import ContentManifest, read_manifest, write_manifest
 from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, sealed_modes
 from dataset_devkit.integrity.oserrors import naming
-from dataset_devkit.integrity.progress import OnProgress
+from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
 from dataset_devkit.integrity.publish_record import check_republished, remove_record, write_record
 from dataset_devkit.integrity.rename import rename_noreplace
 from dataset_devkit.integrity.safefs import SafeDir, open_dir_nofollow, path_argument
@@ -51,7 +53,9 @@ from dataset_devkit.integrity.verify import verify_tree
 
 __all__ = [
     "PUBLISH_PHASES",
+    "FileStamp",
     "PublishResult",
+    "file_stamp",
     "new_staging_dir",
     "publish_tree",
     "remove_staging",
@@ -74,6 +78,14 @@ PUBLISH_PHASES = (
 Validator = Callable[[Path], None]
 PhaseHook = Callable[[str], None]
 _Snapshot = dict[str, tuple[int, int, int, int, int]]
+#: ``(st_dev, st_ino, st_size, st_mtime_ns)`` of a file its writer has finished.
+FileStamp = tuple[int, int, int, int]
+
+
+def file_stamp(fd: int) -> FileStamp:
+    """The stamp of the file open at *fd*: take it after the last write, before closing."""
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +187,7 @@ def publish_tree(
     on_phase: PhaseHook | None = None,
     readable_by: ReadableBy = "owner",
     user_staging: bool = True,
+    written: Mapping[str, FileStamp] | None = None,
 ) -> PublishResult:
     """Publish the staged tree *staging* under *final*, atomically and read-only.
 
@@ -208,6 +221,13 @@ def publish_tree(
         call reports it published, and an error tells what to do with *staging*. False for
         a private staging directory the caller made (:func:`new_staging_dir`) and removes
         on failure itself: the record goes once the tree is checked.
+    written
+        From a writer that hashed every file as it wrote it, into a manifest it wrote: the
+        :func:`file_stamp` of each file the manifest lists, by its path, taken after the
+        file's last write. The recheck of the sealed tree then compares each file's
+        identity with its stamp instead of hashing every byte a second time (see
+        :func:`_recheck_stamps` for why that proves the same); without a stamp for every
+        file, the tree is hashed again.
 
     Raises
     ------
@@ -268,11 +288,11 @@ def publish_tree(
             sealed: _Snapshot = {}
             _seal(staging_fd, staging, readable, sealed)
             phase("sealed")
-            report = verify_tree(staging, location=location, progress=progress)
-            if not report.ok or report.root_sha256 != manifest.root_sha256:
+            problems = _recheck(staging, location, manifest, sealed, written, progress)
+            if problems:
                 raise PublicationError(
                     f"{staging}: changed after its manifest was written; not published:\n"
-                    + "\n".join(f"  - {line}" for line in report.issues)
+                    + "\n".join(f"  - {line}" for line in problems)
                 )
             checked: _Snapshot = {}
             _take_snapshot(staging_fd, "", checked)
@@ -308,6 +328,77 @@ def publish_tree(
     finally:
         os.close(parent_fd)  # also releases the advisory lock
     return PublishResult(final=final, root_sha256=manifest.root_sha256, manifest=manifest)
+
+
+def _recheck(
+    staging: Path,
+    location: str,
+    manifest: ContentManifest,
+    sealed: _Snapshot,
+    written: Mapping[str, FileStamp] | None,
+    progress: OnProgress | None,
+) -> list[str]:
+    """What differs between the sealed tree and *manifest* (nothing: publish it)."""
+    if written is None or any(entry.path not in written for entry in manifest.files):
+        found = verify_tree(staging, location=location, progress=progress)
+        if found.ok and found.root_sha256 != manifest.root_sha256:
+            return [f"{location}: its root hash changed since it was read"]
+        return found.issues
+    report(
+        progress,
+        ProgressUpdate("verify", total_bytes=manifest.total_bytes, total_items=manifest.file_count),
+    )
+    problems = _recheck_stamps(staging, location, manifest, sealed, written)
+    report(
+        progress,
+        ProgressUpdate("verify", nbytes=manifest.total_bytes, items=manifest.file_count),
+    )
+    return problems
+
+
+def _recheck_stamps(
+    staging: Path,
+    location: str,
+    manifest: ContentManifest,
+    sealed: _Snapshot,
+    written: Mapping[str, FileStamp],
+) -> list[str]:
+    """Check the sealed tree is what its writer hashed, from identities alone.
+
+    The writer vouches for one thing: it created each file itself (exclusively, so the
+    inode held nothing else), hashed exactly the bytes it wrote to it (the same memory,
+    unchanged between the hash and the write), and took the file's stamp after its last
+    write. The manifest's digest of a file is then the hash of what that inode held at its
+    stamp. The seal's pass saw each file through a no-follow descriptor as a single-link
+    regular file; if its device, inode, size and modification time are still those of its
+    stamp, nothing changed it since: any write, truncation or store through a mapping sets
+    the modification time, and replacing the file changes the inode. (Linux since 6.13
+    gives ext4, XFS, Btrfs and tmpfs fine-grained times as soon as a time has been read,
+    as the stamp does, so even a write right after it shows; on a filesystem with coarse
+    times, a write within the same clock tick as the writer's last one could keep the
+    time: an accident inside a private build tree within milliseconds of its writing,
+    which the threat model above leaves out like a hostile process.) So the bytes
+    published are the bytes hashed, without reading them again. The listing is checked
+    as the hashing recheck would: no file missing or extra, no size changed, and the
+    manifest itself is read again and must have the same root hash.
+    """
+    problems = []
+    files = {rel: st for rel, st in sealed.items() if not stat.S_ISDIR(st[4])}
+    for entry in manifest.files:
+        st = files.pop(entry.path, None)
+        if st is None:
+            problems.append(f"{entry.path}: missing: expected {entry.size} bytes")
+        elif st[2] != entry.size:
+            problems.append(f"{entry.path}: changed: size {st[2]}, expected {entry.size}")
+        elif st[:4] != written[entry.path]:
+            problems.append(f"{entry.path}: changed: not the file hashed when it was written")
+    files.pop(location, None)
+    problems.extend(
+        f"{rel}: extra: not in the manifest ({st[2]} bytes)" for rel, st in sorted(files.items())
+    )
+    if read_manifest(staging, location=location).root_sha256 != manifest.root_sha256:
+        problems.append(f"{location}: its root hash changed since it was read")
+    return problems
 
 
 def _exists_at(dir_fd: int, name: str) -> bool:

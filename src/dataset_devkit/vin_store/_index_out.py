@@ -17,6 +17,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from dataset_devkit.integrity.publish import FileStamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._rows import SPLIT_CODES
 from dataset_devkit.vin_store._shard_task import ShardRecord
@@ -59,6 +60,7 @@ class IndexWriter:
         self.last = -1
         self.count = 0
         self.files: dict[str, tuple[int, str]] = {}
+        self.stamps: dict[str, FileStamp] = {}
 
     def add(self, record: ShardRecord) -> None:
         """Append one shard's lines, checking its sample indices continue to increase."""
@@ -106,7 +108,7 @@ class IndexWriter:
 
     def finish(self) -> dict[str, int]:
         """Close the lines, check keys are unique, write sidecar and splits; split sizes."""
-        self.files[SAMPLE_INDEX_NAME] = self._jsonl.close()
+        self._closed(SAMPLE_INDEX_NAME, self._jsonl)
         self._check_unique_keys()
         indices = np.concatenate(self._indices) if self._indices else np.empty(0, "<i8")
         splits = np.concatenate(self._splits) if self._splits else np.empty(0, "u1")
@@ -126,7 +128,12 @@ class IndexWriter:
             array = np.ascontiguousarray(values, "<i8")
             write_array(handle, array, allow_pickle=False)
         finally:
-            self.files[relative] = handle.close()
+            self._closed(relative, handle)
+
+    def _closed(self, relative: str, handle: HashedFile) -> None:
+        self.files[relative] = handle.close()
+        assert handle.stamp is not None
+        self.stamps[relative] = handle.stamp
 
     def _check_unique_keys(self) -> None:
         hashes = np.concatenate(self._hashes) if self._hashes else np.empty(0, "<u8")

@@ -1,20 +1,23 @@
 """The files a build writes after its shards: index, splits, manifest, content manifest.
 
 The content manifest is made from the digests taken as each file was written (by the
-workers for shard files, here for the rest), not by hashing the tree again: publication
-verifies every byte against it anyway (``publish_tree`` re-hashes a tree whose manifest
-is already there, after sealing it), so a write that went wrong still stops publication,
-and the build reads its data once instead of twice.
+workers for shard files, here for the rest), not by hashing the tree again, and the
+stamps taken with them let publication recheck the sealed tree by identity instead of
+hashing it again (``publish_tree``'s *written*, which says why that is the same proof):
+the build reads its data once, as it writes it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dataset_devkit.errors import PublicationError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ContentManifest, ManifestEntry
+from dataset_devkit.integrity.publish import FileStamp, file_stamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
@@ -37,8 +40,9 @@ def write_store_files(
     rows_per_shard: int,
     materialized_blocks: VinOfflineMaterializedBlocks | None,
     meta: Mapping[str, Any],
-) -> None:
-    """Write everything but the shards into *tree*, the content manifest last."""
+) -> dict[str, FileStamp]:
+    """Write everything but the shards into *tree*, the content manifest last; return the
+    stamps of the files written here that the content manifest lists."""
     if not shards:
         raise VinOfflineSchemaError("no samples: a store needs at least one")
     split_sizes = index.finish()
@@ -62,7 +66,12 @@ def write_store_files(
         shards=specs,
     )
     manifest.write(tree / MANIFEST_NAME)
-    data = (tree / MANIFEST_NAME).read_bytes()
+    with open(tree / MANIFEST_NAME, "rb", opener=_no_follow) as stream:
+        stamp = file_stamp(stream.fileno())
+        data = stream.read()
+        if file_stamp(stream.fileno()) != stamp or len(data) != stamp[2]:
+            raise PublicationError(f"{tree / MANIFEST_NAME}: changed while it was read")
+    stamps = {MANIFEST_NAME: stamp, **index.stamps}
     entries = [
         ManifestEntry(path=MANIFEST_NAME, size=len(data), sha256=hashlib.sha256(data).hexdigest())
     ]
@@ -81,3 +90,8 @@ def write_store_files(
         handle.write(content.to_bytes())
     finally:
         handle.close()
+    return stamps
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)

@@ -174,12 +174,16 @@ class Schema(msgspec.Struct, frozen=True):
                 raise VinOfflineSchemaError(f"block {name!r}: {exc}", key=name) from None
         return schema
 
+    def array_nbytes(self) -> dict[str, int]:
+        """Bytes of one row of each numeric block."""
+        return {
+            name: np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
+            for name, (dtype, shape) in self.arrays.items()
+        }
+
     def row_nbytes(self) -> int:
         """Bytes one row adds to a shard (numeric rows exactly, records as the first)."""
-        numeric = sum(
-            np.dtype(dtype).itemsize * int(np.prod(shape, dtype=np.int64))
-            for dtype, shape in self.arrays.values()
-        )
+        numeric = sum(self.array_nbytes().values())
         return numeric + sum(self.record_nbytes.values()) + self.index_nbytes
 
 

@@ -41,6 +41,8 @@ class ShardRecord(msgspec.Struct, frozen=True):
     key_hashes: bytes  # uint64 per row
     tails: bytes  # the index lines after "sample_index", one per row
     reused: bool = False
+    #: Each file's stamp (as ``files``) once written or, for a reused shard, re-hashed.
+    stamps: list[tuple[int, int, int, int]] = []
 
 
 def content_key(
@@ -140,6 +142,7 @@ class ShardFiles:
             splits=splits,
             key_hashes=key_hashes,
             tails=tails,
+            stamps=[self.writer.stamps[rel] for rel, _, _ in files],
         )
 
     def discard(self) -> None:

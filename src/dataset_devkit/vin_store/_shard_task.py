@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.integrity.oserrors import naming
+from dataset_devkit.integrity.publish import file_stamp
 from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
 from dataset_devkit.vin_store._shard_files import ShardFiles, ShardRecord, content_key
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
@@ -240,17 +241,22 @@ def _reusable(record_path: Path, shard_dir: Path, key: str) -> ShardRecord | Non
     )
     if found != [rel for rel, _, _ in record.files]:
         return None
+    stamps = []
     for rel, size, digest in record.files:
         try:
             fd = os.open(shard_dir / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as stream:
-            if os.fstat(fd).st_size != size:
+            before = file_stamp(fd)
+            if before[2] != size:
                 return None
             if hashlib.file_digest(stream, "sha256").hexdigest() != digest:
                 return None
-    return msgspec.structs.replace(record, reused=True)
+            if file_stamp(fd) != before:  # changed while hashed: rewrite it
+                return None
+        stamps.append(before)
+    return msgspec.structs.replace(record, reused=True, stamps=stamps)
 
 
 def write_record(path: Path, record: ShardRecord) -> None:

@@ -19,6 +19,7 @@ import msgspec
 from dataset_devkit.integrity.progress import ProgressUpdate, report
 from dataset_devkit.vin_store._pool import worker_started
 from dataset_devkit.vin_store._rows import RowBlock, Schema, VinOfflineSample, check_fields
+from dataset_devkit.vin_store._shard_files import ShardFiles
 from dataset_devkit.vin_store._shard_task import (
     Rows,
     ShardRecord,
@@ -28,7 +29,14 @@ from dataset_devkit.vin_store._shard_task import (
     shard_id_of,
     source_key,
 )
-from dataset_devkit.vin_store._stream import STREAM_BLOCK_BYTES, BlockPool, Feed, write_streamed
+from dataset_devkit.vin_store._stream import (
+    STREAM_BLOCK_BYTES,
+    BlockPool,
+    DirectRows,
+    Feed,
+    open_streamed,
+    write_streamed,
+)
 from dataset_devkit.vin_store._workdir import BuildDirs
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError
 from dataset_devkit.vin_store.sources import VinOfflineShardSource, plan_pieces
@@ -97,11 +105,18 @@ class Run:
         self._room()
         self.pending.append((self.executor.submit(run_shard, task), block))
 
-    def stream(self, task: ShardTask, feed: Feed) -> None:
-        """Start a shard whose blocks will come on *feed*."""
+    def stream(self, task: ShardTask, feed: Feed) -> ShardFiles:
+        """Start a shard whose blocks will come on *feed*; its files, open."""
         self._room()
-        self.pending.append((self.executor.submit(write_streamed, task, feed), None))
+        files = open_streamed(task)
+        try:
+            future = self.executor.submit(write_streamed, task, feed, files)
+        except BaseException:
+            files.discard()
+            raise
+        self.pending.append((future, None))
         self.feed = feed
+        return files
 
     def drain(self) -> None:
         while self.pending:
@@ -130,7 +145,7 @@ class _Packing:
         self.count = 0
         if pool is not None:
             self.feed = Feed(pool)
-            run.stream(task, self.feed)
+            pool.direct.files = run.stream(task, self.feed)
             self.block = pool.take()
         else:
             self.block = (
@@ -156,6 +171,7 @@ class _Packing:
                 self.feed.put(self.block)
             else:
                 self.pool.give_back(self.block)
+            self.pool.direct.files = None
             self.feed.end()
             self.run.feed = None
         return self.count
@@ -188,8 +204,10 @@ def submit_samples(
             rows = _rows_for(schema, shard_bytes, cap)
             options_key = _options_key(schema, rows, val_fraction)
             if stream:
-                capacity = max(1, min(rows, STREAM_BLOCK_BYTES // schema.row_nbytes()))
-                pool = BlockPool(schema, capacity, val_fraction, limit=run.max_pending + 2)
+                direct = DirectRows(schema)
+                buffered = max(1, schema.row_nbytes() - sum(direct.nbytes.values()))
+                capacity = max(1, min(rows, STREAM_BLOCK_BYTES // buffered))
+                pool = BlockPool(schema, capacity, val_fraction, run.max_pending + 2, direct)
         if shard is None:
             reusable = (dirs.state / f"{shard_id_of(position)}.rec").exists()
             task = ShardTask(

@@ -21,6 +21,7 @@ from typing import Any, Final
 from dataset_devkit.errors import ConfigError, VerificationFailed
 from dataset_devkit.integrity import path_argument, publish_tree
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
+from dataset_devkit.integrity.publish import FileStamp
 from dataset_devkit.integrity.staging import pin_parent
 from dataset_devkit.vin_store._by_value import carried, refuse_piped_main
 from dataset_devkit.vin_store._index_out import IndexWriter
@@ -206,10 +207,13 @@ def build_vin_offline_store(
 
     dirs = BuildDirs(out, resume=resume)
     state: dict[str, Any] = {"records": [], "reused": 0, "samples": 0, "progress": progress}
+    stamps: dict[str, FileStamp] = {}  # every file hashed as written: see publish_tree
 
     def fold(record: ShardRecord) -> None:
         index.add(record)
         state["records"].append((record.spec, record.files))
+        for (rel, _, _), stamp in zip(record.files, record.stamps, strict=True):
+            stamps[f"{record.spec.relative_dir}/{rel}"] = stamp
         state["reused"] += record.reused
         state["samples"] += record.spec.num_rows
         report(progress, ProgressUpdate("build", items=record.spec.num_rows, unit="samples"))
@@ -248,7 +252,7 @@ def build_vin_offline_store(
             run.drain()
             records = state["records"]
             dirs.drop_shards_except({spec.shard_id for spec, _ in records})
-            write_store_files(
+            stamps |= write_store_files(
                 dirs.tree,
                 index,
                 records,
@@ -268,6 +272,7 @@ def build_vin_offline_store(
                 validate=raise_for_store_issues,
                 progress=progress,
                 user_staging=False,
+                written=stamps,
             )
         except BaseException as exc:
             # Bad input, or a store that does not validate: the same call would fail the

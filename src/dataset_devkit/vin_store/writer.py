@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
+from dataset_devkit.integrity.publish import FileStamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._zarr_meta import (
     GROUP_METADATA,
@@ -123,7 +124,7 @@ class NumericBlockStream:
                 key=self.name,
             )
         self._count(1)
-        self._file.write(np.ascontiguousarray(row, dtype=self.dtype).data)
+        self._file.write(np.ascontiguousarray(row, dtype=self.dtype).data, overlap=True)
 
     def abandon(self) -> None:
         """Close the file without finishing the block (its shard is being discarded)."""
@@ -141,7 +142,7 @@ class NumericBlockStream:
             raise VinOfflineSchemaError(f"block {self.name!r}: no rows written", key=self.name)
         self.rows_sha256 = self._file.sha.hexdigest()
         self._file.write(shard_index(rows, self.row_nbytes))
-        self.writer.files[self._relative] = self._file.close()
+        self.writer.closed(self._relative, self._file)
         shape = (rows, *self.row_shape)
         self.writer.add_file(f"{self.path}/zarr.json", array_metadata(self.name, self.dtype, shape))
         spec = VinOfflineBlockSpec.for_zarr_array(
@@ -226,7 +227,7 @@ class RecordBlockStream:
         if self.count < 1:
             raise VinOfflineSchemaError(f"record block {self.name!r} has no rows", key=self.name)
         self._flush()
-        self.writer.files[self.paths[0]] = self._file.close()
+        self.writer.closed(self.paths[0], self._file)
         stream = io.BytesIO()
         np.save(stream, self.offsets[: self.count + 1], allow_pickle=False)
         self.writer.add_file(self.paths[1], stream.getvalue())
@@ -250,6 +251,9 @@ class VinOfflineShardWriter:
     files
         Shard-relative POSIX path -> (size, SHA-256) of every file written, hashed from
         the bytes as they were written.
+    stamps
+        Shard-relative POSIX path -> the file's stamp once written (see
+        :func:`~dataset_devkit.integrity.publish.file_stamp`).
     """
 
     def __init__(self, shard_dir: Path) -> None:
@@ -260,6 +264,7 @@ class VinOfflineShardWriter:
             raise DestinationExistsError(f"{self.shard_dir}: shard already exists") from None
         self.blocks: dict[str, VinOfflineBlockSpec] = {}
         self.files: dict[str, tuple[int, str]] = {}
+        self.stamps: dict[str, FileStamp] = {}
         self._claimed: set[str] = set()
         self.add_file("zarr.json", GROUP_METADATA)
 
@@ -271,7 +276,13 @@ class VinOfflineShardWriter:
         try:
             handle.write(data)
         finally:
-            self.files[relative] = handle.close()
+            self.closed(relative, handle)
+
+    def closed(self, relative: str, handle: HashedFile) -> None:
+        """Close *handle*, the file at *relative*, and record its digest and stamp."""
+        self.files[relative] = handle.close()
+        assert handle.stamp is not None
+        self.stamps[relative] = handle.stamp
 
     def _claim(self, name: str) -> None:
         if name in self._claimed:
