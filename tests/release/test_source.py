@@ -72,3 +72,48 @@ def test_file_changed_after_listing_fails_the_pack_and_nothing_is_published(
     with pytest.raises(UnsafeTreeError, match=r"b.bin.*changed while packing"):
         pack(tree, tmp_path / "rel")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
+
+
+@pytest.mark.parametrize(("change", "match"), [(100, "shorter than listed"), (6000, r"\(5000")])
+def test_a_small_file_read_whole_that_shrinks_or_grows_meanwhile_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: int, match: str
+) -> None:
+    from dataset_devkit.integrity.reads import read_expected as real
+    from dataset_devkit.release import source
+
+    tree = make_tree(tmp_path / "ds", {"a.bin": b"x" * 5000})
+
+    def change_then_read(fd: int, size: int, offset: int | None = None) -> bytes:
+        os.truncate(tree / "a.bin", change)
+        return real(fd, size, offset)
+
+    monkeypatch.setattr(source, "read_expected", change_then_read)
+    with (
+        SourceReader(tree) as reader,
+        pytest.raises(UnsafeTreeError, match=rf"a\.bin.*changed while packing.*{match}"),
+    ):
+        reader.read_whole(SourceFile("a.bin", 5000))
+
+
+def test_read_ahead_gives_every_file_in_order_small_ones_read_large_ones_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dataset_devkit.release import source
+
+    monkeypatch.setattr(source, "SMALL_FILE", 100)
+    monkeypatch.setattr(source, "BATCH_FILES", 2)
+    monkeypatch.setattr(source, "BATCH_BYTES", 50)
+    sizes = {"a": 10, "b": 40, "c": 200, "d/e": 5, "d/f": 0, "d/g": 30, "h": 101, "i": 100}
+    tree = make_tree(tmp_path / "ds", {k: bytes([len(k)]) * n for k, n in sizes.items()})
+    items = [SourceFile(k, n) for k, n in sorted(sizes.items())]
+    with ThreadPoolExecutor(2) as pool:
+        got = list(source.read_ahead(tree, items, pool))
+    for item, read in zip(items, got, strict=True):
+        if item.size > 100:
+            assert read is None
+        else:
+            data = (tree / item.path).read_bytes()
+            assert read == (data, hashlib.sha256(data).hexdigest())

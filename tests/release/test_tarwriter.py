@@ -88,6 +88,12 @@ def test_members_streamed_through_a_small_buffer_match_a_direct_write(tmp_path: 
     assert streamed.read_bytes() == direct.read_bytes()
     assert (small.size, small.sha256) == (tar.size, tar.sha256)
     assert digests == {rel: hashlib.sha256(body).hexdigest() for rel, body in bodies.items()}
+    added = tmp_path / "added.tar"  # bytes read ahead (source.read_ahead), same archive
+    with TarPackageWriter(added, buffer_size=1024) as ahead:
+        for rel, body in bodies.items():
+            ahead.add_bytes(f"root/{rel}", body)
+    assert added.read_bytes() == direct.read_bytes()
+    assert (ahead.size, ahead.sha256, ahead.members) == (tar.size, tar.sha256, tar.members)
 
 
 def test_source_shorter_than_its_listed_size_is_an_error_not_a_short_member(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ import pytest
 from dataset_devkit.release import unpack
 from tests.release.helpers import SAMPLE, make_tree, pack, read_tree
 
-Event = tuple[str, str]  # ("fsync", path), ("create", path), ("syncfs", ""), ("journal", ...)
+# ("fsync", path), ("create", path), ("syncfs", "") or ("syncfs", "early") for the background
+# head start, ("journal", ...)
+Event = tuple[str, str]
 
 
 @pytest.fixture
@@ -42,7 +45,8 @@ def events(monkeypatch: pytest.MonkeyPatch) -> list[Event]:
         return fd
 
     def syncfs(fd: int, where: str) -> None:
-        log.append(("syncfs", ""))
+        early = threading.current_thread().name == "unpack-early-sync"
+        log.append(("syncfs", "early" if early else ""))
         assert real_syncfs is not None
         real_syncfs(fd, where)
 
@@ -83,7 +87,7 @@ def test_syncfs_mode_journal_first_then_one_syncfs_after_every_file_then_journal
     journal = events.index(("journal", "written"))
     assert journal < created[0], "a file was created before the journal was on disk"
     syncs = [i for i, e in enumerate(events) if e == ("syncfs", "")]
-    assert len(syncs) == 1, "one syncfs for the whole restore"
+    assert len(syncs) == 1, "one syncfs for the whole restore (a small one: no early start)"
     removed = events.index(("journal", "removed"))
     assert created[-1] < syncs[0] < removed
     journal_fsync = [i for i, (k, p) in enumerate(events) if k == "fsync" and "journal" in p]
@@ -166,3 +170,49 @@ def test_a_failing_syncfs_fails_the_restore_keeps_the_journal_and_the_rerun_fini
     assert unpack.main(argv) == 0  # the re-run checks what is there and finishes
     assert read_tree(data / "ds") == SAMPLE
     assert not (data / "ds.unpack-journal.json").exists()
+
+
+def test_writeback_starts_in_the_background_and_the_last_syncfs_still_follows_every_file(
+    release: Path, tmp_path: Path, events: list[Event], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if unpack._syncfs_function() is None:
+        pytest.skip("syncfs is Linux only")
+    monkeypatch.setattr(unpack, "EARLY_SYNC_FILES", 1)  # a head start after every file
+    data = tmp_path / "data"
+    unpack.unpack_release(str(release), str(data), everything=True)
+    assert read_tree(data / "ds") == SAMPLE
+    created = _restored(events, data)
+    early = [i for i, e in enumerate(events) if e == ("syncfs", "early")]
+    final = [i for i, e in enumerate(events) if e == ("syncfs", "")]
+    assert early and early[0] > created[0], "no background syncfs while restoring"
+    assert len(final) == 1 and created[-1] < final[0] < events.index(("journal", "removed"))
+    assert max(early) < final[0], "a background syncfs outlived the restore"
+
+
+def test_a_failing_background_syncfs_fails_the_restore_and_keeps_the_journal(
+    release: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """syncfs reports a writeback error once: the background call's error is the run's."""
+    real = unpack._syncfs_function()
+    if real is None:
+        pytest.skip("syncfs is Linux only")
+
+    def failing_early(fd: int, where: str) -> None:
+        if threading.current_thread().name == "unpack-early-sync":
+            raise OSError(errno.EIO, os.strerror(errno.EIO), where)
+        real(fd, where)
+
+    monkeypatch.setattr(unpack, "_syncfs_cache", [failing_early])
+    monkeypatch.setattr(unpack, "EARLY_SYNC_FILES", 1)
+    data = tmp_path / "data"
+    argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
+    assert unpack.main(argv) == 1
+    assert capsys.readouterr().err.startswith(f"FAILED: Input/output error: {data / 'ds'}")
+    assert (data / "ds.unpack-journal.json").exists()
+    assert not (data / "ds.unpack-state.json").exists()
+    monkeypatch.setattr(unpack, "_syncfs_cache", [real])
+    assert unpack.main(argv) == 0
+    assert read_tree(data / "ds") == SAMPLE

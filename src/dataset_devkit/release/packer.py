@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -43,7 +44,7 @@ from dataset_devkit.release.snapshot import (
     load_previous,
     snapshot_record,
 )
-from dataset_devkit.release.source import SourceReader, scan_tree
+from dataset_devkit.release.source import SourceReader, read_ahead, scan_tree
 from dataset_devkit.release.spec import (
     FileRow,
     PackageRecord,
@@ -93,7 +94,20 @@ def _write_packages(
     records: list[PackageRecord] = []
     advance = byte_reporter(progress, "pack")
     done = ProgressUpdate("pack", items=1)
-    with SourceReader(tree) as reader:
+    delivered = [
+        item
+        for family, packages in sorted(plans.items())
+        if family in deliver
+        for plan in packages
+        for item in plan.files
+    ]
+    # Small files are read (and hashed) ahead on threads of their own, in batches, while
+    # this thread lays them out in the packages; large files are streamed here.
+    with (
+        SourceReader(tree) as reader,
+        ThreadPoolExecutor(max_workers=2, thread_name_prefix="pack-read") as readers,
+        closing(read_ahead(tree, delivered, readers)) as ahead,  # on error: the rest cancelled
+    ):
         for family, packages in sorted(plans.items()):
             if family in deliver:
                 (staging / family).mkdir(mode=0o755)
@@ -108,8 +122,13 @@ def _write_packages(
                 ) as tar:
                     for item in plan.files:
                         member = f"{name}/{item.path}"
-                        archive = partial(tar.add_member, member, item.size, progress=advance)
-                        digests[item.path] = reader.read(item, archive)
+                        read = next(ahead)
+                        if read is None:
+                            archive = partial(tar.add_member, member, item.size, progress=advance)
+                            digests[item.path] = reader.read(item, archive)
+                        else:
+                            tar.add_bytes(member, read[0], advance)
+                            digests[item.path] = read[1]
                         report(progress, done)
                 if tar.size != plan.size:  # the plan and the writer disagree: a bug, not data
                     raise RuntimeError(f"{plan.name}: wrote {tar.size} bytes, planned {plan.size}")

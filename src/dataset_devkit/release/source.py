@@ -6,19 +6,37 @@ import hashlib
 import io
 import os
 import stat
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
 
-from dataset_devkit.integrity.reads import FdReader, ReadInto, read_exactly
+from dataset_devkit.integrity.reads import FdReader, ReadInto, read_exactly, read_expected
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import UnsafeTreeError
 
-__all__ = ["NAME_MAX", "PATH_MAX", "SourceFile", "SourceReader", "length_problem", "scan_tree"]
+__all__ = [
+    "NAME_MAX",
+    "PATH_MAX",
+    "SourceFile",
+    "SourceReader",
+    "length_problem",
+    "read_ahead",
+    "scan_tree",
+]
 
 CHUNK: Final = 1 << 20
+#: Files up to this size are read whole on a pool thread, many to a batch (:func:`read_ahead`);
+#: larger ones are streamed by the caller in :data:`CHUNK` pieces.
+SMALL_FILE: Final = 1 << 20
+#: A batch ends at this many files or bytes; at most :data:`BATCHES_AHEAD` batches are read
+#: ahead of the writer, so memory stays under ``BATCHES_AHEAD * BATCH_BYTES + SMALL_FILE``.
+BATCH_FILES: Final = 256
+BATCH_BYTES: Final = 2 << 20
+BATCHES_AHEAD: Final = 3
 _READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _HAS_READV: Final = hasattr(os, "readv")  # not on Windows: io.FileIO there
 T = TypeVar("T")
@@ -181,23 +199,52 @@ class SourceReader:
         """
         fd = self._open_fd(item.path)
         try:
-            before = os.fstat(fd)
-            if not stat.S_ISREG(before.st_mode) or before.st_size != item.size:
-                raise UnsafeTreeError(
-                    f"changed while packing: expected a regular file of {item.size} bytes",
-                    path=self._label / item.path,
-                )
+            before = self._stat_before(fd, item)
             try:
                 result = consume(FdReader(fd) if _HAS_READV else io.FileIO(fd, "rb", closefd=False))
             except EOFError:
-                raise UnsafeTreeError(
-                    "changed while packing: shorter than listed", path=self._label / item.path
-                ) from None
+                raise self._shorter(item) from None
             after = os.fstat(fd)
         finally:
             os.close(fd)
+        self._check_after(item, before, after)
+        return result
+
+    def read_whole(self, item: SourceFile) -> bytes:
+        """Return the bytes of a small file, with the checks of :meth:`read` (one read call
+        where :meth:`read` takes one per buffer; a grown file is caught by its size)."""
+        fd = self._open_fd(item.path)
+        try:
+            before = self._stat_before(fd, item)
+            data = read_expected(fd, item.size)
+            after = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if len(data) < item.size:
+            raise self._shorter(item)
+        self._check_after(item, before, after, grown=len(data) > item.size)
+        return data
+
+    def _stat_before(self, fd: int, item: SourceFile) -> os.stat_result:
+        before = os.fstat(fd)
+        if not stat.S_ISREG(before.st_mode) or before.st_size != item.size:
+            raise UnsafeTreeError(
+                f"changed while packing: expected a regular file of {item.size} bytes",
+                path=self._label / item.path,
+            )
+        return before
+
+    def _shorter(self, item: SourceFile) -> UnsafeTreeError:
+        return UnsafeTreeError(
+            "changed while packing: shorter than listed", path=self._label / item.path
+        )
+
+    def _check_after(
+        self, item: SourceFile, before: os.stat_result, after: os.stat_result, grown: bool = False
+    ) -> None:
         if (
-            before.st_ino != after.st_ino
+            grown
+            or before.st_ino != after.st_ino
             or before.st_dev != after.st_dev
             or before.st_size != after.st_size
             or before.st_mtime_ns != after.st_mtime_ns
@@ -205,7 +252,6 @@ class SourceReader:
             raise UnsafeTreeError(
                 f"changed while packing ({item.size} bytes read)", path=self._label / item.path
             )
-        return result
 
     def sha256(self, item: SourceFile, progress: Callable[[int], None] | None = None) -> str:
         """Hash a file that is not archived (a pending family), with the same checks."""
@@ -222,3 +268,70 @@ class SourceReader:
             if progress is not None:
                 progress(len(room))
         return hasher.hexdigest()
+
+
+def _read_batch(root: Path, batch: list[SourceFile]) -> list[tuple[bytes, str]]:
+    """Read and hash a run of small files on a pool thread, through a reader of its own
+    (a directory chain is not shared between threads)."""
+    with SourceReader(root) as reader:
+        out = []
+        for item in batch:
+            data = reader.read_whole(item)
+            out.append((data, hashlib.sha256(data).hexdigest()))
+        return out
+
+
+def _batches(items: Iterable[SourceFile]) -> Iterator[list[SourceFile] | None]:
+    """Runs of consecutive small files (at most :data:`BATCH_FILES` / :data:`BATCH_BYTES`);
+    None for each large file, in its place."""
+    batch: list[SourceFile] = []
+    size = 0
+    for item in items:
+        if item.size > SMALL_FILE:
+            if batch:
+                yield batch
+                batch, size = [], 0
+            yield None
+            continue
+        if batch and (len(batch) >= BATCH_FILES or size + item.size > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(item)
+        size += item.size
+    if batch:
+        yield batch
+
+
+def read_ahead(
+    root: Path, items: Iterable[SourceFile], pool: Executor
+) -> Generator[tuple[bytes, str] | None, None, None]:
+    """For each of *items*, in order: its bytes and SHA-256, read ahead on *pool*'s threads
+    in batches, or None for a file larger than :data:`SMALL_FILE` (the caller streams it).
+
+    On a tree of small files the cost is system calls (open, two ``fstat``, read, close per
+    file): made on pool threads, they overlap the writer's work instead of adding to it.
+    At most :data:`BATCHES_AHEAD` batches are read ahead; each running batch holds one
+    descriptor per level of its current path, plus its file's. A file that fails its checks
+    raises :class:`UnsafeTreeError` where its turn comes, as :meth:`SourceReader.read` would.
+    """
+    ahead: deque[Future[list[tuple[bytes, str]]] | None] = deque()
+    try:
+        for batch in _batches(items):
+            ahead.append(None if batch is None else pool.submit(_read_batch, root, batch))
+            while len(ahead) > BATCHES_AHEAD:
+                yield from _results(ahead.popleft())
+        while ahead:
+            yield from _results(ahead.popleft())
+    finally:
+        for future in ahead:
+            if future is not None:
+                future.cancel()
+
+
+def _results(
+    future: Future[list[tuple[bytes, str]]] | None,
+) -> Iterator[tuple[bytes, str] | None]:
+    if future is None:
+        yield None
+    else:
+        yield from future.result()

@@ -225,6 +225,35 @@ class TarPackageWriter:
         self.end_member(size)
         return hasher.hexdigest()
 
+    def add_bytes(
+        self, name: str, data: bytes, progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Add *data* (a small file already read, see ``source.read_ahead``) as member
+        *name*: the same bytes :meth:`add_member` writes for it."""
+        size = len(data)
+        header = member_header(name, size)
+        span = len(header) + size + -size % BLOCK
+        buffer, start = self._buffer, self._fill
+        if span > len(buffer) - start:
+            self.write(header)
+            self.members += 1
+            self.write(data)
+            self.end_member(size)
+        else:
+            end = start + len(header) + size
+            buffer[start : end - size] = header
+            buffer[end - size : end] = data
+            buffer[end : start + span] = _ZEROS[: start + span - end]
+            if self._hash is not None:
+                self._hash.update(buffer[start : start + span])
+            self._fill += span
+            self.size += span
+            self.members += 1
+            if self._fill == len(buffer):
+                self._flush()
+        if progress is not None and size:
+            progress(size)
+
     def _add_small_member(
         self,
         header: bytes,

@@ -24,7 +24,8 @@ SHA-256 differs from ``files.jsonl`` is removed at once, and every file of a pac
 own SHA-256 or structure fails is removed again. Before the first file is created, a small
 journal (``OUTPUT/NAME.unpack-journal.json``, written whole and fsynced) names the packages
 being written; it goes only once every file, name and directory is durable (one ``syncfs``
-on Linux, an fsync per file and directory elsewhere; ``--no-fsync`` skips it). A run killed
+on Linux after the last file, with writeback started in the background as the files are
+written; an fsync per file and directory elsewhere; ``--no-fsync`` skips it). A run killed
 or cut off at any moment leaves that journal: the next run of the same command removes or
 rewrites the files of those packages that are incomplete or differ, verifies the rest, and
 finishes. Files it did not write (present before, or appearing meanwhile) are verified and
@@ -1044,7 +1045,7 @@ def read_back_package(
         if _hash_member(stream, m.size, None) != row.sha256:
             bad.append(f"{label}: member {m.path!r} SHA-256 differs from {FILES_NAME}")
 
-    with _open_read_path(path) as fh:
+    with _open_read_path(path, buffered=True) as fh:  # one read per MiB, not 3 per member
         scan_package(fh, label, root_name, rows, member, hasher)
     return hasher.hexdigest(), bad
 
@@ -2013,6 +2014,63 @@ def _syncfs_function() -> Callable[[int, str], None] | None:
     return call
 
 
+#: With ``syncfs``, the restore starts writing its data to disk while it goes on restoring:
+#: a background ``syncfs`` after every this many bytes or files written (one in flight at a
+#: time). The final ``syncfs`` then finds little left: without this, a 512 MiB restore waited
+#: at its end for the whole writeback (the kernel starts it only after 30 s or a tenth of the
+#: memory), 0.82x the shell peer's time instead of 0.52x.
+EARLY_SYNC_BYTES = 64 << 20
+EARLY_SYNC_FILES = 4096
+
+
+class _EarlySync:
+    """``syncfs`` of the output in a background thread whenever :meth:`kick` asks.
+
+    Only a head start for the disk: durability still comes from the one ``syncfs`` after
+    every file (:func:`_restore_packages`), and the journal goes only after that. An error
+    here is kept and returned by :meth:`close`, to be raised: ``syncfs`` reports a writeback
+    error once per descriptor, so the final call would not see it again.
+    """
+
+    def __init__(self, syncfs: Callable[[int, str], None], fd: int, where: str) -> None:
+        self._syncfs, self._fd, self._where = syncfs, fd, where
+        self._cond = threading.Condition()
+        self._wanted = self._stopped = False
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="unpack-early-sync", daemon=True)
+        self._thread.start()
+
+    def kick(self) -> None:
+        """Ask for a ``syncfs`` (one more after the one in flight, if any); never waits."""
+        with self._cond:
+            self._wanted = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._wanted and not self._stopped:
+                    self._cond.wait()
+                if not self._wanted:
+                    return
+                self._wanted = False
+            try:
+                self._syncfs(self._fd, self._where)
+            except BaseException as exc:  # raised by close(), in the restoring thread
+                with self._cond:
+                    self._error = self._error or exc
+                    self._stopped = True
+                return
+
+    def close(self) -> BaseException | None:
+        """Stop (a ``syncfs`` in flight is waited for); return the error one met, if any."""
+        with self._cond:
+            self._stopped, self._wanted = True, False
+            self._cond.notify()
+        self._thread.join()
+        return self._error
+
+
 def _restore_packages(
     release: Release,
     root: PinnedDir,
@@ -2039,7 +2097,9 @@ def _restore_packages(
     *found* names the files that were there before (the user's, or an earlier restore's):
     verified, never changed (not even their mode), never taken for partial files. With
     *fsync*, everything written is durable on return: one ``syncfs`` (Linux) or an fsync
-    per file and per directory. Returns the kept-file issues; raises the first error.
+    per file and per directory; with ``syncfs``, writeback starts in the background as the
+    files are written (:class:`_EarlySync`). Returns the kept-file issues; raises the first
+    error.
     """
     todo = deque(packages)
     lock = threading.Lock()
@@ -2066,7 +2126,7 @@ def _restore_packages(
     def worker() -> None:
         chain = DirChain(root, leave)
         job = _Job(release, root, chain, file_mode, advance, present, ours, foreign, each)
-        job.found = found
+        job.found, job.early = found, early
         with lock:
             jobs.append(job)
             summary.jobs.append(job)
@@ -2086,8 +2146,12 @@ def _restore_packages(
             chain.close()  # with per-file fsync: each directory fsynced after its entries
 
     count = max(1, min(workers, len(todo)))
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        futures = [pool.submit(worker) for _ in range(count)]
+    early = _EarlySync(syncfs, root.fd, root.path) if syncfs and root.fd is not None else None
+    try:
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            futures = [pool.submit(worker) for _ in range(count)]
+    finally:
+        early_error = early.close() if early is not None else None
     issues: list[str] = []
     for job in jobs:
         summary.written += job.written
@@ -2098,6 +2162,8 @@ def _restore_packages(
             kept.extend(job.kept)
     for future in futures:
         future.result()  # re-raises a worker's error (the first one in submission order)
+    if early_error is not None:
+        raise early_error
     if syncfs is not None and packages and root.fd is not None:
         syncfs(root.fd, root.path)  # every file's data, every name, every new directory
     return issues
@@ -2145,6 +2211,8 @@ class _Job:
         self.created: list[tuple[list[str], int, str]] = []  # this package's new files
         self.found: frozenset[str] = frozenset()  # the user's files: verified, left as found
         self.placed = 0  # files created for this run and still there (+1 made, -1 removed)
+        self.early: _EarlySync | None = None  # asked for a background syncfs now and then
+        self.unsynced_bytes = self.unsynced_files = 0  # written since this job last asked
 
     def restore(self, pkg: dict[str, Any]) -> None:
         """Restore one package, hashing it whole in the same read; on any failure remove
@@ -2227,6 +2295,12 @@ class _Job:
                     raise _named(exc, where) from None
         finally:
             os.close(fd)
+        if self.early is not None:
+            self.unsynced_bytes += m.size
+            self.unsynced_files += 1
+            if self.unsynced_bytes >= EARLY_SYNC_BYTES or self.unsynced_files >= EARLY_SYNC_FILES:
+                self.unsynced_bytes = self.unsynced_files = 0
+                self.early.kick()
 
     def _settle(self, folder: PinnedDir, leaf: str, row: FileRow, rel: str, raced: bool) -> bool:
         """Deal with an existing *leaf*: True when it is (now) free to be written.
