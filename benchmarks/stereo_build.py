@@ -150,7 +150,7 @@ class _Eye:
         self.encoded = b""
         self.count = 0
         self.out_digest = hashlib.sha256()
-        self.cpu = 0.0
+        self.cpu: dict[str, float] = {}
 
     def step(self, what: str, start: int) -> int:
         began = time.thread_time()
@@ -170,7 +170,7 @@ class _Eye:
             self.encoded = self.codec.encode(self.mm)
         else:
             self.out_digest.update(self.encoded)
-        self.cpu += time.thread_time() - began
+        self.cpu[what] = self.cpu.get(what, 0.0) + time.thread_time() - began
         return len(self.encoded) if what == "output hash" else 0
 
 
@@ -211,11 +211,13 @@ def bound_task(source: Path) -> dict[str, Any]:
                 seconds[what] += time.perf_counter() - began
     for eye in eyes:
         eye.stream.close()
-    cpu += sum(eye.cpu for eye in eyes)
+    step_cpu = {what: sum(eye.cpu[what] for eye in eyes) for what in seconds}
+    step_cpu["read"] += cpu
     return {
         "s": sum(seconds.values()),
         "steps": seconds,
-        "cpu_s": cpu,
+        "step_cpu": step_cpu,
+        "cpu_s": sum(step_cpu.values()),
         "out_mb": out_bytes / 1e6,
         "cores": cores,
     }
@@ -299,10 +301,10 @@ def report(variant: str, source: Path, runs: dict[str, list[dict[str, Any]]]) ->
     mb = _input_bytes(source) / 1e6
     print(f"\n{variant}: {len(export['pairs'])} pairs, {frames} stereo frames, {mb:,.0f} MB in")
     print(
-        "| task | wall s | vs bound | frames/s | MB/s | CPU s | CPU ms/frame | "
+        "| task | wall s | vs bound | frames/s | MB/s | CPU s | CPU ms/frame | cores busy | "
         "peak RSS MB | depth out MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     bounds = runs.get("bound")
     for name, results in runs.items():
         walls = [r["s"] for r in results]
@@ -313,15 +315,20 @@ def report(variant: str, source: Path, runs: dict[str, list[dict[str, Any]]]) ->
             else "-"
         )
         cpu = statistics.median(r["cpu_s"] for r in results)
+        busy = statistics.median(r["cpu_s"] / r["s"] for r in results)
         print(
             f"| {name} | {_spread(walls)} | {ratio} | {frames / wall:,.1f} | {mb / wall:,.0f} | "
-            f"{cpu:.1f} | {cpu / frames * 1000:.1f} | {max(r['rss_mb'] for r in results):.0f} | "
+            f"{cpu:.1f} | {cpu / frames * 1000:.1f} | {busy:.2f} | "
+            f"{max(r['rss_mb'] for r in results):.0f} | "
             f"{statistics.median(r['out_mb'] for r in results):,.0f} |"
         )
     if bounds:
-        steps = {k: statistics.median(b["steps"][k] for b in bounds) for k in bounds[0]["steps"]}
-        shown = ", ".join(f"{k} {v:.2f} s" for k, v in steps.items())
-        print(f"bound steps (medians, {bounds[0]['cores']} cores): {shown}")
+        shown = ", ".join(
+            f"{k} {statistics.median(b['steps'][k] for b in bounds):.2f} s "
+            f"({statistics.median(b['step_cpu'][k] for b in bounds):.2f} CPU s)"
+            for k in bounds[0]["steps"]
+        )
+        print(f"bound steps, wall (CPU) medians on {bounds[0]['cores']} cores: {shown}")
     roots = {
         name: {r["root"] for r in results} for name, results in runs.items() if name != "bound"
     }

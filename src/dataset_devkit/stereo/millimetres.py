@@ -63,7 +63,8 @@ class MillimetreEncoder:
         if self.dtype.kind != "f":
             raise ValueError(f"depth must be a float array, found {self.dtype}")
         # float32 in native order is read as it is; anything else goes through float64.
-        self._bits_of = _FLOAT32 if self.dtype == _FLOAT32 else np.dtype(np.float64)
+        self._native = self.dtype == _FLOAT32
+        self._bits_of = _FLOAT32 if self._native else np.dtype(np.float64)
         unsigned = np.dtype(f"u{self._bits_of.itemsize}")
         self._limit = unsigned.type(_limit_bits(self._bits_of, far_limit_m))
         self._one = unsigned.type(1)
@@ -114,10 +115,14 @@ class MillimetreEncoder:
         size = source.size
         values, bits = self._values[:size], self._bits[:size]
         scratch, valid, product = self._scratch[:size], self._valid[:size], self._product[:size]
-        np.copyto(values, source, casting="same_kind")  # exact for float16 and float32
-        np.subtract(bits, self._one, out=scratch)  # 0 (zero) wraps to the maximum
+        if self._native:  # float32 as it is: its own bits, no copy
+            given = source.view(self._bits.dtype)
+        else:
+            np.copyto(values, source, casting="same_kind")  # exact for float16 and float32
+            given = bits
+        np.subtract(given, self._one, out=scratch)  # 0 (zero) wraps to the maximum
         np.less(scratch, self._limit, out=valid)  # 0 < value <= limit, value finite
-        np.multiply(bits, valid, out=bits)  # invalid values become +0.0
+        np.multiply(given, valid, out=bits)  # invalid values become +0.0
         np.multiply(values, float(DEPTH_SCALE), out=product, dtype=np.float64)
         np.rint(product, out=product)
         if self._may_overflow and float(product.max()) > _UINT32_MAX:
