@@ -19,17 +19,24 @@ Tasks, each in a fresh process (so peak RSS and imports are each task's own):
   the source, copy videos, encode depth on every core, read back, publish.
 - ``build-workers-2``: the same with a spawn pool of 2 processes (``--workers 2``), pool
   start included.
+- ``build-other`` (with ``--other-src DIR``): ``build`` importing the package from another
+  source tree, e.g. an earlier checkout, to compare versions in the same rounds.
 
 Rounds are interleaved (bound, build, ... for each variant, ``--rounds`` times); the table
 gives medians with the range, the ratio as the median of per-round ratios to the same
 round's bound, frames/s (stereo frames: one left and one right frame), MB/s (input bytes
-over wall time), CPU seconds (this process and its children) and CPU ms per frame, peak
-RSS, and each build's root hash (the same in every round, or the run fails).
+over wall time), CPU seconds (this process and its children; the bound's: its steps only)
+and their ratio, CPU ms per frame, cores busy (CPU seconds over wall seconds), every core
+wanted (the share of 10 ms samples in which at least as many of the process's threads ran
+or waited for a core as there are cores: what it would keep busy on an idle machine,
+however loaded this one is), peak RSS, and each build's root hash (the same in every
+round, or the run fails).
 
 Usage::
 
     PYTHONPATH=src python benchmarks/stereo_build.py
     PYTHONPATH=src python benchmarks/stereo_build.py --rounds 5 --tasks bound,build
+    PYTHONPATH=src python benchmarks/stereo_build.py --tasks bound,build --other-src ../old/src
     PYTHONPATH=src python benchmarks/stereo_build.py --frames 61 --width 640 --height 360
 """
 
@@ -254,13 +261,58 @@ def _peak_rss_mb() -> float:
     return max(own, kids)
 
 
+class Demand:
+    """How many of this process's threads want a core, sampled every 10 ms from /proc.
+
+    A thread running or waiting for a core (state ``R``) wants one; a thread blocked on a
+    lock, a queue or I/O does not. The share of samples in which at least as many threads
+    want a core as there are cores is what the work would keep busy on an idle machine,
+    whatever other jobs take from it now. (Worker processes are not counted: with
+    ``--workers`` it describes only the parent.)
+    """
+
+    def __init__(self, cores: int) -> None:
+        import threading
+
+        self.cores = cores
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import threading
+
+        own = str(threading.get_native_id())
+        while not self._stop.wait(0.01):
+            wanting = 0
+            for tid in os.listdir("/proc/self/task"):
+                if tid == own:
+                    continue
+                try:
+                    stat = Path(f"/proc/self/task/{tid}/stat").read_bytes()
+                except OSError:
+                    continue
+                wanting += stat.rsplit(b")", 1)[1].split()[0] == b"R"
+            self.samples.append(wanting)
+
+    def stop(self) -> float:
+        """The share of samples with every core wanted."""
+        self._stop.set()
+        self._thread.join()
+        full = sum(1 for wanting in self.samples if wanting >= self.cores)
+        return full / max(1, len(self.samples))
+
+
 def task(name: str, source: Path, out: Path) -> dict[str, Any]:
     cpu = _cpu_s()
+    demand = Demand(len(os.sched_getaffinity(0)))  # not the package's: build-other's may lack it
     if name == "bound":
         result = bound_task(source)
     else:
         result = build_task(source, out, 2 if name == "build-workers-2" else 0)
         result["cpu_s"] = _cpu_s() - cpu
+    result["saturated"] = demand.stop()
     result["rss_mb"] = _peak_rss_mb()
     return result
 
@@ -277,10 +329,17 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path)
 
 
-def _run(name: str, source: Path, out: Path) -> dict[str, Any]:
+def _run(name: str, source: Path, out: Path, other_src: Path | None) -> dict[str, Any]:
+    """One task in a fresh process; ``build-other`` imports the package from *other_src*."""
     _remove(out)
-    command = [sys.executable, __file__, "--task", name, "--data", str(source), "--out", str(out)]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    env = dict(os.environ)
+    if name == "build-other" and other_src is not None:
+        env["PYTHONPATH"] = str(other_src)
+    task_name = "build" if name == "build-other" else name
+    command = [sys.executable, __file__, "--task", task_name, "--data", str(source)]
+    done = subprocess.run(
+        [*command, "--out", str(out)], capture_output=True, text=True, check=False, env=env
+    )
     _remove(out)
     if done.returncode:
         sys.exit(f"{name} on {source.name} failed:\n{done.stderr[-3000:]}")
@@ -301,10 +360,10 @@ def report(variant: str, source: Path, runs: dict[str, list[dict[str, Any]]]) ->
     mb = _input_bytes(source) / 1e6
     print(f"\n{variant}: {len(export['pairs'])} pairs, {frames} stereo frames, {mb:,.0f} MB in")
     print(
-        "| task | wall s | vs bound | frames/s | MB/s | CPU s | CPU ms/frame | cores busy | "
-        "peak RSS MB | depth out MB |"
+        "| task | wall s | vs bound | frames/s | MB/s | CPU s | vs bound CPU | CPU ms/frame | "
+        "cores busy | every core wanted | peak RSS MB | depth out MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     bounds = runs.get("bound")
     for name, results in runs.items():
         walls = [r["s"] for r in results]
@@ -315,11 +374,13 @@ def report(variant: str, source: Path, runs: dict[str, list[dict[str, Any]]]) ->
             else "-"
         )
         cpu = statistics.median(r["cpu_s"] for r in results)
+        cpu_ratio = f"{cpu / statistics.median(b['cpu_s'] for b in bounds):.2f}x" if bounds else "-"
         busy = statistics.median(r["cpu_s"] / r["s"] for r in results)
+        wanted = statistics.median(r["saturated"] for r in results)
         print(
             f"| {name} | {_spread(walls)} | {ratio} | {frames / wall:,.1f} | {mb / wall:,.0f} | "
-            f"{cpu:.1f} | {cpu / frames * 1000:.1f} | {busy:.2f} | "
-            f"{max(r['rss_mb'] for r in results):.0f} | "
+            f"{cpu:.1f} | {cpu_ratio} | {cpu / frames * 1000:.1f} | {busy:.2f} | "
+            f"{wanted:.0%} | {max(r['rss_mb'] for r in results):.0f} | "
             f"{statistics.median(r['out_mb'] for r in results):,.0f} |"
         )
     if bounds:
@@ -348,6 +409,11 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=241)
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=720)
+    parser.add_argument(
+        "--other-src",
+        type=Path,
+        help="also time the build of the package in this src directory (task build-other)",
+    )
     parser.add_argument("--task", help=argparse.SUPPRESS)
     parser.add_argument("--data", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -358,13 +424,14 @@ def main() -> None:
     size = f"{args.pairs}x{args.width}x{args.height}x{args.frames}"
     root = args.dir / size
     generate(root, args.pairs, args.frames, args.width, args.height)
-    names = args.tasks.split(",")
+    names = args.tasks.split(",") + (["build-other"] if args.other_src else [])
     variants = args.variants.split(",")
     runs = {v: {name: [] for name in names} for v in variants}
     for _ in range(args.rounds):
         for variant in variants:
             for name in names:
-                runs[variant][name].append(_run(name, root / variant, root / f"out-{name}"))
+                out = root / f"out-{name}"
+                runs[variant][name].append(_run(name, root / variant, out, args.other_src))
     load = os.getloadavg()
     print(
         f"\n{size}, {args.rounds} interleaved rounds, load average {load[0]:.1f} / "
