@@ -28,7 +28,8 @@ import av
 import numpy as np
 from numcodecs import Blosc
 
-from dataset_devkit.stereo.depth import DepthReader, write_depth_group
+from dataset_devkit.stereo.depth import DepthReader
+from dataset_devkit.stereo.depth_writer import write_depth_group
 from dataset_devkit.stereo.video import VideoReader, probe_video
 
 
@@ -74,6 +75,10 @@ class LazyDepth:
         x = np.linspace(0, 1, self.shape[2])[None, None, :]
         y = np.linspace(0, 1, self.shape[1])[None, :, None]
         return (2.0 + 0.05 * t + 8.0 * x * y + self._noise).astype(np.float32)
+
+    def read_frames(self, start: int, stop: int, out: np.ndarray[Any, Any]) -> Any:
+        out[: stop - start] = self[start:stop]
+        return out[: stop - start]
 
 
 class CountingReader(VideoReader):
@@ -264,7 +269,7 @@ def main() -> None:
         source = LazyDepth(args.frames, args.height, args.width)
         write_depth_group(
             group,
-            {"left": source, "right": source},  # type: ignore[dict-item]
+            {"left": source, "right": source},
             None,
             {},
             {"left": "generated", "right": "generated"},

@@ -21,8 +21,8 @@ from dataset_devkit.stereo.depth import (
     chunk_names,
     depth_problems,
     encode_depth_mm,
-    write_depth_group,
 )
+from dataset_devkit.stereo.depth_writer import write_depth_group
 from dataset_devkit.stereo.errors import DepthOverflowError, SourceError
 
 

@@ -52,7 +52,12 @@ def build(
         typer.Option("--out", help="Dataset root to publish (must not exist).", parser=path_parser),
     ],
     workers: Annotated[
-        int, typer.Option("--workers", min=0, help="Processes encoding depth (0: in this one).")
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Processes encoding depth, a pair each (0: this process, on every core).",
+        ),
     ] = 0,
     readable_by: Annotated[
         ReadableByChoice, typer.Option("--readable-by", help=READABLE_BY_HELP)

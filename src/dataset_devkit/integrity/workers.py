@@ -31,6 +31,7 @@ from typing import Final, Literal
 
 __all__ = [
     "StartMethod",
+    "available_cores",
     "die_with",
     "init_worker",
     "preload_fork_server",
@@ -41,6 +42,15 @@ __all__ = [
 _PR_SET_PDEATHSIG: Final = 1
 
 StartMethod = Literal["forkserver", "spawn"]
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or ``taskset``
+    narrows), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _parent_of(pid: int) -> int | None:

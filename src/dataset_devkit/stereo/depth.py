@@ -1,11 +1,12 @@
-"""Camera-Z depth as integer millimetres in a Zarr v2 group: encode, write, check, read.
+"""Camera-Z depth as integer millimetres in a Zarr v2 group: layout, encode, check, read.
 
 Stored values are ``uint32`` millimetres with 0 meaning invalid; a reader decodes them with
-``array.astype(float32) / 1000`` to metres. Writing goes through ``zarr`` (format 2, Blosc
-zstd level 5 with byte shuffle, chunks of 4 frames, every chunk written). Reading does not:
-the reader checks ``.zarray`` against the exact expected metadata once, then decodes whole
-chunk files with numcodecs, which keeps DataLoader workers free of zarr's event loop thread
-(unsafe across ``fork``) and costs nothing over a direct chunk decode.
+``array.astype(float32) / 1000`` to metres. The group is Zarr format 2, Blosc zstd level 5
+with byte shuffle, chunks of 4 frames, every chunk written (``depth_writer`` writes it).
+Reading does not go through zarr: the reader checks ``.zarray`` against the exact expected
+metadata once, then decodes whole chunk files with numcodecs, which keeps DataLoader
+workers free of zarr's event loop thread (unsafe across ``fork``) and costs nothing over a
+direct chunk decode.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ import numpy.typing as npt
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.integrity import decode_json_record
-from dataset_devkit.integrity.oserrors import naming
-from dataset_devkit.stereo.errors import DepthOverflowError, SourceError
+from dataset_devkit.stereo.millimetres import MillimetreEncoder
 from dataset_devkit.stereo.spec import (
     DEPTH_CHUNK_FRAMES,
     DEPTH_COMPRESSOR,
@@ -35,7 +35,6 @@ from dataset_devkit.stereo.special_files import require_regular
 
 U32 = npt.NDArray[np.uint32]
 F32 = npt.NDArray[np.float32]
-_UINT32_MAX = np.iinfo(np.uint32).max
 
 
 def expected_zarray(num_frames: int, height: int, width: int) -> dict[str, Any]:
@@ -67,104 +66,17 @@ def encode_depth_mm(
     millimetre become 0 (invalid). A finite value that does not fit ``uint32`` is an error,
     never a wrap-around. A frame may be entirely invalid (a camera facing the sky): it is
     stored as zeros, and four such frames make an all-fill chunk that is still written.
+    The values are those of ``rint(float64(metres) * 1000)`` (see
+    :mod:`~dataset_devkit.stereo.millimetres`).
     """
-    depth = np.asarray(metres, dtype=np.float64)
-    valid = np.isfinite(depth) & (depth > 0)
-    if far_limit_m is not None:
-        valid &= depth <= far_limit_m
-    millimetres = np.rint(np.where(valid, depth, 0.0) * DEPTH_SCALE)
-    overflow = millimetres > _UINT32_MAX
-    if overflow.any():
-        frame, row, col = (int(v[0]) for v in np.nonzero(overflow))
-        raise DepthOverflowError(
-            f"depth {float(depth[frame, row, col])!r} m at frame {first + frame}, "
-            f"pixel ({row}, {col}) "
-            f"does not fit uint32 millimetres (max {_UINT32_MAX / DEPTH_SCALE} m); "
-            "set depth_far_m to mark far values invalid",
-            path=where,
-        )
-    encoded = millimetres.astype(np.uint32)
-    return encoded, int(encoded.size - np.count_nonzero(encoded))
-
-
-def write_depth_group(
-    group_path: Path,
-    sources: dict[str, npt.NDArray[np.floating[Any]]],
-    far_limit_m: float | None,
-    attributes: dict[str, Any],
-    where: dict[str, str],
-) -> dict[str, int]:
-    """Write ``left``/``right`` arrays chunk by chunk; return invalid pixel counts per eye.
-
-    An eye whose every pixel of every frame is invalid is a broken render and an error.
-    """
-    import zarr
-
-    # zarr writes through its own files: a full disk must still name what was written.
-    with naming(group_path):
-        group = zarr.open_group(
-            str(group_path), mode="w-", zarr_format=2, attributes=dict(attributes)
-        )
-    invalid: dict[str, int] = {}
-    for eye in EYES:
-        source = sources[eye]
-        frames, height, width = source.shape
-        with naming(group_path / eye):
-            array = _create_eye(group, eye, source.shape, attributes)
-        invalid[eye] = 0
-        for start in range(0, frames, DEPTH_CHUNK_FRAMES):
-            stop = min(start + DEPTH_CHUNK_FRAMES, frames)
-            encoded, count = encode_depth_mm(
-                source[start:stop], far_limit_m, where=where[eye], first=start
-            )
-            with naming(group_path / eye / f"{start // DEPTH_CHUNK_FRAMES}.0.0"):
-                array[start:stop] = encoded
-            invalid[eye] += count
-        if invalid[eye] == frames * height * width:
-            raise SourceError(
-                f"no valid depth pixel in any of its {frames} frames (all NaN, inf, <= 0 or "
-                "beyond depth_far_m): a broken depth render",
-                path=where[eye],
-            )
-    return invalid
-
-
-def _create_eye(group: Any, eye: str, shape: tuple[int, ...], attributes: dict[str, Any]) -> Any:
-    """One eye's empty depth array in *group*, chunked by :data:`DEPTH_CHUNK_FRAMES`."""
-    from numcodecs import Blosc
-
-    frames, height, width = shape
-    return group.create_array(
-        eye,
-        shape=(frames, height, width),
-        chunks=(DEPTH_CHUNK_FRAMES, height, width),
-        dtype=DEPTH_DTYPE,
-        compressor=Blosc(cname="zstd", clevel=5, shuffle=Blosc.SHUFFLE),
-        filters=None,
-        fill_value=DEPTH_INVALID,
-        order="C",
-        chunk_key_encoding={"name": "v2", "separator": "."},
-        attributes={**attributes, "eye": eye, "_ARRAY_DIMENSIONS": list(DEPTH_DIMENSIONS)},
-        config={"write_empty_chunks": True},
+    depth = np.asarray(metres)
+    if depth.dtype.kind != "f":
+        depth = depth.astype(np.float64)
+    encoded = np.empty(depth.shape, dtype=np.uint32)
+    invalid = MillimetreEncoder(depth.dtype, far_limit_m).encode(
+        depth, encoded, where=where, first=first
     )
-
-
-def write_pair_depth(
-    group_path: str, npy: dict[str, str], far_limit_m: float | None
-) -> tuple[dict[str, int], dict[str, tuple[int, str]]]:
-    """Encode one pair's ``.npy`` depth files into its group; a picklable executor task.
-
-    Each ``.npy`` is read once, front to back, for both the encoding and its SHA-256 (the
-    source manifest needs it). Returns the invalid pixel counts and ``(size, sha256)`` per
-    eye. Paths are plain strings so the task ships to process pools and Dask workers alike.
-    """
-    from dataset_devkit.stereo.source_files import StreamedNpy
-
-    attributes = {"kind": "camera_z_depth", "units": "millimetre", "scale": DEPTH_SCALE}
-    with StreamedNpy(Path(npy["left"])) as left, StreamedNpy(Path(npy["right"])) as right:
-        sources: dict[str, Any] = {"left": left, "right": right}
-        invalid = write_depth_group(Path(group_path), sources, far_limit_m, attributes, npy)
-        return invalid, {"left": left.finish(), "right": right.finish()}
+    return encoded, invalid
 
 
 def _json(path: Path) -> Any:

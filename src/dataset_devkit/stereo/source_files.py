@@ -14,13 +14,16 @@ import hashlib
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataset_devkit.errors import UnsafePathError
 from dataset_devkit.integrity import SafeDir
 from dataset_devkit.integrity.oserrors import naming_in
 from dataset_devkit.integrity.reads import FdReader, fill
 from dataset_devkit.stereo.errors import SourceError
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _BLOCK = 1 << 20
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -81,9 +84,10 @@ def copy_and_hash(path: Path, folder: SafeDir | None, rel: str) -> tuple[int, st
 class StreamedNpy:
     """A ``.npy`` file read once, front to back, hashing every byte on the way.
 
-    The depth encoder slices it frame range by frame range in increasing order, so the
-    file is read exactly once for both the encoding and the source manifest's SHA-256,
-    instead of once for each (a 241-frame 720p float32 eye is 0.9 GB). Use as a context
+    The depth encoder reads it frame range by frame range in increasing order, straight
+    into its own buffers (:meth:`read_frames`), so the file is read exactly once for both
+    the encoding and the source manifest's SHA-256, instead of once for each (a 241-frame
+    720p float32 eye is 0.9 GB), and hashed where it landed. Use as a context
     manager; :meth:`finish` reads any bytes after the array, checks the file did not change,
     and returns ``(size, sha256 hex)``.
     """
@@ -128,19 +132,49 @@ class StreamedNpy:
         return bytes(data)
 
     def __getitem__(self, frames: slice) -> Any:
+        """Frames ``start:stop`` (the next ones) in a new array; see :meth:`read_frames`."""
         import numpy as np
 
         start, stop, step = frames.indices(self.shape[0])
         if step != 1 or start != self._next:
             raise ValueError(f"{self.path}: frames must be read in order, from {self._next}")
+        # Never more room than the file holds: a header may claim any shape.
         per_frame = self.shape[1] * self.shape[2] * self.dtype.itemsize
-        data = self.read((stop - start) * per_frame)
-        if len(data) != (stop - start) * per_frame:
+        if (stop - start) * per_frame > self._before.st_size - self._size:
+            raise SourceError(
+                f"is truncated inside frame range {start}..{stop - 1}", path=self.path
+            )
+        out = np.empty((stop - start, *self.shape[1:]), dtype=self.dtype)
+        return self.read_frames(start, stop, out)
+
+    def read_frames(self, start: int, stop: int, out: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """Read (and hash) frames ``start:stop``, the next ones, into ``out``; return
+        ``out[: stop - start]``.
+
+        The bytes go from the file straight into ``out`` (a C-ordered array of this file's
+        dtype and frame shape, with room for the frames), and are hashed there: no copy.
+        """
+        if start != self._next or stop < start:
+            raise ValueError(f"{self.path}: frames must be read in order, from {self._next}")
+        frames = out[: stop - start]
+        if (
+            frames.shape != (stop - start, *self.shape[1:])
+            or frames.dtype != self.dtype
+            or not frames.flags.c_contiguous
+        ):
+            raise ValueError(
+                f"{self.path}: expected room for {stop - start} C-ordered {self.dtype} frames"
+            )
+        view = frames.reshape(-1).view("u1").data
+        got = fill(FdReader(self._fd), view)
+        self._digest.update(view[:got])
+        self._size += got
+        if got != len(view):
             raise SourceError(
                 f"is truncated inside frame range {start}..{stop - 1}", path=self.path
             )
         self._next = stop
-        return np.frombuffer(data, dtype=self.dtype).reshape(stop - start, *self.shape[1:])
+        return frames
 
     def finish(self) -> tuple[int, str]:
         """Hash the rest of the file, check it did not change, return ``(size, sha256)``."""

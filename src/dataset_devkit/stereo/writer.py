@@ -30,7 +30,9 @@ from dataset_devkit.integrity import (
 )
 from dataset_devkit.integrity.modes import ReadableBy
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
-from dataset_devkit.stereo.depth import chunk_names, write_pair_depth
+from dataset_devkit.integrity.workers import available_cores
+from dataset_devkit.stereo.depth import chunk_names
+from dataset_devkit.stereo.depth_writer import WrittenDepth, write_pair_depth
 from dataset_devkit.stereo.reader_check import reader_validation
 from dataset_devkit.stereo.records import (
     depth_meta,
@@ -96,7 +98,7 @@ def _write_pairs(
     progress: OnProgress | None = None,
 ) -> None:
     """Write every pair; record built-file hashes and the hashes of source files read."""
-    jobs: list[tuple[LoadedPair, Future[tuple[dict[str, int], dict[str, tuple[int, str]]]]]] = []
+    jobs: list[tuple[LoadedPair, Future[WrittenDepth]]] = []
     order = {pair.pair_id: i for i, pair in enumerate(source.export.pairs)}
     for item in source.pairs:
         base, pair = pair_dir(item), item.pair
@@ -118,11 +120,11 @@ def _write_pairs(
                 folder.mkdir(DEPTH_DIR).close()
                 npy = {eye: str(source.root / getattr(pair, eye).depth) for eye in EYES}
                 args = (str(root.path / base / DEPTH_GROUP), npy, pair.depth_far_m)
-                if executor is None:
-                    done: Future[tuple[dict[str, int], dict[str, tuple[int, str]]]] = Future()
-                    done.set_result(write_pair_depth(*args))
+                if executor is None:  # here, on every core: chunks pipelined over threads
+                    done: Future[WrittenDepth] = Future()
+                    done.set_result(write_pair_depth(*args, threads=available_cores()))
                     jobs.append((item, done))
-                else:
+                else:  # a pair per worker, each reading while one thread encodes
                     jobs.append((item, executor.submit(write_pair_depth, *args)))
         # Videos copied count as bytes written; a pair with depth counts once encoded.
         finished = 0 if item.has_depth else 1
@@ -130,19 +132,21 @@ def _write_pairs(
         report(progress, update)
     for item, job in jobs:  # results in pair order, so the bytes never depend on scheduling
         pair, group = item.pair, root.path / pair_dir(item) / DEPTH_GROUP
-        invalid, depth_hashes = job.result()
+        written = job.result()
         report(progress, ProgressUpdate("write pairs", items=1, unit="pairs"))
         for eye in EYES:  # hashed while encoding: the source manifest does not read it again
-            source_hashes[str(getattr(pair, eye).depth)] = depth_hashes[eye]
+            source_hashes[str(getattr(pair, eye).depth)] = written.sources[eye]
+        for name, hashed in written.chunks.items():  # hashed as written: not read again
+            hashes[f"{pair_dir(item)}/{DEPTH_GROUP}/{name}"] = hashed
         shape = [pair.num_frames, pair.height, pair.width]
         root.write_bytes(
             f"{pair_dir(item)}/{DEPTH_META}",
-            encode_json(depth_meta(shape, invalid, pair.depth_far_m)),
+            encode_json(depth_meta(shape, written.invalid, pair.depth_far_m)),
         )
         for eye in EYES:
-            written = {p.name for p in (group / eye).iterdir()}
-            missing = set(chunk_names(pair.num_frames)) - written
-            if missing:  # zarr must have written empty chunks too
+            present = {p.name for p in (group / eye).iterdir()}
+            missing = set(chunk_names(pair.num_frames)) - present
+            if missing:  # all-fill chunks are written too
                 raise VerificationFailed(f"{group / eye}: chunks not written", sorted(missing))
 
 
@@ -241,9 +245,12 @@ def build_stereo_dataset(
 ) -> BuildResult:
     """Check ``source`` fully, then build and publish the dataset at ``out`` (never replaced).
 
-    ``executor`` (a process pool or a Dask ``distributed`` client's executor whose workers
-    see the same filesystem) encodes the pairs' depth in parallel, the costly part of a
-    build; the output bytes are the same with or without it. Use a ``spawn`` or
+    Depth encoding is the costly part of a build. Without ``executor`` it runs in this
+    process on every core it may use: each pair's chunks are read, converted, compressed
+    and hashed in a pipeline of threads. ``executor`` (a process pool or a Dask
+    ``distributed`` client's executor whose workers see the same filesystem) encodes
+    whole pairs in parallel instead, one pair per worker. The output bytes are the same
+    either way. Use a ``spawn`` or
     ``forkserver`` process pool: zarr keeps an event loop thread that a fork does not copy.
     ``readable_by`` (``owner``, ``group`` or ``all``) is who may read the published tree.
     ``progress`` hears of every stage in order: ``check source`` and ``write pairs``
