@@ -177,7 +177,7 @@ def test_writeback_starts_in_the_background_and_the_last_syncfs_still_follows_ev
 ) -> None:
     if unpack._syncfs_function() is None:
         pytest.skip("syncfs is Linux only")
-    monkeypatch.setattr(unpack, "EARLY_SYNC_FILES", 1)  # a head start after every file
+    monkeypatch.setattr(unpack, "EARLY_SYNC_BYTES", 1)  # a head start after every file
     data = tmp_path / "data"
     unpack.unpack_release(str(release), str(data), everything=True)
     assert read_tree(data / "ds") == SAMPLE
@@ -206,7 +206,7 @@ def test_a_failing_background_syncfs_fails_the_restore_and_keeps_the_journal(
         real(fd, where)
 
     monkeypatch.setattr(unpack, "_syncfs_cache", [failing_early])
-    monkeypatch.setattr(unpack, "EARLY_SYNC_FILES", 1)
+    monkeypatch.setattr(unpack, "EARLY_SYNC_BYTES", 1)
     data = tmp_path / "data"
     argv = ["--all", "--quiet", "--release-dir", str(release), "--output", str(data)]
     assert unpack.main(argv) == 1
