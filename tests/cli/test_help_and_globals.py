@@ -104,7 +104,11 @@ def test_version_and_completion_are_there(package_env: dict[str, str]) -> None:
     version = run_devkit(package_env, "--version")
     assert version.returncode == 0
     assert version.stdout == f"dataset-devkit {dataset_devkit.__version__}\n"
-    completion = run_devkit(package_env, "--show-completion", "bash")
+    # Typer's own test switch: take the shell named here instead of detecting the one the
+    # tests run under (shellingham finds none in some process trees, and the flag then
+    # prints "Shell  not supported" whatever this project does).
+    named = {**package_env, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    completion = run_devkit(named, "--show-completion", "bash")
     assert completion.returncode == 0 and "_DATASET_DEVKIT_COMPLETE" in completion.stdout
     assert "--install-completion" in run_devkit(package_env, "--help").stdout
 
