@@ -148,12 +148,14 @@ READER_NEVER_IMPORTS = (
 )
 
 
-def test_the_store_reader_imports_only_what_reading_needs() -> None:
+def _objects_created_by(statement: str) -> tuple[int, list[str]]:
+    """gc-tracked objects *statement* creates in a fresh interpreter (numpy and msgspec, which
+    reading needs, counted out), and which of READER_NEVER_IMPORTS it left imported."""
     code = (
         "import gc, sys\n"
-        "import numpy, msgspec\n"  # what reading needs, counted out
+        "import numpy, msgspec\n"
         "before = len(gc.get_objects())\n"
-        "from dataset_devkit.vin_store import VinOfflineStoreReader\n"
+        f"{statement}\n"
         "print(len(gc.get_objects()) - before)\n"
         f"print(','.join(m for m in {READER_NEVER_IMPORTS!r} if m in sys.modules))\n"
     )
@@ -165,8 +167,20 @@ def test_the_store_reader_imports_only_what_reading_needs() -> None:
         env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
     )
     objects, heavy = out.stdout.splitlines()
-    assert heavy == ""
-    assert int(objects) < 5_000  # ~2,900 gc-tracked objects today (~9,000 with everything)
+    return int(objects), [name for name in heavy.split(",") if name]
+
+
+def test_the_store_reader_imports_only_what_reading_needs() -> None:
+    # Every forked DataLoader worker's first collection walks what the parent holds, so the
+    # reader's import stays small. The bound is relative to the whole command line's import in
+    # the same Python: how many objects an import creates differs between versions (2,900
+    # against 25,800 on 3.11; 4,600 for the reader on 3.13).
+    reader, heavy = _objects_created_by(
+        "from dataset_devkit.vin_store import VinOfflineStoreReader"
+    )
+    assert heavy == []
+    everything, _ = _objects_created_by("import dataset_devkit.cli.app")
+    assert reader * 4 < everything, (reader, everything)
 
 
 # --------------------------------------------------------------------------- import graph

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -63,9 +64,13 @@ def test_hashing_window_does_not_grow_with_the_number_of_threads(tmp_path: Path)
             handle.truncate((1 << 20) + number)  # sparse: no disk, still hashed whole
     before = len(os.listdir("/proc/self/fd"))
     peak = [0]
+    # One probe at a time: listing /proc/self/fd opens a descriptor, and progress comes from
+    # every hashing thread at once, so unserialized probes would count each other.
+    probing = threading.Lock()
 
     def slow_disk(_update: ProgressUpdate) -> None:  # hashing waits on I/O while the walk goes on
-        peak[0] = max(peak[0], len(os.listdir("/proc/self/fd")) - before)
+        with probing:
+            peak[0] = max(peak[0], len(os.listdir("/proc/self/fd")) - before)
         time.sleep(0.002)
 
     result = scan_tree(root, workers=64, progress=slow_disk)
