@@ -130,6 +130,7 @@ def timed(argv: list[str], **kw: object) -> tuple[float, int]:
     ``ru_maxrss`` would be wrong here: Linux carries the parent's high-water mark across
     ``fork`` + ``exec``, so the child reports its own ``/proc/self/status`` VmHWM instead.
     """
+    settle()
     start = time.perf_counter()
     proc = subprocess.run(argv, stderr=subprocess.PIPE, text=True, check=False, **kw)  # type: ignore[call-overload]
     elapsed = time.perf_counter() - start
@@ -155,7 +156,18 @@ def remove(folder: Path) -> None:
         shutil.rmtree(folder)
 
 
+def settle() -> None:
+    """Write back what earlier contenders left dirty, outside the clock.
+
+    ``tar`` never syncs, and our durable commands end with a ``syncfs`` of the whole file
+    system: without this, that ``syncfs`` would also write the peer's output (a 512 MiB tar)
+    and charge it to us.
+    """
+    os.sync()
+
+
 def shell(script: str) -> float:
+    settle()
     start = time.perf_counter()
     subprocess.run(["bash", "-c", f"set -e -o pipefail; {script}"], check=True)
     return time.perf_counter() - start
