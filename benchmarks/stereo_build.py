@@ -255,8 +255,15 @@ def _cpu_s() -> float:
 
 
 def _peak_rss_mb() -> float:
-    """Peak RSS of this process and (separately) of its largest reaped child."""
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak RSS of this process and (separately) of its largest reaped child.
+
+    This process's own peak is its ``VmHWM``, not ``ru_maxrss``: Linux carries the parent's
+    RSS at ``fork`` across ``exec`` into ``ru_maxrss``, so a task started by a parent that
+    had just generated the 3.6 GB source would report the parent's size. The workers of
+    ``--workers 2`` are started by this small process, so their ``ru_maxrss`` is their own.
+    """
+    status = Path("/proc/self/status").read_text().splitlines()
+    own = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return max(own, kids)
 
