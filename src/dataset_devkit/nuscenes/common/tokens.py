@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -25,12 +26,22 @@ def make_token(namespace: str, kind: str, *parts: str | int) -> str:
     Same namespace and identity give the same token in every run; a different namespace gives
     unrelated tokens, so two datasets never share tokens by accident.
     """
-    h = hashlib.sha256(_TOKEN_DOMAIN)
-    for part in (namespace, kind, *parts):
+    h = _token_prefix(namespace, kind).copy()
+    for part in parts:
         raw = str(part).encode()
-        h.update(len(raw).to_bytes(8, "big"))
-        h.update(raw)
+        h.update(len(raw).to_bytes(8, "big") + raw)
     return h.hexdigest()[:32]
+
+
+@lru_cache(maxsize=64)
+def _token_prefix(namespace: str, kind: str) -> hashlib._Hash:
+    """The hash state after the domain, namespace and kind: an export makes tens of thousands
+    of tokens of a handful of kinds, and copying this state is cheaper than re-hashing it."""
+    h = hashlib.sha256(_TOKEN_DOMAIN)
+    for part in (namespace, kind):
+        raw = part.encode()
+        h.update(len(raw).to_bytes(8, "big") + raw)
+    return h
 
 
 def fingerprint(*parts: bytes | str) -> str:
