@@ -28,8 +28,7 @@ def make_token(namespace: str, kind: str, *parts: str | int) -> str:
     """
     h = _token_prefix(namespace, kind).copy()
     for part in parts:
-        raw = str(part).encode()
-        h.update(len(raw).to_bytes(8, "big") + raw)
+        h.update(_length_prefixed(str(part).encode()))
     return h.hexdigest()[:32]
 
 
@@ -39,18 +38,20 @@ def _token_prefix(namespace: str, kind: str) -> hashlib._Hash:
     of tokens of a handful of kinds, and copying this state is cheaper than re-hashing it."""
     h = hashlib.sha256(_TOKEN_DOMAIN)
     for part in (namespace, kind):
-        raw = part.encode()
-        h.update(len(raw).to_bytes(8, "big") + raw)
+        h.update(_length_prefixed(part.encode()))
     return h
+
+
+def _length_prefixed(raw: bytes) -> bytes:
+    """*raw* after its length (8 bytes, big-endian): hashed parts never run into each other."""
+    return len(raw).to_bytes(8, "big") + raw
 
 
 def fingerprint(*parts: bytes | str) -> str:
     """SHA-256 hex over length-prefixed parts (no ambiguity between part boundaries)."""
     h = hashlib.sha256()
     for part in parts:
-        raw = part.encode() if isinstance(part, str) else part
-        h.update(len(raw).to_bytes(8, "big"))
-        h.update(raw)
+        h.update(_length_prefixed(part.encode() if isinstance(part, str) else part))
     return h.hexdigest()
 
 
