@@ -9,7 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
-from dataset_devkit.vin_store import VinOfflineSchemaError, VinOfflineShardWriter
+from dataset_devkit.vin_store import (
+    VinOfflineFormatError,
+    VinOfflineSchemaError,
+    VinOfflineShardWriter,
+)
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._shards import NumericBlockHandle, RecordBlockHandle
 from dataset_devkit.vin_store.writer import chunk_file_path
@@ -105,6 +109,21 @@ def test_record_blocks_round_trip_through_writer_and_reader(
     spec = VinOfflineShardWriter(shard_dir).write_record_block("oracle.candidate_pcs", records)
     handle = RecordBlockHandle(shard_dir, spec)
     assert [handle.read(row) for row in range(len(records))] == records
+    handle.check_rows()
+
+
+@pytest.mark.parametrize("bad_row", [0, 2, 4])
+def test_check_rows_names_the_first_row_that_does_not_decode(tmp_path: Path, bad_row: int) -> None:
+    records: list[object] = [{"a": 1}, b"", [1, 2], "x", {"b": [3]}]
+    shard_dir = tmp_path / "s"
+    spec = VinOfflineShardWriter(shard_dir).write_record_block("oracle.candidate_pcs", records)
+    handle = RecordBlockHandle(shard_dir, spec)
+    handle.check_rows()
+    payload = bytearray((shard_dir / spec.paths[0]).read_bytes())
+    payload[handle.offsets[bad_row]] = 0xC1  # a byte MessagePack never uses
+    (shard_dir / spec.paths[0]).write_bytes(bytes(payload))
+    with pytest.raises(VinOfflineFormatError, match=rf"row {bad_row}: "):
+        RecordBlockHandle(shard_dir, spec).check_rows()
 
 
 @settings(max_examples=20, deadline=None)

@@ -8,6 +8,7 @@ file and the ``$.json.path`` of the field (:mod:`dataset_devkit.vin_store.errors
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -261,9 +262,9 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
                 if not chunk[-1].endswith(b"\n"):
                     raise VinOfflineFormatError("the last line has no newline", path=path)
                 try:
-                    records = _INDEX_LIST_DECODER.decode(
-                        b"[" + b",".join(line[:-1] for line in chunk) + b"]"
-                    )
+                    # Each line keeps its newline: JSON whitespace before the comma, so no
+                    # line is copied to cut it off.
+                    records = _INDEX_LIST_DECODER.decode(b"[" + b",".join(chunk) + b"]")
                 except msgspec.ValidationError as exc:
                     raise _format_error(exc, path, line_based=True, line_offset=first - 1) from None
                 except (msgspec.DecodeError, RecursionError) as exc:  # msgspec caps nesting so
@@ -275,7 +276,9 @@ class VinOfflineIndexRecord(msgspec.Struct, frozen=True, kw_only=True, forbid_un
                         path=path,
                     )
                 indices = np.fromiter(
-                    (record.sample_index for record in records), dtype=np.int64, count=len(records)
+                    map(operator.attrgetter("sample_index"), records),
+                    dtype=np.int64,
+                    count=len(records),
                 )
                 steps = np.diff(indices, prepend=-1 if previous is None else previous)
                 if previous is None:
