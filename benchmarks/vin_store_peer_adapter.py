@@ -103,6 +103,31 @@ class VinStore(Adapter):  # type: ignore[misc]
             for k, rec in enumerate(batch["record"])
         ]
 
+    def native_loader(self, batch_size: int, num_workers: int, seed: int, collate_fn: Any) -> Any:
+        """The store's own batched loader: the harness's (b3) column.
+
+        ``VinOfflineBatchedTorchDataset.loader`` reads each batch in one gather, straight
+        into one shared-memory file that the main process maps (the batch the harness's
+        ``collate_fn`` would build: stacked tensors per fixed field, the list of records),
+        so *collate_fn* is not used. Shuffled with torch's ``RandomSampler`` seeded by
+        *seed*; ``fork`` workers inherit the mappings ``open()`` made.
+        """
+        import torch
+
+        from dataset_devkit.vin_store import VinOfflineBatchedTorchDataset
+
+        self.open()  # the harness does not open a backend before its native loader
+        dataset = VinOfflineBatchedTorchDataset(self.reader, raw_records=True)
+        generator = torch.Generator()
+        generator.manual_seed(seed)
+        return dataset.loader(
+            batch_size,
+            num_workers=num_workers,
+            shuffle=True,
+            generator=generator,
+            multiprocessing_context="fork" if num_workers else None,
+        )
+
     def data_paths(self) -> list[str]:
         return [str(self._store())]
 
