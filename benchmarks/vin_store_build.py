@@ -33,6 +33,12 @@ children (a fork server's, Dask's): taken from /proc.
 Writers run in interleaved rounds (``--repeats``, default 5), each in a fresh process;
 the table gives the median wall time with the range over the rounds, and each ratio as the
 median (and range) of the per-round ratios, which a shared machine's load swings less.
+Each round starts one writer later than the one before, so every writer takes every place
+in a round in turn (give ``--repeats`` a multiple of the writers): on a shared two-core
+machine, in three fixed orders, the first writer of each round ran 2-3x slower in wall and
+CPU time whichever it was (``write+sha256`` 3.25 s first, 0.82 s second;
+``write+sha256+fsync`` 2.65 s first, 1.14 s second), which a fixed order charges to one
+writer, the bound by default.
 
 ``--shape large`` uses 2 MiB float16 voxel features per sample instead of points.
 ``--scale N`` instead builds N small samples from sources (1 and 2 local workers, and a
@@ -429,8 +435,9 @@ def peers(args: argparse.Namespace) -> None:
     nbytes = sum(p.stat().st_size for p in data.iterdir())
     names = args.writers.split(",")
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    for _ in range(args.repeats):  # rounds, so load changes hit every writer alike
-        for name in names:
+    for round_number in range(args.repeats):  # rounds, so load changes hit every writer alike
+        start = round_number % len(names)  # each round starts one writer later: see the doc
+        for name in names[start:] + names[:start]:
             out = args.dir / f"out-{name}"
             runs[name].append(_run_task(name, data, out, args.shard_mb))
     load = os.getloadavg()[0]

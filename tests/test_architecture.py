@@ -183,6 +183,62 @@ def test_the_store_reader_imports_only_what_reading_needs() -> None:
     assert reader * 4 < everything, (reader, everything)
 
 
+#: What the shard writer (the module a build's fork server preloads before it forks the
+#: first worker, which a build from sources waits for) must not import: publication,
+#: manifests and verification are the driver's work.
+SHARD_WRITER_NEVER_IMPORTS = (
+    "dataset_devkit.integrity.publish",
+    "dataset_devkit.integrity.manifest",
+    "dataset_devkit.integrity.verify",
+    "dataset_devkit.integrity.scan",
+    "dataset_devkit.vin_store.verify",
+    "dataset_devkit.vin_store.reader",
+)
+
+
+def test_the_shard_writer_imports_no_publication() -> None:
+    code = (
+        "import sys, dataset_devkit.vin_store._shard_task\n"
+        f"print(','.join(m for m in {SHARD_WRITER_NEVER_IMPORTS!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_every_name_of_the_integrity_core_resolves() -> None:
+    # Its names are imported on first use: each one listed must come from its module.
+    import dataset_devkit.integrity as core
+    from dataset_devkit.integrity.publish import publish_tree
+    from dataset_devkit.integrity.stamps import file_stamp
+
+    assert sorted(core.__all__) == sorted(core._MODULE_OF)
+    for name in core.__all__:
+        value = getattr(core, name)
+        assert (
+            getattr(
+                importlib.import_module(f"dataset_devkit.integrity.{core._MODULE_OF[name]}"), name
+            )
+            is value
+        )
+    assert core.publish_tree is publish_tree
+    assert set(core.__all__) <= set(dir(core))
+    from dataset_devkit.integrity import publish
+
+    assert publish.file_stamp is file_stamp  # still importable from where it was
+    try:
+        core.no_such_name  # noqa: B018
+    except AttributeError as exc:
+        assert "no_such_name" in str(exc)
+    else:
+        raise AssertionError("an unknown name must raise AttributeError")
+
+
 # --------------------------------------------------------------------------- import graph
 #: The nuScenes pipeline, in the order the data flows. A module may import its own stage and
 #: earlier ones, never a later one; ``sdk`` and ``build`` both sit on top and ignore each other.

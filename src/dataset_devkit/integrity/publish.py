@@ -49,6 +49,7 @@ from dataset_devkit.integrity.staging import (
     remove_staging,
     remove_stale_staging,
 )
+from dataset_devkit.integrity.stamps import FileStamp, file_stamp
 from dataset_devkit.integrity.verify import verify_tree
 
 __all__ = [
@@ -78,14 +79,6 @@ PUBLISH_PHASES = (
 Validator = Callable[[Path], None]
 PhaseHook = Callable[[str], None]
 _Snapshot = dict[str, tuple[int, int, int, int, int]]
-#: ``(st_dev, st_ino, st_size, st_mtime_ns)`` of a file its writer has finished.
-FileStamp = tuple[int, int, int, int]
-
-
-def file_stamp(fd: int) -> FileStamp:
-    """The stamp of the file open at *fd*: take it after the last write, before closing."""
-    st = os.fstat(fd)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @dataclass(frozen=True, slots=True)

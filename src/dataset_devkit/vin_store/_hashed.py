@@ -15,7 +15,7 @@ What the digest covers is what the file holds: every byte is hashed from the ver
 that ``write`` copies into the file, and that memory does not change during the call (the
 caller's contract: a row block the build owns, an immutable ``bytes``, or a sample's array,
 which its producer is done with until it is asked for the next sample). On close, the
-file's :func:`~dataset_devkit.integrity.publish.file_stamp` is taken after its last write,
+file's :func:`~dataset_devkit.integrity.stamps.file_stamp` is taken after its last write,
 so publication can tell the sealed file is still the one hashed without reading it again.
 
 A large row written by the thread that produced it goes through a two-stage pipeline, a
@@ -48,7 +48,7 @@ from typing import Any, Final
 
 from dataset_devkit.errors import DestinationExistsError
 from dataset_devkit.integrity.oserrors import naming
-from dataset_devkit.integrity.publish import FileStamp, file_stamp
+from dataset_devkit.integrity.stamps import FileStamp, file_stamp
 
 __all__ = ["HashedFile", "start_writeback"]
 

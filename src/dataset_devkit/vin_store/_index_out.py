@@ -17,7 +17,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from dataset_devkit.integrity.publish import FileStamp
+from dataset_devkit.integrity.stamps import FileStamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._rows import SPLIT_CODES
 from dataset_devkit.vin_store._shard_task import ShardRecord

@@ -17,7 +17,7 @@ from typing import Any
 
 from dataset_devkit.errors import PublicationError
 from dataset_devkit.integrity import CONTENT_MANIFEST_NAME, ContentManifest, ManifestEntry
-from dataset_devkit.integrity.publish import FileStamp, file_stamp
+from dataset_devkit.integrity.stamps import FileStamp, file_stamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.integrity.oserrors import naming
-from dataset_devkit.integrity.publish import file_stamp
+from dataset_devkit.integrity.stamps import file_stamp
 from dataset_devkit.vin_store._rows import RowBlock, Schema, check_fields
 from dataset_devkit.vin_store._shard_files import ShardFiles, ShardRecord, content_key
 from dataset_devkit.vin_store.errors import VinOfflineSchemaError

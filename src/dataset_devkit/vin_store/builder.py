@@ -21,8 +21,8 @@ from typing import Any, Final
 from dataset_devkit.errors import ConfigError, VerificationFailed
 from dataset_devkit.integrity import path_argument, publish_tree
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, report
-from dataset_devkit.integrity.publish import FileStamp
 from dataset_devkit.integrity.staging import pin_parent
+from dataset_devkit.integrity.stamps import FileStamp
 from dataset_devkit.vin_store._by_value import carried, refuse_piped_main
 from dataset_devkit.vin_store._index_out import IndexWriter
 from dataset_devkit.vin_store._pool import (

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dataset_devkit.errors import ConfigError, DestinationExistsError
-from dataset_devkit.integrity.publish import FileStamp
+from dataset_devkit.integrity.stamps import FileStamp
 from dataset_devkit.vin_store._hashed import HashedFile
 from dataset_devkit.vin_store._zarr_meta import (
     GROUP_METADATA,
@@ -253,7 +253,7 @@ class VinOfflineShardWriter:
         the bytes as they were written.
     stamps
         Shard-relative POSIX path -> the file's stamp once written (see
-        :func:`~dataset_devkit.integrity.publish.file_stamp`).
+        :func:`~dataset_devkit.integrity.stamps.file_stamp`).
     """
 
     def __init__(self, shard_dir: Path) -> None:
