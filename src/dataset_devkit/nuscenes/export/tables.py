@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.geometry import quat_normalize
-from dataset_devkit.nuscenes.common.tokens import make_token
+from dataset_devkit.nuscenes.common.tokens import TokenChain, make_token
 from dataset_devkit.nuscenes.evidence.records import (
     EvFrame,
     EvidenceDocument,
@@ -183,7 +183,8 @@ def _add_scene(
 ) -> None:
     scene_token = make_token(ns, "scene", scene.scene_id)
     grid = scene.grid_timestamps_ns
-    sample_tokens = [make_token(ns, "sample", scene.scene_id, g) for g in range(len(grid))]
+    scene_samples = TokenChain(ns, "sample", scene.scene_id)
+    sample_tokens = [scene_samples.token(g) for g in range(len(grid))]
     sample_us = _micros(f"scene {name} samples", grid)
     for g, token in enumerate(sample_tokens):
         t.sample.append(
@@ -216,9 +217,9 @@ def _add_scene(
     for channel in sorted(by_channel):
         chain = sorted(by_channel[channel], key=lambda f: f.timestamp_ns)
         micros = _micros(f"scene {name} {channel}", [f.timestamp_ns for f in chain])
-        tokens = [
-            make_token(ns, "sample_data", rec.source_digest, channel, f.timestamp_ns) for f in chain
-        ]
+        data_tokens = TokenChain(ns, "sample_data", rec.source_digest, channel)
+        pose_tokens = TokenChain(ns, "ego_pose", rec.source_digest, channel)
+        tokens = [data_tokens.token(f.timestamp_ns) for f in chain]
         for i, frame in enumerate(chain):
             image = images.get((rec.source_digest, channel, frame.timestamp_ns))
             if image is None:
@@ -228,7 +229,7 @@ def _add_scene(
             what = f"scene {name} {channel} frame {frame.timestamp_ns}"
             _finite(frame.ego_translation, f"{what} ego translation")
             pose = EgoPose(
-                token=make_token(ns, "ego_pose", rec.source_digest, channel, frame.timestamp_ns),
+                token=pose_tokens.token(frame.timestamp_ns),
                 timestamp=micros[i],
                 rotation=quat_normalize(frame.ego_rotation, f"{what} ego rotation"),
                 translation=frame.ego_translation,
