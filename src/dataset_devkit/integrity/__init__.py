@@ -26,6 +26,7 @@ from dataset_devkit.integrity.manifest import (
     compute_root_sha256,
     parse_manifest,
     read_manifest,
+    read_manifest_bytes,
     write_manifest,
 )
 from dataset_devkit.integrity.modes import READABLE_BY, ReadableBy
@@ -87,6 +88,7 @@ __all__ = [
     "pretty_json",
     "publish_tree",
     "read_manifest",
+    "read_manifest_bytes",
     "read_stable",
     "remove_staging",
     "remove_stale_staging",
