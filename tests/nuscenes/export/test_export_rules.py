@@ -141,6 +141,25 @@ def test_a_frame_changed_after_the_evidence_was_opened_is_refused(
         export_dataset(tmp_path / "staging", ev)
 
 
+def test_a_staged_copy_that_reads_back_other_bytes_is_refused(
+    tmp_path: Path, mcap_evidence: Evidence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.nuscenes.export import images
+
+    real = images.write_new_read_back
+
+    def flipped(parent: Any, name: str, data: bytes, mode: int = 0o644) -> bytes:
+        copy = bytearray(real(parent, name, data, mode))
+        copy[-3] ^= 0xFF  # what a faulty disk or a concurrent writer would give back
+        return bytes(copy)
+
+    monkeypatch.setattr(images, "write_new_read_back", flipped)
+    with pytest.raises(
+        IntegrityError, match=r"staging/.+\.jpg: staged copy differs from its source"
+    ):
+        export_dataset(tmp_path / "staging", mcap_evidence, workers=1)
+
+
 def test_a_frame_replaced_by_a_symlink_is_refused(tmp_path: Path, mcap_evidence: Evidence) -> None:
     copy = tmp_path / "ev"
     shutil.copytree(mcap_evidence.root, copy)
