@@ -5,10 +5,10 @@ and size do not change while it is read, whose bytes hash to what the evidence a
 content manifest record, and whose JPEG header has the recorded dimensions. The exclusive
 destination copy is re-read through the descriptor that wrote it, re-hashed and decoded
 (strictly, at 1/8 scale: see :func:`dataset_devkit.nuscenes.common.jpeg.decode_jpeg`); the
-source is proven by being byte for byte that copy, so each frame is hashed once. That decode is most of an export's cost —
-libjpeg's entropy decoding runs at about 120 MB/s per core against well over 1 GB/s for
-SHA-256 — so the copies run on a thread pool: reading, hashing, writing and decoding all
-release the GIL.
+source is proven by being byte for byte that copy, so each frame is hashed once. That decode
+is most of an export's cost — libjpeg's entropy decoding runs at about 120 MB/s per core
+against well over 1 GB/s for SHA-256 — so the copies run on a thread pool: reading, hashing,
+writing and decoding all release the GIL.
 """
 
 from __future__ import annotations
