@@ -35,6 +35,7 @@ from dataset_devkit.nuscenes.spec import (
     EgoPose,
     Log,
     Map,
+    Quat,
     Sample,
     SampleData,
     Scene,
@@ -85,8 +86,28 @@ def scene_name(source_digest: str, scene_index: int) -> str:
 
 def _finite(values: Iterable[float], what: str) -> None:
     flat = list(values)
-    if not all(math.isfinite(v) for v in flat):
+    if not all(map(math.isfinite, flat)):
         raise FormatError(f"{what} must be finite, found {flat}")
+
+
+def _frame_pose(frame: EvFrame, scene: str, channel: str) -> Quat:
+    """Check a frame's ego translation is finite; its ego rotation, normalized.
+
+    The frame is named (scene, channel, time) only in an error: an export checks every
+    frame, and formatting the name of each cost more than both checks.
+    """
+    what = "scene {} {} frame {} ego {}"
+    if not all(map(math.isfinite, frame.ego_translation)):
+        _finite(
+            frame.ego_translation, what.format(scene, channel, frame.timestamp_ns, "translation")
+        )
+    try:
+        return quat_normalize(frame.ego_rotation)
+    except FormatError:  # the same error, naming the frame
+        quat_normalize(
+            frame.ego_rotation, what.format(scene, channel, frame.timestamp_ns, "rotation")
+        )
+        raise
 
 
 def _micros(chain: str, times_ns: Sequence[int]) -> list[int]:
@@ -226,12 +247,11 @@ def _add_scene(
                 raise FormatError(
                     f"scene {name} {channel}: frame {frame.timestamp_ns} has no stored image"
                 )
-            what = f"scene {name} {channel} frame {frame.timestamp_ns}"
-            _finite(frame.ego_translation, f"{what} ego translation")
+            rotation = _frame_pose(frame, name, channel)
             pose = EgoPose(
                 token=pose_tokens.token(frame.timestamp_ns),
                 timestamp=micros[i],
-                rotation=quat_normalize(frame.ego_rotation, f"{what} ego rotation"),
+                rotation=rotation,
                 translation=frame.ego_translation,
             )
             folder = SAMPLES_DIR if frame.is_key_frame else SWEEPS_DIR
