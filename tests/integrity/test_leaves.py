@@ -136,3 +136,47 @@ def test_a_copy_replaced_or_linked_after_it_was_written_is_refused(
     monkeypatch.setattr(os, "pread", pread)
     with SafeDir.open(tmp_path) as root, pytest.raises(UnsafePathError, match="replaced, linked"):
         write_new_read_back(root, "new.jpg", b"payload")
+
+
+def test_a_failed_write_of_a_copy_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    def full(fd: int, data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "write", full)
+    with SafeDir.open(tmp_path) as root, pytest.raises(OSError) as caught:
+        write_new_read_back(root, "new.jpg", b"payload")
+    assert caught.value.errno == errno.ENOSPC
+    assert caught.value.filename == str(tmp_path / "new.jpg")
+
+
+def test_a_short_write_is_continued_until_the_copy_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, bytes(data[:100])))
+    payload = bytes(range(256)) * 10
+    with SafeDir.open(tmp_path) as root:
+        assert write_new_read_back(root, "new.jpg", payload) == payload
+        write_new(root, "other.jpg", payload)
+    assert (tmp_path / "other.jpg").read_bytes() == payload
+
+
+def test_a_read_refused_for_want_of_blocking_is_retried_blocking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = os.urandom(5000)
+    (tmp_path / "frame.jpg").write_bytes(data)
+    real_read = os.read
+
+    def read(fd: int, n: int) -> bytes:
+        if not os.get_blocking(fd):
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_read(fd, n)
+
+    monkeypatch.setattr(os, "read", read)
+    with SafeDir.open(tmp_path) as root:
+        assert read_stable(root, "frame.jpg")[0] == data

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         compute_root_sha256,
         parse_manifest,
         read_manifest,
+        read_manifest_bytes,
         write_manifest,
     )
     from dataset_devkit.integrity.modes import READABLE_BY, ReadableBy
@@ -97,6 +98,7 @@ __all__ = [
     "pretty_json",
     "publish_tree",
     "read_manifest",
+    "read_manifest_bytes",
     "read_stable",
     "remove_staging",
     "remove_stale_staging",
@@ -146,6 +148,7 @@ _MODULE_OF: dict[str, str] = {
     "pretty_json": "canonical",
     "publish_tree": "publish",
     "read_manifest": "manifest",
+    "read_manifest_bytes": "manifest",
     "read_stable": "leaves",
     "remove_staging": "publish",
     "remove_stale_staging": "publish",

@@ -13,14 +13,14 @@ from __future__ import annotations
 import os
 
 from dataset_devkit.errors import DestinationExistsError, UnsafePathError
-from dataset_devkit.integrity.oserrors import naming_in
+from dataset_devkit.integrity.oserrors import named, naming_in
 from dataset_devkit.integrity.reads import read_expected
 from dataset_devkit.integrity.safefs import (
     _CREATE_FLAGS,
     SafeDir,
     _create_leaf,
     _identity,
-    _open_regular,
+    _open_regular_stat,
 )
 
 __all__ = ["read_stable", "write_new", "write_new_read_back"]
@@ -40,10 +40,13 @@ def read_stable(parent: SafeDir, name: str) -> tuple[bytes, os.stat_result]:
     replaced while read raises :class:`UnsafePathError` rather than yielding mixed bytes.
     """
     _check_leaf(name, parent)
-    fd = _open_regular(name, parent.fd, parent.path / name)
+    fd, before = _open_regular_stat(name, parent.fd, lambda: parent.path / name)
     try:
-        before = os.fstat(fd)
-        data = read_expected(fd, before.st_size)  # one byte more reveals a file that grew
+        try:
+            data = read_expected(fd, before.st_size)  # one byte more reveals a file that grew
+        except BlockingIOError:  # no local filesystem honours it for files; a FUSE one may
+            os.set_blocking(fd, True)  # the open's O_NONBLOCK: see _open_regular_stat
+            data = read_expected(fd, before.st_size, offset=0)
         after = os.fstat(fd)
     finally:
         os.close(fd)
@@ -70,9 +73,7 @@ def write_new(parent: SafeDir, name: str, data: bytes, mode: int = 0o644) -> os.
     try:
         # a full disk names the file, not just the errno (a str: see naming_in)
         with naming_in(parent.path, name):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
         return os.fstat(fd)
     finally:
         os.close(fd)
@@ -102,10 +103,13 @@ def write_new_read_back(parent: SafeDir, name: str, data: bytes, mode: int = 0o6
             f"{parent.path / name}: already exists; nothing is ever overwritten"
         ) from exc
     try:
-        with naming_in(parent.path, name):
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+        try:
+            _write_all(fd, data)
+        except OSError as exc:  # a full disk names the file (as naming_in does, see there)
+            renamed = named(exc, os.path.join(parent.path, name))  # noqa: PTH118
+            if renamed is exc:
+                raise
+            raise renamed from exc
         written = os.fstat(fd)
         copy = read_expected(fd, written.st_size, offset=0)
     finally:
@@ -121,3 +125,12 @@ def write_new_read_back(parent: SafeDir, name: str, data: bytes, mode: int = 0o6
             path=parent.path / name,
         )
     return copy
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write *data* whole: one ``write`` in the common case, continued after a short one."""
+    done = os.write(fd, data)
+    if done < len(data):
+        view = memoryview(data)[done:]
+        while view:
+            view = view[os.write(fd, view) :]

@@ -47,6 +47,7 @@ __all__ = [
     "compute_root_sha256",
     "parse_manifest",
     "read_manifest",
+    "read_manifest_bytes",
     "write_manifest",
 ]
 
@@ -222,6 +223,17 @@ def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest
         (:class:`AmbiguousManifestError`), or a document that breaks an invariant (the
         error names the field, with expected and found values).
     """
+    return read_manifest_bytes(root, location=location)[0]
+
+
+def read_manifest_bytes(
+    root: Path, *, location: str | None = None
+) -> tuple[ContentManifest, bytes]:
+    """:func:`read_manifest`, with the very bytes it decoded and checked.
+
+    A reader that keeps a tree open can later tell that its manifest is unchanged by
+    comparing bytes (or their hash) instead of decoding and checking every entry again.
+    """
     root = path_argument(root)
     rel = locate_manifest(root) if location is None else check_manifest_location(location)
     path = root / rel
@@ -232,7 +244,7 @@ def read_manifest(root: Path, *, location: str | None = None) -> ContentManifest
         raise ManifestNotFoundError(
             "no content manifest (expected a file here)", path=path
         ) from exc
-    return parse_manifest(raw, path, location=rel)
+    return parse_manifest(raw, path, location=rel), raw
 
 
 def parse_manifest(

@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Final
@@ -345,26 +345,42 @@ def _create_leaf(parent: SafeDir, leaf: str, mode: int) -> int:
 
 def _open_regular(name: str | os.PathLike[str], dir_fd: int | None, shown: Path) -> int:
     """Open a single-link regular file for reading, refusing links and special files."""
+    fd, _ = _open_regular_stat(name, dir_fd, lambda: shown)
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _open_regular_stat(
+    name: str | os.PathLike[str], dir_fd: int | None, shown: Callable[[], Path]
+) -> tuple[int, os.stat_result]:
+    """:func:`_open_regular` returning the descriptor's ``fstat`` too, left non-blocking.
+
+    The opening ``O_NONBLOCK`` only keeps a FIFO's open from hanging; once the file is
+    known to be regular it changes nothing (``open(2)``: the flag "has no effect for
+    regular files"), so a caller reading it at once may skip the two ``fcntl`` calls of
+    ``os.set_blocking``. *shown* builds the path for an error message only when one is
+    raised: exports open thousands of frames, and a ``Path`` per frame costs more than the
+    system calls.
+    """
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
-            raise MissingPathError("no such file", path=shown) from exc
+            raise MissingPathError("no such file", path=shown()) from exc
         try:
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except OSError:
-            raise UnsafePathError(f"cannot open: {exc.strerror}", path=shown) from exc
+            raise UnsafePathError(f"cannot open: {exc.strerror}", path=shown()) from exc
         raise UnsafePathError(
-            f"expected a regular file, found a {describe_mode(st.st_mode)}", path=shown
+            f"expected a regular file, found a {describe_mode(st.st_mode)}", path=shown()
         ) from exc
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise UnsafePathError(
-            f"expected a regular file, found a {describe_mode(st.st_mode)}", path=shown
+            f"expected a regular file, found a {describe_mode(st.st_mode)}", path=shown()
         )
     if st.st_nlink > 1:
         os.close(fd)
-        raise UnsafePathError(f"is a hard link ({st.st_nlink} links)", path=shown)
-    os.set_blocking(fd, True)
-    return fd
+        raise UnsafePathError(f"is a hard link ({st.st_nlink} links)", path=shown())
+    return fd, st

@@ -12,7 +12,12 @@ from PIL import Image
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.geodesy import LocalEnu, to_web_mercator, wgs84_to_ecef
 from dataset_devkit.nuscenes.common.jpeg import decode_jpeg, encode_jpeg, jpeg_dimensions
-from dataset_devkit.nuscenes.common.tokens import encode_canonical, make_token, normalize_channel
+from dataset_devkit.nuscenes.common.tokens import (
+    TokenChain,
+    encode_canonical,
+    make_token,
+    normalize_channel,
+)
 from dataset_devkit.nuscenes.export.dataset import scaffold_png
 
 
@@ -55,6 +60,18 @@ def test_tokens_are_32_hex_deterministic_and_namespaced() -> None:
     assert a == make_token("ns", "scene", "digest", 3)
     assert a != make_token("other", "scene", "digest", 3)
     assert make_token("ns", "ab", "c") != make_token("ns", "a", "bc")
+
+
+@given(
+    st.lists(st.one_of(st.text(), st.integers()), max_size=3),
+    st.lists(st.one_of(st.text(), st.integers()), max_size=3),
+)
+def test_a_token_chain_names_what_make_token_names(
+    shared: list[str | int], rest: list[str | int]
+) -> None:
+    chain = TokenChain("ns", "sample_data", *shared)
+    assert chain.token(*rest) == make_token("ns", "sample_data", *shared, *rest)
+    assert chain.token(*rest) == chain.token(*rest)  # the kept state is copied, not spent
 
 
 @pytest.mark.parametrize(

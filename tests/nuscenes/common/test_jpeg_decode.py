@@ -74,3 +74,13 @@ def test_bytes_that_are_not_a_jpeg_are_refused_by_both_checks() -> None:
         decode_jpeg(png.getvalue())
     with pytest.raises(ValueError, match="not a JPEG stream"):
         decode_jpeg_size(png.getvalue())
+
+
+def test_a_header_read_before_counts_and_a_stream_of_another_size_is_refused() -> None:
+    data = _jpeg("RGB", (61, 37))
+    assert decode_jpeg(data, header=(61, 37)) == (61, 37)
+    damaged = data[: len(data) // 2]
+    with pytest.raises(FormatError, match="does not decode"):
+        decode_jpeg(damaged, "half", header=(61, 37))  # still decoded in full, strictly
+    with pytest.raises(FormatError, match=r"^other decoded to 8x5 pixels at 1/8 scale"):
+        decode_jpeg(data, "other", header=(160, 96))

@@ -10,6 +10,8 @@ import msgspec
 import pytest
 
 from dataset_devkit.errors import FormatError, VerificationFailed
+from dataset_devkit.integrity import ContentManifest, read_manifest
+from dataset_devkit.integrity.location import ManifestNotFoundError
 from dataset_devkit.nuscenes.common.streams import (
     FixRows,
     PoseRows,
@@ -122,3 +124,39 @@ def test_a_malformed_stream_in_evidence_names_the_field(
     with pytest.raises(FormatError) as caught:
         _decode(bad, tmp_path / "evidence.json")
     assert caught.value.field == "$.recordings[0].rotations"
+
+
+def test_a_recheck_reads_a_manifest_whose_bytes_changed_in_full(
+    tmp_path: Path, mcap_evidence: Evidence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from dataset_devkit.nuscenes.evidence import read_evidence, reader
+
+    root = tmp_path / "evidence"
+    shutil.copytree(mcap_evidence.root, root)
+    opened = read_evidence(root)
+    assert opened.manifest_sha256
+    parsed: list[Path] = []
+    real = read_manifest
+
+    def counted(root: Path, **kwargs: Any) -> ContentManifest:
+        parsed.append(root)
+        return real(root, **kwargs)
+
+    monkeypatch.setattr(reader, "read_manifest", counted)
+    recheck_evidence(opened)
+    assert not parsed  # the very bytes checked at opening: not decoded again
+    manifest = root / "content_manifest.json"
+    manifest.write_bytes(manifest.read_bytes().replace(b'"file_count":', b'"file_count": '))
+    recheck_evidence(opened)  # other bytes, the same manifest: decoded, compared, accepted
+    assert parsed
+    text = manifest.read_bytes()
+    first = text.index(b'"sha256": "') + len(b'"sha256": "')
+    flipped = b"0" if text[first : first + 1] != b"0" else b"1"
+    manifest.write_bytes(text[:first] + flipped + text[first + 1 :])
+    with pytest.raises((VerificationFailed, FormatError)):
+        recheck_evidence(opened)
+    manifest.unlink()
+    with pytest.raises(ManifestNotFoundError):
+        recheck_evidence(opened)

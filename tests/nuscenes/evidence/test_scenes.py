@@ -146,3 +146,63 @@ def test_time_of_day_buckets_the_solar_hour() -> None:
         "dusk",
         "night",
     ]
+
+
+def _reference_frame(rec: EvRecording, t: int, tolerance_ns: int) -> tuple[object, ...] | None:
+    """One frame's pose the plain way: a search per stream and time, over Python lists."""
+    import bisect
+
+    from dataset_devkit.nuscenes.common.geometry import lerp, slerp
+
+    def bracket(times: list[int], values: list[list[float]]) -> tuple[float, ...] | None:
+        j = bisect.bisect_left(times, t)
+        if j < len(times) and times[j] == t:
+            i, frac = j, 0.0
+        elif j in (0, len(times)) or times[j] - times[j - 1] > tolerance_ns:
+            return None
+        else:
+            i, frac = j - 1, (t - times[j - 1]) / (times[j] - times[j - 1])
+        a, b = tuple(values[i]), tuple(values[j])
+        return lerp(a, b, frac) if len(a) == 3 else slerp(a, b, frac)  # type: ignore[arg-type]
+
+    translation = bracket(rec.translations.times.tolist(), rec.translations.values.tolist())
+    rotation = bracket(rec.rotations.times.tolist(), rec.rotations.values.tolist())
+    fixes = rec.gnss.times.tolist()
+    j = bisect.bisect_left(fixes, t)
+    near = [k for k in (j - 1, j) if 0 <= k < len(fixes) and abs(fixes[k] - t) <= tolerance_ns]
+    fix = min(near, key=lambda k: abs(fixes[k] - t)) if near else None  # earlier wins a tie
+    if translation is None or rotation is None or fix is None:
+        return None
+    return (translation, rotation, fixes[fix], *rec.gnss.value(fix))
+
+
+def test_poses_looked_up_for_many_frames_at_once_match_one_lookup_per_frame() -> None:
+    from dataset_devkit.nuscenes.evidence.scenes import _Streams
+
+    rec = _recording({"CAM_A": _ten_hz(1.0)})
+    pose_times = [T0 + i * 50 * MS for i in range(20)] + [
+        T0 + 2000 * MS + i * 50 * MS for i in range(5)
+    ]
+    rec = msgspec.structs.replace(
+        rec,
+        translations=PoseRows.from_rows((t, (t / 1e9, -t / 3e9, 1.5)) for t in pose_times),
+        rotations=QuatRows.from_rows((t, (0.9, 0.1 * (t % 7), -0.2, 0.3)) for t in pose_times),
+        # every other fix only: times between two fixes tie, the earlier must win
+        gnss=FixRows.from_rows((t, t / 1e8, 2.0) for t in pose_times[::2]),
+    )
+    tolerance = 60 * MS
+    wanted = sorted(
+        {T0 - 10 * MS, T0, T0 + 25 * MS, T0 + 50 * MS, T0 + 77 * MS, T0 + 949 * MS}
+        | {T0 + 960 * MS, T0 + 1500 * MS, T0 + 2000 * MS, T0 + 2120 * MS, T0 + 2300 * MS}
+    )
+    got = _Streams(rec, tolerance).frames("CAM_A", wanted, True, list(range(len(wanted))))
+    expected = [_reference_frame(rec, t, tolerance) for t in wanted]
+    assert [
+        None
+        if f is None
+        else (f.ego_translation, f.ego_rotation, f.gnss_timestamp_ns, f.gnss_east_m, f.gnss_north_m)
+        for f in got
+    ] == expected
+    assert sum(e is None for e in expected) >= 4  # before, in the gap, after: no pose
+    assert sum(e is not None for e in expected) >= 5
+    assert _Streams(rec, tolerance).frames("CAM_A", [], True, []) == []

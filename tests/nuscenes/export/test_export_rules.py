@@ -141,6 +141,26 @@ def test_a_frame_changed_after_the_evidence_was_opened_is_refused(
         export_dataset(tmp_path / "staging", ev)
 
 
+def test_a_staged_copy_that_reads_back_other_bytes_is_refused(
+    tmp_path: Path, mcap_evidence: Evidence, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.integrity import write_new_read_back
+    from dataset_devkit.nuscenes.export import images
+
+    real = write_new_read_back
+
+    def flipped(parent: Any, name: str, data: bytes, mode: int = 0o644) -> bytes:
+        copy = bytearray(real(parent, name, data, mode))
+        copy[-3] ^= 0xFF  # what a faulty disk or a concurrent writer would give back
+        return bytes(copy)
+
+    monkeypatch.setattr(images, "write_new_read_back", flipped)
+    with pytest.raises(
+        IntegrityError, match=r"staging/.+\.jpg: staged copy differs from its source"
+    ):
+        export_dataset(tmp_path / "staging", mcap_evidence, workers=1)
+
+
 def test_a_frame_replaced_by_a_symlink_is_refused(tmp_path: Path, mcap_evidence: Evidence) -> None:
     copy = tmp_path / "ev"
     shutil.copytree(mcap_evidence.root, copy)
@@ -340,3 +360,33 @@ def test_a_truncated_recording_is_published_with_its_loss_in_the_audit(
     (observed,) = [r["observations"] for r in validity["recordings"]]
     assert observed["truncated"] is True
     assert "messages salvaged" in observed["truncation_detail"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("ego_translation", (0.0, float("inf"), 1.0), "ego translation must be finite"),
+        ("ego_rotation", (0.0, 0.0, 0.0, 0.0), "ego rotation has zero length"),
+        ("ego_rotation", (1.0, float("nan"), 0.0, 0.0), "ego rotation must be finite"),
+    ],
+)
+def test_a_frame_pose_that_cannot_be_published_is_refused_naming_the_frame(
+    mcap_evidence: Evidence, field: str, value: tuple[float, ...], message: str
+) -> None:
+    from dataset_devkit.nuscenes.export.tables import build_tables
+
+    doc = mcap_evidence.document
+    scene = next(s for s in doc.derived.scenes if s.scene_id in doc.derived.selected_scene_ids)
+    frame = scene.frames[2]
+    bad = msgspec.structs.replace(frame, **{field: value})
+    frames = (*scene.frames[:2], bad, *scene.frames[3:])
+    scenes = tuple(
+        msgspec.structs.replace(s, frames=frames) if s is scene else s for s in doc.derived.scenes
+    )
+    poisoned = msgspec.structs.replace(
+        doc, derived=msgspec.structs.replace(doc.derived, scenes=scenes)
+    )
+    where = rf"^scene mz-\w+-\d+ {frame.channel} frame {frame.timestamp_ns} {message}"
+    with pytest.raises(FormatError, match=where):
+        build_tables(poisoned)
+    build_tables(doc)  # the evidence as it is builds

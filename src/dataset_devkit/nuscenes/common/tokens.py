@@ -15,7 +15,7 @@ from dataset_devkit.integrity import canonical_json
 from dataset_devkit.nuscenes.common.streams import encode_hook
 from dataset_devkit.nuscenes.spec import CHANNEL_RE
 
-__all__ = ["encode_canonical", "fingerprint", "make_token", "normalize_channel"]
+__all__ = ["TokenChain", "encode_canonical", "fingerprint", "make_token", "normalize_channel"]
 
 _TOKEN_DOMAIN = b"dataset-devkit/nuscenes/token/v1"
 
@@ -30,6 +30,31 @@ def make_token(namespace: str, kind: str, *parts: str | int) -> str:
     for part in parts:
         h.update(_length_prefixed(str(part).encode()))
     return h.hexdigest()[:32]
+
+
+class TokenChain:
+    """The tokens of one kind whose identities share their leading parts.
+
+    ``TokenChain(namespace, kind, *shared).token(*rest)`` is
+    ``make_token(namespace, kind, *shared, *rest)``: the hash state after the shared parts is
+    kept and copied per token. An export names two records per camera frame by recording,
+    channel and time, and re-hashing the recording digest for each was a third of the cost.
+    """
+
+    __slots__ = ("_state",)
+
+    def __init__(self, namespace: str, kind: str, *shared: str | int) -> None:
+        state = _token_prefix(namespace, kind).copy()
+        for part in shared:
+            state.update(_length_prefixed(str(part).encode()))
+        self._state = state
+
+    def token(self, *parts: str | int) -> str:
+        """The token of the identity ``(*shared, *parts)``."""
+        h = self._state.copy()
+        for part in parts:
+            h.update(_length_prefixed(str(part).encode()))
+        return h.hexdigest()[:32]
 
 
 @lru_cache(maxsize=64)

@@ -13,6 +13,7 @@ from dataset_devkit.integrity import (
     SafeDir,
     decode_json_record,
     read_manifest,
+    read_manifest_bytes,
     verify_tree,
 )
 from dataset_devkit.nuscenes.common.streams import decode_hook
@@ -39,6 +40,9 @@ class Evidence:
     #: second copy of a document that grows with the recordings' length ("" / 0: unknown).
     decoded_sha256: str = field(default="", repr=False, compare=False)
     decoded_id: int = field(default=0, repr=False, compare=False)
+    #: SHA-256 of the content manifest's bytes *manifest* was decoded from ("": unknown): a
+    #: recheck that finds the same bytes need not decode and check every entry again.
+    manifest_sha256: str = field(default="", repr=False, compare=False)
 
     @property
     def root_sha256(self) -> str:
@@ -79,7 +83,7 @@ def read_evidence(root: Path | str, *, verify_frames: bool = True) -> Evidence:
     root = Path(root)
     if verify_frames:
         verify_tree(root, location=CONTENT_MANIFEST_NAME).raise_for_issues()
-    manifest = read_manifest(root, location=CONTENT_MANIFEST_NAME)
+    manifest, manifest_raw = read_manifest_bytes(root, location=CONTENT_MANIFEST_NAME)
     with SafeDir.open(root) as pinned:
         raw = pinned.read_bytes(EVIDENCE_FILE)
     sha = _check_entry(manifest, raw, root)
@@ -90,6 +94,7 @@ def read_evidence(root: Path | str, *, verify_frames: bool = True) -> Evidence:
         manifest=manifest,
         decoded_sha256=sha,
         decoded_id=id(document),
+        manifest_sha256=hashlib.sha256(manifest_raw).hexdigest(),
     )
 
 
@@ -104,14 +109,32 @@ def _check_entry(manifest: ContentManifest, raw: bytes, root: Path) -> str:
     return sha
 
 
+def _manifest_unchanged(evidence: Evidence) -> bool:
+    """Whether the content manifest still holds the bytes *evidence* was opened with.
+
+    Then it is the manifest decoded and checked at opening, entry by entry; an export of a
+    long drive would otherwise decode and check its thousands of entries a second time.
+    """
+    if not evidence.manifest_sha256:
+        return False
+    try:
+        with SafeDir.open(evidence.root) as pinned:
+            raw = pinned.read_bytes(CONTENT_MANIFEST_NAME)
+    except FileNotFoundError:
+        return False  # read_manifest says what is missing
+    return hashlib.sha256(raw).hexdigest() == evidence.manifest_sha256
+
+
 def recheck_evidence(evidence: Evidence) -> None:
     """Refuse evidence whose manifest or ``evidence.json`` changed since it was opened."""
-    manifest = read_manifest(evidence.root, location=CONTENT_MANIFEST_NAME)
-    if manifest.root_sha256 != evidence.root_sha256:
-        raise VerificationFailed(
-            f"{evidence.root}: content manifest changed since the evidence was opened",
-            [f"root_sha256 {evidence.root_sha256} → {manifest.root_sha256}"],
-        )
+    manifest = evidence.manifest
+    if not _manifest_unchanged(evidence):
+        manifest = read_manifest(evidence.root, location=CONTENT_MANIFEST_NAME)
+        if manifest.root_sha256 != evidence.root_sha256:
+            raise VerificationFailed(
+                f"{evidence.root}: content manifest changed since the evidence was opened",
+                [f"root_sha256 {evidence.root_sha256} → {manifest.root_sha256}"],
+            )
     with SafeDir.open(evidence.root) as pinned:
         raw = pinned.read_bytes(EVIDENCE_FILE)
     sha = _check_entry(manifest, raw, evidence.root)

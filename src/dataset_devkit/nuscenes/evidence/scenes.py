@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from dataset_devkit.nuscenes.common.geometry import lerp, slerp
 from dataset_devkit.nuscenes.common.streams import TimedRows
@@ -67,34 +68,58 @@ class _Streams:
         self.gnss = rec.gnss
         self.track = rec.track
 
-    def frame(self, channel: str, t: int, key: bool, grid_index: int) -> EvFrame | None:
-        at_t = _bracket(self.translations, t, self.tolerance_ns)
-        at_r = _bracket(self.rotations, t, self.tolerance_ns)
-        fix = _nearest_row(self.gnss, t, self.tolerance_ns)
-        if at_t is None or at_r is None or (fix is None and self.needs_fix):
-            return None
-        i, j, frac = at_t
-        translation = lerp(self.translations.vec3(i), self.translations.vec3(j), frac)
-        i, j, frac = at_r
-        rotation = slerp(self.rotations.quat(i), self.rotations.quat(j), frac)
-        east, north = self.gnss.fix(fix) if fix is not None else (None, None)
-        return EvFrame(
-            channel=channel,
-            timestamp_ns=t,
-            is_key_frame=key,
-            grid_index=grid_index,
-            ego_translation=translation,
-            ego_rotation=rotation,
-            gnss_timestamp_ns=self.gnss.time(fix) if fix is not None else None,
-            gnss_east_m=east,
-            gnss_north_m=north,
-        )
+    def frames(
+        self, channel: str, times: Sequence[int], key: bool, grid_indices: Sequence[int]
+    ) -> list[EvFrame | None]:
+        """The frame at each of *times* (with its grid index) with its interpolated pose, or
+        None where it has none.
+
+        Each stream is searched for all the times at once (one ``searchsorted``) and the
+        stream times around them are read as one list: a search and a numpy scalar per
+        frame and stream cost more than the interpolation itself.
+        """
+        if not times:
+            return []
+        wanted = np.asarray(times, dtype=np.int64)
+        at_t = _Around(self.translations, wanted)
+        at_r = _Around(self.rotations, wanted)
+        at_fix = _Around(self.gnss, wanted)
+        out: list[EvFrame | None] = []
+        for n, (t, g) in enumerate(zip(times, grid_indices, strict=True)):
+            bracket_t = _bracket(at_t, n, t, self.tolerance_ns)
+            bracket_r = _bracket(at_r, n, t, self.tolerance_ns)
+            fix = _nearest_row(at_fix, n, t, self.tolerance_ns)
+            if bracket_t is None or bracket_r is None or (fix is None and self.needs_fix):
+                out.append(None)
+                continue
+            i, j, frac = bracket_t
+            translation = lerp(self.translations.vec3(i), self.translations.vec3(j), frac)
+            i, j, frac = bracket_r
+            rotation = slerp(self.rotations.quat(i), self.rotations.quat(j), frac)
+            east, north = self.gnss.fix(fix) if fix is not None else (None, None)
+            out.append(
+                EvFrame(
+                    channel=channel,
+                    timestamp_ns=t,
+                    is_key_frame=key,
+                    grid_index=g,
+                    ego_translation=translation,
+                    ego_rotation=rotation,
+                    gnss_timestamp_ns=at_fix.time(fix) if fix is not None else None,
+                    gnss_east_m=east,
+                    gnss_north_m=north,
+                )
+            )
+        return out
 
     def motion(self, start: int, end: int) -> tuple[float, float, float]:
         """Distance (m), mean and max speed (m/s) of the track between two times."""
         lo = int(np.searchsorted(self.track.times, start, side="left"))
         hi = int(np.searchsorted(self.track.times, end, side="right"))
-        points = [(self.track.time(i), self.track.value(i)) for i in range(lo, hi)]
+        # Python ints and floats, as track.time and track.value give them, in two calls
+        points = list(
+            zip(self.track.times[lo:hi].tolist(), self.track.values[lo:hi].tolist(), strict=True)
+        )
         distance = 0.0
         max_speed = 0.0
         for (t0, a), (t1, b) in itertools.pairwise(points):
@@ -107,31 +132,54 @@ class _Streams:
         return (round(distance, 6), round(mean, 6), round(max_speed, 6))
 
 
-def _bracket(stream: TimedRows, t: int, tolerance_ns: int) -> tuple[int, int, float] | None:
-    """Rows ``(i, j)`` around *t* and the fraction, or None outside or across a gap.
+class _Around:
+    """Where each of some times falls in one stream, and the stream's times around them.
+
+    ``found[n]`` is the index at which ``wanted[n]`` goes in the stream's times
+    (``searchsorted``, left); :meth:`time` reads the stream's time of a row next to one of
+    them from a Python list of the rows the times span, taken once.
+    """
+
+    __slots__ = ("base", "count", "found", "nearby")
+
+    def __init__(self, stream: TimedRows, wanted: npt.NDArray[np.int64]) -> None:
+        times = stream.times
+        found = np.searchsorted(times, wanted, side="left")
+        self.count = len(times)
+        self.found: list[int] = found.tolist()
+        self.base = max(int(found.min()) - 1, 0)
+        self.nearby: list[int] = times[self.base : int(found.max()) + 1].tolist()
+
+    def time(self, row: int) -> int:
+        """The stream's time of *row*, one of the rows next to a wanted time."""
+        return self.nearby[row - self.base]
+
+
+def _bracket(around: _Around, n: int, t: int, tolerance_ns: int) -> tuple[int, int, float] | None:
+    """Rows ``(i, j)`` around *t* (the *n*-th time of *around*) and the fraction, or None
+    outside or across a gap.
 
     The ingest model's bracketing of tuples, on the stream's arrays: the same Python ints
     and floats go into lerp and slerp, so the evidence's bytes do not depend on storage.
     """
-    times = stream.times
-    j = int(np.searchsorted(times, t, side="left"))
-    if j < len(times) and stream.time(j) == t:
+    j = around.found[n]
+    if j < around.count and around.time(j) == t:
         return (j, j, 0.0)
-    if j == 0 or j == len(times):
+    if j == 0 or j == around.count:
         return None
-    ti, tj = stream.time(j - 1), stream.time(j)
+    ti, tj = around.time(j - 1), around.time(j)
     if tj - ti > tolerance_ns:
         return None
     return (j - 1, j, (t - ti) / (tj - ti))
 
 
-def _nearest_row(stream: TimedRows, t: int, tolerance_ns: int) -> int | None:
-    """:func:`_nearest` over a stream's time array."""
-    j = int(np.searchsorted(stream.times, t, side="left"))
+def _nearest_row(around: _Around, n: int, t: int, tolerance_ns: int) -> int | None:
+    """:func:`_nearest` over a stream's times, for *t*, the *n*-th time of *around*."""
+    j = around.found[n]
     best: int | None = None
     for k in (j - 1, j):
-        in_range = 0 <= k < len(stream) and abs(stream.time(k) - t) <= tolerance_ns
-        if in_range and (best is None or abs(stream.time(k) - t) < abs(stream.time(best) - t)):
+        in_range = 0 <= k < around.count and abs(around.time(k) - t) <= tolerance_ns
+        if in_range and (best is None or abs(around.time(k) - t) < abs(around.time(best) - t)):
             best = k
     return best
 
@@ -162,6 +210,8 @@ def _audit_camera(
     without_pose = 0
     keys: set[int] = set()
     offsets: list[int | None] = []
+    matched_times: list[int] = []
+    matched_grid: list[int] = []
     for g, t in enumerate(grid):
         k = _nearest(times, t, tolerance_ns)
         if k is None or times[k] in keys:
@@ -171,22 +221,24 @@ def _audit_camera(
         keys.add(times[k])
         offsets.append(times[k] - t)
         max_offset = max(max_offset, abs(times[k] - t))
-        frame = streams.frame(cam.channel, times[k], True, g)
+        matched_times.append(times[k])
+        matched_grid.append(g)
+    for frame in streams.frames(cam.channel, matched_times, True, matched_grid):
         if frame is None:
             without_pose += 1
-            continue
-        frames.append(frame)
+        else:
+            frames.append(frame)
     lo = bisect.bisect_left(times, window[0])
     hi = bisect.bisect_left(times, window[1])
     if include_sweeps and frames:
         first, last = frames[0].timestamp_ns, frames[-1].timestamp_ns
-        for t in times[lo:hi]:
-            if first < t < last and t not in keys:
-                sweep = streams.frame(cam.channel, t, False, _nearest_index(grid, t))
-                if sweep is None:
-                    without_pose += 1
-                else:
-                    frames.append(sweep)
+        sweep_times = [t for t in times[lo:hi] if first < t < last and t not in keys]
+        sweep_grid = [_nearest_index(grid, t) for t in sweep_times]
+        for sweep in streams.frames(cam.channel, sweep_times, False, sweep_grid):
+            if sweep is None:
+                without_pose += 1
+            else:
+                frames.append(sweep)
     audit = CameraGridAudit(
         channel=cam.channel,
         grid_points=len(grid),

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from dataset_devkit.errors import FormatError
 from dataset_devkit.nuscenes.common.geometry import quat_normalize
-from dataset_devkit.nuscenes.common.tokens import make_token
+from dataset_devkit.nuscenes.common.tokens import TokenChain, make_token
 from dataset_devkit.nuscenes.evidence.records import (
     EvFrame,
     EvidenceDocument,
@@ -35,6 +35,7 @@ from dataset_devkit.nuscenes.spec import (
     EgoPose,
     Log,
     Map,
+    Quat,
     Sample,
     SampleData,
     Scene,
@@ -85,8 +86,28 @@ def scene_name(source_digest: str, scene_index: int) -> str:
 
 def _finite(values: Iterable[float], what: str) -> None:
     flat = list(values)
-    if not all(math.isfinite(v) for v in flat):
+    if not all(map(math.isfinite, flat)):
         raise FormatError(f"{what} must be finite, found {flat}")
+
+
+def _frame_pose(frame: EvFrame, scene: str, channel: str) -> Quat:
+    """Check a frame's ego translation is finite; its ego rotation, normalized.
+
+    The frame is named (scene, channel, time) only in an error: an export checks every
+    frame, and formatting the name of each cost more than both checks.
+    """
+    what = "scene {} {} frame {} ego {}"
+    if not all(map(math.isfinite, frame.ego_translation)):
+        _finite(
+            frame.ego_translation, what.format(scene, channel, frame.timestamp_ns, "translation")
+        )
+    try:
+        return quat_normalize(frame.ego_rotation)
+    except FormatError:  # the same error, naming the frame
+        quat_normalize(
+            frame.ego_rotation, what.format(scene, channel, frame.timestamp_ns, "rotation")
+        )
+        raise
 
 
 def _micros(chain: str, times_ns: Sequence[int]) -> list[int]:
@@ -183,7 +204,8 @@ def _add_scene(
 ) -> None:
     scene_token = make_token(ns, "scene", scene.scene_id)
     grid = scene.grid_timestamps_ns
-    sample_tokens = [make_token(ns, "sample", scene.scene_id, g) for g in range(len(grid))]
+    scene_samples = TokenChain(ns, "sample", scene.scene_id)
+    sample_tokens = [scene_samples.token(g) for g in range(len(grid))]
     sample_us = _micros(f"scene {name} samples", grid)
     for g, token in enumerate(sample_tokens):
         t.sample.append(
@@ -216,21 +238,20 @@ def _add_scene(
     for channel in sorted(by_channel):
         chain = sorted(by_channel[channel], key=lambda f: f.timestamp_ns)
         micros = _micros(f"scene {name} {channel}", [f.timestamp_ns for f in chain])
-        tokens = [
-            make_token(ns, "sample_data", rec.source_digest, channel, f.timestamp_ns) for f in chain
-        ]
+        data_tokens = TokenChain(ns, "sample_data", rec.source_digest, channel)
+        pose_tokens = TokenChain(ns, "ego_pose", rec.source_digest, channel)
+        tokens = [data_tokens.token(f.timestamp_ns) for f in chain]
         for i, frame in enumerate(chain):
             image = images.get((rec.source_digest, channel, frame.timestamp_ns))
             if image is None:
                 raise FormatError(
                     f"scene {name} {channel}: frame {frame.timestamp_ns} has no stored image"
                 )
-            what = f"scene {name} {channel} frame {frame.timestamp_ns}"
-            _finite(frame.ego_translation, f"{what} ego translation")
+            rotation = _frame_pose(frame, name, channel)
             pose = EgoPose(
-                token=make_token(ns, "ego_pose", rec.source_digest, channel, frame.timestamp_ns),
+                token=pose_tokens.token(frame.timestamp_ns),
                 timestamp=micros[i],
-                rotation=quat_normalize(frame.ego_rotation, f"{what} ego rotation"),
+                rotation=rotation,
                 translation=frame.ego_translation,
             )
             folder = SAMPLES_DIR if frame.is_key_frame else SWEEPS_DIR
