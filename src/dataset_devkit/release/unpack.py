@@ -525,6 +525,15 @@ def _first_bad_text(obj: Any, at: str = "") -> str:
 _ROW_KEYS = frozenset(["path", "size", "sha256", "family", "package"])
 _SHA_TEXT = re.compile(r"[0-9a-f]{64}\Z")
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+#: A row as the packer writes it whose strings hold no escape, quote or control character
+#: and whose size is a plain decimal: the JSON decoder would return exactly these groups,
+#: which pass every check of a row, so they are taken without it (the whole index of a
+#: small-file release is such rows; any other line takes the decoder and its checks).
+_PLAIN_TEXT = r'"([^"\\\x00-\x1f]*)"'
+_PLAIN_ROW = re.compile(
+    rf'\{{"family":{_PLAIN_TEXT},"package":(?:{_PLAIN_TEXT}|(null)),"path":{_PLAIN_TEXT},'
+    r'"sha256":"([0-9a-f]{64})","size":(0|[1-9][0-9]{0,17})\}\Z'
+)
 
 
 def parse_index(data: bytes | Iterable[bytes], label: str) -> list[FileRow]:
@@ -550,6 +559,17 @@ def parse_index(data: bytes | Iterable[bytes], label: str) -> list[FileRow]:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise UnpackError(f"{label}: not UTF-8 ({at}: {exc})") from None
+        plain = _PLAIN_ROW.match(line)
+        if plain is not None:
+            family, package, null, path, sha, digits = plain.groups()
+            if line <= previous:
+                what = "a duplicate of" if line == previous else "out of order after"
+                raise UnpackError(f"{at}: {what} line {number - 1} (rows are sorted, each once)")
+            previous = line
+            family = shared.setdefault(family, family)
+            package = None if null else shared.setdefault(package, package)
+            rows.append(FileRow(path, int(digits), sha, family, package))
+            continue
         try:
             obj = _DECODER.decode(line)
         except (ValueError, RecursionError):
