@@ -117,3 +117,17 @@ def test_read_ahead_gives_every_file_in_order_small_ones_read_large_ones_left_ou
         else:
             data = (tree / item.path).read_bytes()
             assert read == (data, hashlib.sha256(data).hexdigest())
+
+
+def test_the_scan_refuses_a_link_to_a_directory_and_lists_every_file_with_its_size(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "ds", {"a/b/c.bin": b"123", "a/d": b"", "e/f/g/h": b"4" * 700})
+    assert scan_tree(tree) == [
+        SourceFile(p.relative_to(tree).as_posix(), p.stat().st_size)
+        for p in sorted(tree.rglob("*"), key=lambda p: p.relative_to(tree).as_posix())
+        if p.is_file()
+    ]
+    (tree / "a" / "to-e").symlink_to(tree / "e", target_is_directory=True)
+    with pytest.raises(UnsafeTreeError, match=r"a/to-e: is a symbolic link"):
+        scan_tree(tree)

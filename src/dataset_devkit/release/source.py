@@ -111,24 +111,48 @@ def scan_tree(root: Path, name: str | None = None) -> list[SourceFile]:
     return files
 
 
+def _listing(folder: unpack.PinnedDir) -> list[tuple[str, os.stat_result | None]]:
+    """The entries of *folder*, sorted by name, each with its ``lstat`` (None for a
+    directory).
+
+    ``os.scandir`` tells a directory by the entry's type, with no ``stat`` call (the walk
+    opens it ``O_NOFOLLOW | O_DIRECTORY``, which refuses anything else atomically); only the
+    other entries are stat'ed, through the listing's own descriptor, never following a link.
+    The stats are taken while the listing is open: an entry's ``stat`` needs its descriptor.
+    """
+    out: list[tuple[str, os.stat_result | None]] = []
+    with os.scandir(folder.fd if folder.fd is not None else folder.path) as listing:
+        for entry in listing:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    out.append((entry.name, None))
+                else:
+                    out.append((entry.name, entry.stat(follow_symlinks=False)))
+            except FileNotFoundError:  # removed since it was listed: as entries() skips it
+                continue
+    out.sort()
+    return out
+
+
 def _walk(
     folder: unpack.PinnedDir, prefix: str, files: list[SourceFile], issues: list[str]
 ) -> None:
     """Collect the files below *folder*, opening one subdirectory at a time."""
     try:
-        entries = folder.entries()
+        entries = _listing(folder)
     except OSError as exc:
         issues.append(f"{prefix.rstrip('/') or '.'}: cannot be listed ({exc.strerror})")
         return
     for name, st in entries:
         rel = prefix + name
-        try:
-            name.encode("utf-8")  # os.listdir keeps undecodable bytes as surrogates
-        except UnicodeEncodeError:
-            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-            issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
-            continue
-        if stat.S_ISDIR(st.st_mode):
+        if not name.isascii():
+            try:
+                name.encode("utf-8")  # os.scandir keeps undecodable bytes as surrogates
+            except UnicodeEncodeError:
+                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+                issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
+                continue
+        if st is None:  # a directory
             try:
                 child = folder.child(name, create=False)
             except unpack.UnpackError as exc:  # names the full path
