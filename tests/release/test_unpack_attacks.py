@@ -367,3 +367,53 @@ def test_a_ustar_name_split_into_prefix_and_name_is_restored(world: dict[str, Pa
 def test_a_regular_member_with_a_link_target_is_refused(world: dict[str, Path]) -> None:
     package = tar_bytes([file_info("ds/a.txt", b"a\n", linkname="elsewhere")])
     _attempt(world, package, [row("a.txt", b"a\n")], "regular member .* carries a link target")
+
+
+def _names_checked_one_by_one(paths: list[str]) -> list[str]:
+    """check_tree_names without its shortcuts: every component of every path, each time."""
+    issues: set[str] = set()
+    files: set[str] = set()
+    folders: dict[str, str] = {}  # folder -> its folded form
+    seen: dict[tuple[str, str], str] = {}
+    for path in paths:
+        problem = unpack._relpath_problem(path)
+        if problem:
+            issues.add(f"unsafe path {path!r}: {problem}")
+            continue
+        if path in files:
+            issues.add(f"duplicate path {path!r}")
+            continue
+        files.add(path)
+        parent, parent_fold = "", ""
+        parts = path.split("/")
+        for depth, name in enumerate(parts):
+            last = depth == len(parts) - 1
+            full = f"{parent}/{name}" if parent else name
+            if not last and full in folders:
+                parent, parent_fold = full, folders[full]
+                continue
+            fold = unpack._fold(name)
+            other = seen.setdefault((parent_fold, fold), name)
+            if other != name:
+                where = parent or "the root"
+                issues.add(f"{other!r} and {name!r} in {where} collide on case-insensitive systems")
+            if not last:
+                folders[full] = f"{parent_fold}/{fold}"
+                parent, parent_fold = full, folders[full]
+    issues.update(f"{p!r} is both a file and a directory" for p in files & set(folders))
+    return sorted(issues)
+
+
+@settings(max_examples=300)
+@given(
+    paths=st.lists(
+        st.lists(st.sampled_from(["a", "A", "b", "é", "e\u0301", "con", "x."]), max_size=3).map(
+            "/".join
+        ),
+        max_size=12,
+    )
+)
+def test_tree_names_are_checked_as_if_every_component_were_checked_each_time(
+    paths: list[str],
+) -> None:
+    assert unpack.check_tree_names(paths) == _names_checked_one_by_one(paths)

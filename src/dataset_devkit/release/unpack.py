@@ -279,7 +279,8 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
     known: set[str] = set()  # components already found portable
     for path in paths:
         parent, _, leaf = path.rpartition("/")
-        if parent in folded and path and not path.startswith("/"):
+        in_known_folder = parent in folded and bool(path) and not path.startswith("/")
+        if in_known_folder:
             problem = _text_problem(path)
             if not problem and len(path.encode("utf-8")) > MAX_PATH_BYTES:
                 problem = f"path is longer than {MAX_PATH_BYTES} bytes (the Linux limit)"
@@ -293,6 +294,15 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
             issues.append(f"duplicate path {path!r}")
             continue
         files.add(path)
+        if in_known_folder:  # most paths: only the leaf is new, checked right here
+            fold = leaf.lower() if leaf.isascii() else _fold(leaf)
+            other = seen.setdefault((folded[parent], fold), leaf)
+            if other != leaf:
+                where = parent or "the root"
+                issues.append(
+                    f"{other!r} and {leaf!r} in {where} collide on case-insensitive systems"
+                )
+            continue
         if parent in folded:
             parts = [leaf]
         else:
@@ -429,12 +439,14 @@ def load_release(directory: str) -> Release:
         if found is not None:
             raise found
     name = manifest["name"]
+    room = MAX_PATH_BYTES - len(name.encode("utf-8")) - 1  # for the path below name/
     for r in rows:
         if r.family not in status:
             raise UnpackError(
                 f"{_at_row(r)}: family {r.family!r} is not declared in {MANIFEST_NAME}"
             )
-        if len(name.encode("utf-8")) + 1 + len(r.path.encode("utf-8")) > MAX_PATH_BYTES:
+        # At most 4 UTF-8 bytes a character: most paths are short enough not to encode.
+        if len(r.path) * 4 > room and len(r.path.encode("utf-8")) > room:
             raise UnsafeNameError(
                 f"{_at_row(r)}: {name}/<path> is longer than {MAX_PATH_BYTES} bytes"
             )
@@ -617,13 +629,13 @@ def _check_snapshot(manifest: dict[str, Any], rows: list[FileRow]) -> None:
     snapshot = manifest["snapshot"]
     listed = snapshot["excluded"]
     source = _need(snapshot, "source", str, where)
-    paths = {r.path for r in rows}
     wanted = 0 if source == "computed" else 1
     if source not in ("computed", "content_manifest") or len(listed) != wanted:
         raise UnpackError(
             f"{where}: excluded {listed!r} with source {source!r}: only a content manifest's "
             "own location may be excluded, and only when the source is content_manifest"
         )
+    paths = {r.path for r in rows} if listed else set()
     for path in listed:
         if path.rsplit("/", 1)[-1] != "content_manifest.json" or path not in paths:
             raise UnpackError(
@@ -640,12 +652,16 @@ def _check_snapshot(manifest: dict[str, Any], rows: list[FileRow]) -> None:
     for key, value in totals.items():
         if _need(snapshot, key, int, where) != value:
             raise UnpackError(f"{where}: {key} {snapshot[key]}, the {FILES_NAME} rows give {value}")
+    files: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for r in rows:  # one pass for every family's totals
+        files[r.family] = files.get(r.family, 0) + 1
+        sizes[r.family] = sizes.get(r.family, 0) + r.size
     for fam in manifest["families"]:
-        mine = [r for r in rows if r.family == fam["name"]]
         packages = [p for p in manifest["packages"] if p["family"] == fam["name"]]
         totals = {
-            "file_count": len(mine),
-            "total_bytes": sum(r.size for r in mine),
+            "file_count": files.get(fam["name"], 0),
+            "total_bytes": sizes.get(fam["name"], 0),
             "package_count": len(packages),
         }
         for key, value in totals.items():
