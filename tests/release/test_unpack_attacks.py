@@ -336,7 +336,7 @@ def test_fifo_in_place_of_a_package_fails_instead_of_hanging(tmp_path: Path) -> 
 @settings(max_examples=200)
 @given(data=st.binary(max_size=1100) | st.integers(0, 1100).map(lambda n: b"\xff" * n))
 def test_the_header_byte_sum_is_exact_for_any_bytes(data: bytes) -> None:
-    assert unpack._byte_sum(data) == sum(data)
+    assert unpack.byte_sum(data) == sum(data)
 
 
 @pytest.mark.unpack_script
