@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,3 +71,59 @@ def test_streamed_groups_make_the_fully_sorted_index(
             len(rows),
             sum(size for size, _ in rows),
         )
+
+
+def _decoded(line: bytes) -> tuple[str, int, str, str, str | None]:
+    obj = json.loads(line)
+    return obj["path"], obj["size"], obj["sha256"], obj["family"], obj["package"]
+
+
+@settings(max_examples=200)
+@given(
+    rows=st.lists(
+        st.tuples(
+            _TEXT,
+            st.integers(0, 1 << 62),
+            st.text("0123456789abcdef", min_size=64, max_size=64),
+            _TEXT,
+            st.none() | _TEXT,
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_the_index_parser_gives_what_the_json_decoder_gives_for_every_row(
+    rows: list[tuple[str, int, str, str, str | None]],
+) -> None:
+    """Plain rows skip the JSON decoder; rows with escapes, quotes or control characters
+    take it: either way a row parses to exactly the decoded fields, or is refused."""
+    lines = sorted({index_line(*r) for r in rows})
+    try:
+        parsed = unpack.parse_index(b"".join(lines), "files.jsonl")
+    except unpack.UnsafeNameError:  # hypothesis' names: reserved, colliding, unportable
+        return
+    assert [(r.path, r.size, r.sha256, r.family, r.package) for r in parsed] == [
+        _decoded(line) for line in lines
+    ]
+
+
+def test_a_plain_row_with_a_size_past_eighteen_digits_is_still_parsed() -> None:
+    line = index_line("a", 10**30, "0" * 64, "base", "base/base-0001.tar")
+    (row,) = unpack.parse_index(line, "files.jsonl")
+    assert row.size == 10**30 and row.package == "base/base-0001.tar"
+
+
+@pytest.mark.parametrize("text", ['{"family":"base", "package":null}', '{"family":"ba\\u0073e"}'])
+def test_rows_that_are_not_plain_still_meet_the_decoders_checks(text: str) -> None:
+    """A row with spaces or missing fields is not taken by the plain form: refused as ever."""
+    with pytest.raises(unpack.UnpackError, match="expected exactly path, size"):
+        unpack.parse_index(text.encode() + b"\n", "files.jsonl")
+
+
+def test_plain_rows_out_of_order_or_repeated_are_refused() -> None:
+    first = index_line("a", 1, "0" * 64, "base", None)
+    second = index_line("b", 1, "0" * 64, "base", None)
+    with pytest.raises(unpack.UnpackError, match="line 2: out of order after line 1"):
+        unpack.parse_index(second + first, "files.jsonl")
+    with pytest.raises(unpack.UnpackError, match="line 2: a duplicate of line 1"):
+        unpack.parse_index(first + first, "files.jsonl")

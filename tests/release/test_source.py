@@ -92,7 +92,32 @@ def test_a_small_file_read_whole_that_shrinks_or_grows_meanwhile_is_refused(
         SourceReader(tree) as reader,
         pytest.raises(UnsafeTreeError, match=rf"a\.bin.*changed while packing.*{match}"),
     ):
-        reader.read_whole(SourceFile("a.bin", 5000))
+        reader.read_small([SourceFile("a.bin", 5000)])
+
+
+def test_small_files_read_in_a_run_are_refused_if_changed_touched_or_not_as_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.integrity.reads import read_expected as real
+    from dataset_devkit.release import source
+
+    tree = make_tree(tmp_path / "ds", {"a.bin": b"a" * 10, "b.bin": b"b" * 20})
+    listed = [SourceFile("a.bin", 10), SourceFile("b.bin", 20)]
+    with SourceReader(tree) as reader:
+        assert [data for data, _ in reader.read_small(listed)] == [b"a" * 10, b"b" * 20]
+        with pytest.raises(UnsafeTreeError, match=r"b\.bin.*expected a regular file of 21"):
+            reader.read_small([SourceFile("a.bin", 10), SourceFile("b.bin", 21)])
+
+    def touch_then_read(fd: int, size: int, offset: int | None = None) -> bytes:
+        os.utime(tree / "a.bin", ns=(1, 1))  # same bytes, a new modification time
+        return real(fd, size, offset)
+
+    monkeypatch.setattr(source, "read_expected", touch_then_read)
+    with (
+        SourceReader(tree) as reader,
+        pytest.raises(UnsafeTreeError, match=r"a\.bin.*changed while packing \(10 bytes read\)"),
+    ):
+        reader.read_small(listed)
 
 
 def test_read_ahead_gives_every_file_in_order_small_ones_read_large_ones_left_out(
@@ -117,3 +142,17 @@ def test_read_ahead_gives_every_file_in_order_small_ones_read_large_ones_left_ou
         else:
             data = (tree / item.path).read_bytes()
             assert read == (data, hashlib.sha256(data).hexdigest())
+
+
+def test_the_scan_refuses_a_link_to_a_directory_and_lists_every_file_with_its_size(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "ds", {"a/b/c.bin": b"123", "a/d": b"", "e/f/g/h": b"4" * 700})
+    assert scan_tree(tree) == [
+        SourceFile(p.relative_to(tree).as_posix(), p.stat().st_size)
+        for p in sorted(tree.rglob("*"), key=lambda p: p.relative_to(tree).as_posix())
+        if p.is_file()
+    ]
+    (tree / "a" / "to-e").symlink_to(tree / "e", target_is_directory=True)
+    with pytest.raises(UnsafeTreeError, match=r"a/to-e: is a symbolic link"):
+        scan_tree(tree)

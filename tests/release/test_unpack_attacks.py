@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dataset_devkit.release import unpack
 from tests.release import unpack_script
@@ -329,3 +331,89 @@ def test_fifo_in_place_of_a_package_fails_instead_of_hanging(tmp_path: Path) -> 
         unpack_script.verify_release(str(release), ["base"])
     with pytest.raises(unpack.UnpackError, match="not a regular file"):
         unpack._open_read_path(str(release / "base" / "base-0001.tar"))
+
+
+@settings(max_examples=200)
+@given(data=st.binary(max_size=1100) | st.integers(0, 1100).map(lambda n: b"\xff" * n))
+def test_the_header_byte_sum_is_exact_for_any_bytes(data: bytes) -> None:
+    assert unpack.byte_sum(data) == sum(data)
+
+
+@pytest.mark.unpack_script
+def test_a_checksum_off_by_the_adler_modulus_is_refused(world: dict[str, Path]) -> None:
+    """The byte sum is exact, not modulo 65521 (the modulus of the Adler-32 it is read from)."""
+    package = tar_bytes([file_info("ds/a.txt", b"a\n")])
+    header = bytearray(package[:512])
+    header[148:156] = b"%06o\x00 " % (int(header[148:154], 8) + 65521)
+    damaged = bytes(header) + package[512:]
+    _attempt(world, damaged, [row("a.txt", b"a\n")], "header checksum mismatch")
+
+
+@pytest.mark.unpack_script
+def test_a_ustar_name_split_into_prefix_and_name_is_restored(world: dict[str, Path]) -> None:
+    name = "ds/" + "d" * 90 + "/" + "f" * 60
+    info, data = file_info(name, b"split\n")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        tar.addfile(info, io.BytesIO(data))
+    package = buffer.getvalue()
+    assert package[345:346] == b"d"  # the name's directory went to the ustar prefix field
+    release = craft_release(world["root"] / "release", package, [row(name[3:], data)])
+    unpack_script.unpack_release(str(release), str(world["output"]), ["base"])
+    assert (world["output"] / name).read_bytes() == data
+
+
+@pytest.mark.unpack_script
+def test_a_regular_member_with_a_link_target_is_refused(world: dict[str, Path]) -> None:
+    package = tar_bytes([file_info("ds/a.txt", b"a\n", linkname="elsewhere")])
+    _attempt(world, package, [row("a.txt", b"a\n")], "regular member .* carries a link target")
+
+
+def _names_checked_one_by_one(paths: list[str]) -> list[str]:
+    """check_tree_names without its shortcuts: every component of every path, each time."""
+    issues: set[str] = set()
+    files: set[str] = set()
+    folders: dict[str, str] = {}  # folder -> its folded form
+    seen: dict[tuple[str, str], str] = {}
+    for path in paths:
+        problem = unpack._relpath_problem(path)
+        if problem:
+            issues.add(f"unsafe path {path!r}: {problem}")
+            continue
+        if path in files:
+            issues.add(f"duplicate path {path!r}")
+            continue
+        files.add(path)
+        parent, parent_fold = "", ""
+        parts = path.split("/")
+        for depth, name in enumerate(parts):
+            last = depth == len(parts) - 1
+            full = f"{parent}/{name}" if parent else name
+            if not last and full in folders:
+                parent, parent_fold = full, folders[full]
+                continue
+            fold = unpack._fold(name)
+            other = seen.setdefault((parent_fold, fold), name)
+            if other != name:
+                where = parent or "the root"
+                issues.add(f"{other!r} and {name!r} in {where} collide on case-insensitive systems")
+            if not last:
+                folders[full] = f"{parent_fold}/{fold}"
+                parent, parent_fold = full, folders[full]
+    issues.update(f"{p!r} is both a file and a directory" for p in files & set(folders))
+    return sorted(issues)
+
+
+@settings(max_examples=300)
+@given(
+    paths=st.lists(
+        st.lists(st.sampled_from(["a", "A", "b", "é", "e\u0301", "con", "x."]), max_size=3).map(
+            "/".join
+        ),
+        max_size=12,
+    )
+)
+def test_tree_names_are_checked_as_if_every_component_were_checked_each_time(
+    paths: list[str],
+) -> None:
+    assert unpack.check_tree_names(paths) == _names_checked_one_by_one(paths)

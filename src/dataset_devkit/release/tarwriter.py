@@ -19,6 +19,7 @@ from typing import Final
 
 from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.reads import ReadInto, read_exactly
+from dataset_devkit.release.unpack import byte_sum
 
 __all__ = [
     "BUFFER_SIZE",
@@ -81,7 +82,7 @@ def member_header(name: str, size: int) -> bytes:
         return _tarfile_header(name, size)
     encoded = name.encode("ascii")
     size_field = b"%011o\0" % size
-    checksum = _BLANK_SUM + sum(encoded) + sum(size_field)
+    checksum = _BLANK_SUM + byte_sum(encoded) + sum(size_field)
     return b"".join(
         (
             encoded.ljust(_USTAR_NAME, b"\0"),

@@ -61,6 +61,7 @@ import sys
 import threading
 import time
 import unicodedata
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -278,7 +279,8 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
     known: set[str] = set()  # components already found portable
     for path in paths:
         parent, _, leaf = path.rpartition("/")
-        if parent in folded and path and not path.startswith("/"):
+        in_known_folder = parent in folded and bool(path) and not path.startswith("/")
+        if in_known_folder:
             problem = _text_problem(path)
             if not problem and len(path.encode("utf-8")) > MAX_PATH_BYTES:
                 problem = f"path is longer than {MAX_PATH_BYTES} bytes (the Linux limit)"
@@ -292,6 +294,15 @@ def check_tree_names(paths: Iterable[str]) -> list[str]:
             issues.append(f"duplicate path {path!r}")
             continue
         files.add(path)
+        if in_known_folder:  # most paths: only the leaf is new, checked right here
+            fold = leaf.lower() if leaf.isascii() else _fold(leaf)
+            other = seen.setdefault((folded[parent], fold), leaf)
+            if other != leaf:
+                where = parent or "the root"
+                issues.append(
+                    f"{other!r} and {leaf!r} in {where} collide on case-insensitive systems"
+                )
+            continue
         if parent in folded:
             parts = [leaf]
         else:
@@ -428,12 +439,14 @@ def load_release(directory: str) -> Release:
         if found is not None:
             raise found
     name = manifest["name"]
+    room = MAX_PATH_BYTES - len(name.encode("utf-8")) - 1  # for the path below name/
     for r in rows:
         if r.family not in status:
             raise UnpackError(
                 f"{_at_row(r)}: family {r.family!r} is not declared in {MANIFEST_NAME}"
             )
-        if len(name.encode("utf-8")) + 1 + len(r.path.encode("utf-8")) > MAX_PATH_BYTES:
+        # At most 4 UTF-8 bytes a character: most paths are short enough not to encode.
+        if len(r.path) * 4 > room and len(r.path.encode("utf-8")) > room:
             raise UnsafeNameError(
                 f"{_at_row(r)}: {name}/<path> is longer than {MAX_PATH_BYTES} bytes"
             )
@@ -525,6 +538,15 @@ def _first_bad_text(obj: Any, at: str = "") -> str:
 _ROW_KEYS = frozenset(["path", "size", "sha256", "family", "package"])
 _SHA_TEXT = re.compile(r"[0-9a-f]{64}\Z")
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+#: A row as the packer writes it whose strings hold no escape, quote or control character
+#: and whose size is a plain decimal: the JSON decoder would return exactly these groups,
+#: which pass every check of a row, so they are taken without it (the whole index of a
+#: small-file release is such rows; any other line takes the decoder and its checks).
+_PLAIN_TEXT = r'"([^"\\\x00-\x1f]*)"'
+_PLAIN_ROW = re.compile(
+    rf'\{{"family":{_PLAIN_TEXT},"package":(?:{_PLAIN_TEXT}|(null)),"path":{_PLAIN_TEXT},'
+    r'"sha256":"([0-9a-f]{64})","size":(0|[1-9][0-9]{0,17})\}\Z'
+)
 
 
 def parse_index(data: bytes | Iterable[bytes], label: str) -> list[FileRow]:
@@ -542,14 +564,27 @@ def parse_index(data: bytes | Iterable[bytes], label: str) -> list[FileRow]:
     previous = ""
     shared: dict[str, str] = {}  # one string per family and package name, not one per row
     for number, raw in enumerate(lines, 1):
-        at = f"{label} line {number}"
         if not raw.endswith(b"\n"):
             raise UnpackError(f"{label}: does not end with a newline (truncated?)")
         raw = raw[:-1]
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise UnpackError(f"{label}: not UTF-8 ({at}: {exc})") from None
+            raise UnpackError(f"{label}: not UTF-8 ({label} line {number}: {exc})") from None
+        plain = _PLAIN_ROW.match(line)
+        if plain is not None:
+            family, package, null, path, sha, digits = plain.groups()
+            if line <= previous:
+                what = "a duplicate of" if line == previous else "out of order after"
+                raise UnpackError(
+                    f"{label} line {number}: {what} line {number - 1} (rows are sorted, each once)"
+                )
+            previous = line
+            family = shared.setdefault(family, family)
+            package = None if null else shared.setdefault(package, package)
+            rows.append(FileRow(path, int(digits), sha, family, package))
+            continue
+        at = f"{label} line {number}"
         try:
             obj = _DECODER.decode(line)
         except (ValueError, RecursionError):
@@ -594,13 +629,13 @@ def _check_snapshot(manifest: dict[str, Any], rows: list[FileRow]) -> None:
     snapshot = manifest["snapshot"]
     listed = snapshot["excluded"]
     source = _need(snapshot, "source", str, where)
-    paths = {r.path for r in rows}
     wanted = 0 if source == "computed" else 1
     if source not in ("computed", "content_manifest") or len(listed) != wanted:
         raise UnpackError(
             f"{where}: excluded {listed!r} with source {source!r}: only a content manifest's "
             "own location may be excluded, and only when the source is content_manifest"
         )
+    paths = {r.path for r in rows} if listed else set()
     for path in listed:
         if path.rsplit("/", 1)[-1] != "content_manifest.json" or path not in paths:
             raise UnpackError(
@@ -617,12 +652,16 @@ def _check_snapshot(manifest: dict[str, Any], rows: list[FileRow]) -> None:
     for key, value in totals.items():
         if _need(snapshot, key, int, where) != value:
             raise UnpackError(f"{where}: {key} {snapshot[key]}, the {FILES_NAME} rows give {value}")
+    files: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for r in rows:  # one pass for every family's totals
+        files[r.family] = files.get(r.family, 0) + 1
+        sizes[r.family] = sizes.get(r.family, 0) + r.size
     for fam in manifest["families"]:
-        mine = [r for r in rows if r.family == fam["name"]]
         packages = [p for p in manifest["packages"] if p["family"] == fam["name"]]
         totals = {
-            "file_count": len(mine),
-            "total_bytes": sum(r.size for r in mine),
+            "file_count": files.get(fam["name"], 0),
+            "total_bytes": sizes.get(fam["name"], 0),
             "package_count": len(packages),
         }
         for key, value in totals.items():
@@ -759,7 +798,29 @@ class _Stream:
         self.offset = self.fh.seek(self.offset + n)
 
 
-def _octal(field: bytes, what: str, label: str) -> int:
+def byte_sum(data: bytes) -> int:
+    """``sum(data)`` at C speed (a tar header checksum; ``sum`` of 512 bytes was a third of
+    checking a package of small members): the low 16 bits of Adler-32 are 1 + the byte sum
+    modulo 65521, exact for up to 256 bytes (at most 65,280), so it is taken 256 at a time."""
+    if len(data) <= 256:
+        return (zlib.adler32(data) & 0xFFFF) - 1
+    view = memoryview(data)
+    total = 0
+    for at in range(0, len(view), 256):
+        total += (zlib.adler32(view[at : at + 256]) & 0xFFFF) - 1
+    return total
+
+
+def _header_at(label: str, offset: int) -> str:
+    """Where a header is, for an error message (made only when one is raised)."""
+    return f"{label} header at byte {offset}"
+
+
+def _octal(field: bytes, what: str, label: str, offset: int) -> int:
+    digits = field.rstrip(b"\x00 ")
+    if digits and not digits.strip(b"01234567"):  # the common case (base-256 is not octal)
+        return int(digits, 8)
+    label = _header_at(label, offset)
     if field[:1] and field[0] & 0x80:
         raise TarFormatError(f"{label}: base-256 {what} field is not accepted (negative or huge)")
     digits = field.rstrip(b"\x00 ")
@@ -813,32 +874,37 @@ def scan_package(
     seen: set[str] = set()
     pax: dict[str, str] | None = None
     while True:
-        at = f"{label} header at byte {stream.offset}"
+        start = stream.offset
         block = stream.read(BLOCK)
         if block == _ZERO_BLOCK:
+            at = _header_at(label, start)
             if pax is not None:
                 raise TarFormatError(f"{at}: pax header not followed by a member")
             if stream.read(BLOCK) != _ZERO_BLOCK:
                 raise TarFormatError(f"{at}: end-of-archive marker is a single zero block")
             break
-        checksum = _octal(block[148:156], "checksum", at)
-        if checksum != sum(block[:148]) + 256 + sum(block[156:]):
+        # Error messages name the header by its offset; the text is made only to raise one.
+        checksum = _octal(block[148:156], "checksum", label, start)
+        if checksum != byte_sum(block) - byte_sum(block[148:156]) + 256:
+            at = _header_at(label, start)
             raise TarFormatError(f"{at}: header checksum mismatch (damaged header)")
         if block[257:265] != _USTAR_MAGIC:
+            at = _header_at(label, start)
             raise TarFormatError(f"{at}: not a POSIX ustar/pax header (magic {block[257:265]!r})")
         kind = block[156:157]
-        size = _octal(block[124:136], "size", at)
+        size = _octal(block[124:136], "size", label, start)
         if kind == b"x":
+            at = _header_at(label, start)
             if pax is not None or size > MAX_PAX_BYTES:
                 raise TarFormatError(f"{at}: unexpected or oversized pax header")
             pax = _pax(stream.read(_padded(size))[:size], at)
             continue
-        prefix = _cstr(block[345:500])
+        prefix = _cstr(block[345:500]) if block[345] else b""
         raw_name = prefix + b"/" + _cstr(block[:100]) if prefix else _cstr(block[:100])
         try:
             name = pax["path"] if pax and "path" in pax else raw_name.decode("utf-8")
         except UnicodeDecodeError:
-            raise TarFormatError(f"{at}: member name is not UTF-8") from None
+            raise TarFormatError(f"{_header_at(label, start)}: member name is not UTF-8") from None
         if pax and "size" in pax:
             # Only ASCII digits: str.isdigit() and int() also take "²" or Arabic-Indic "٢".
             if not pax["size"] or pax["size"].strip("0123456789"):
@@ -853,7 +919,7 @@ def scan_package(
             raise TarFormatError(
                 f"{label}: member {name!r} is a {what}; only regular files are accepted"
             )
-        if _cstr(block[157:257]):
+        if block[157]:  # a link target: its first byte is not NUL
             raise TarFormatError(f"{label}: regular member {name!r} carries a link target")
         if name.startswith("/"):
             raise UnsafeNameError(f"{label}: member {name!r} is an absolute path (refused)")
@@ -902,6 +968,11 @@ def _padded(size: int) -> int:
 
 
 def _hash_member(stream: _Stream, size: int, sink: Callable[[bytes], Any] | None) -> str:
+    if size <= CHUNK:  # one read (most members)
+        data = stream.read(size)
+        if sink is not None and size:
+            sink(data)
+        return hashlib.sha256(data).hexdigest()
     hasher = hashlib.sha256()
     left = size
     while left:
