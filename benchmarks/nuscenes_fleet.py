@@ -23,7 +23,7 @@ Run::
 
     PYTHONPATH=src python benchmarks/nuscenes_fleet.py [--fleet 60:6] [--fps 12]
         [--source mcap|decoded] [--width 64] [--height 48] [--export-rounds 3]
-        [--workers 2] [--dir /dev/shm] [--keep]
+        [--workers N] [--dir /dev/shm] [--keep]
 """
 
 from __future__ import annotations
@@ -225,7 +225,9 @@ def _tree_bytes(paths: Sequence[Path]) -> int:
     return total
 
 
-def _export_fraction(evidence_dir: Path, work: Path, rounds: int, workers: int) -> dict[str, float]:
+def _export_fraction(
+    evidence_dir: Path, work: Path, rounds: int, workers: int | None
+) -> dict[str, float]:
     """The export against its bound on the build's own evidence: best of *rounds* each."""
     # the export benchmark's table work (run as a script, ``benchmarks/`` is on the path)
     from nuscenes_export import _bound_run, encode_tables, limit, table_rows
@@ -233,9 +235,13 @@ def _export_fraction(evidence_dir: Path, work: Path, rounds: int, workers: int) 
     from dataset_devkit.nuscenes import export_dataset
     from dataset_devkit.nuscenes.common.jpeg import decode_jpeg
     from dataset_devkit.nuscenes.evidence import read_evidence
+    from dataset_devkit.nuscenes.export.images import default_copy_threads
 
     evidence = read_evidence(evidence_dir)
     images = evidence.document.images
+    # the export's own default unless --workers names a count: the bound's frame work runs
+    # on as many threads as the export's copies
+    threads = workers if workers is not None else default_copy_threads(images)
     rows = table_rows(evidence)
     best = dict.fromkeys(("copy", "decode", "tables", "threads", "export"), float("inf"))
     for r in range(rounds):
@@ -256,7 +262,7 @@ def _export_fraction(evidence_dir: Path, work: Path, rounds: int, workers: int) 
         # the bound's per-frame work on the export's threads: what they give at this moment
         run_dir = work / f"threads-{r}"
         t0 = time.perf_counter()
-        _bound_run(evidence, run_dir, workers)
+        _bound_run(evidence, run_dir, threads)
         best["threads"] = min(best["threads"], time.perf_counter() - t0)
         shutil.rmtree(run_dir)
         staging = work / f"export-{r}"
@@ -266,7 +272,13 @@ def _export_fraction(evidence_dir: Path, work: Path, rounds: int, workers: int) 
         _remove(staging)
     cores = os.cpu_count() or 1
     bound = (best["copy"] + best["decode"] + best["tables"]) / cores
-    return {**best, "bound": bound, "fraction": bound / best["export"], "frames": len(images)}
+    return {
+        **best,
+        "bound": bound,
+        "fraction": bound / best["export"],
+        "frames": len(images),
+        "copy_threads": threads,
+    }
 
 
 def _remove(tree: Path) -> None:
@@ -287,7 +299,9 @@ def main() -> None:
     parser.add_argument("--height", type=int, default=48)
     parser.add_argument("--source", choices=("mcap", "decoded"), default="mcap")
     parser.add_argument("--export-rounds", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--workers", type=int, help="export copy threads (default: the export's own default)"
+    )
     parser.add_argument(
         "--dir",
         type=Path,
@@ -366,7 +380,8 @@ def main() -> None:
         "time (goal <= 1.3x)"
     )
     print(
-        f"  the bound's frame work run on {args.workers} threads {export['threads']:.2f} s "
+        f"  the bound's frame work run on {export['copy_threads']:.0f} thread(s) "
+        f"{export['threads']:.2f} s "
         f"= {export['threads'] / export['bound']:.2f}x the bound (what threads give it under "
         f"the current load); the export {export['export'] / export['threads']:.2f}x that run"
     )

@@ -254,7 +254,8 @@ def export_dataset(
         ``progress(stage, done, total)``, called from the calling thread.
     workers
         Threads verifying and copying JPEGs (hashing and decoding release the GIL);
-        defaults to one per core (at most 32).
+        defaults to one per core (at most 32), or to one when the mean frame is under
+        8 KiB, where threads only hand the GIL back and forth.
     executor
         Runs the verified JPEG copies in batches instead of the thread pool (a process pool,
         a Dask cluster's workers sharing this filesystem); see :mod:`.parallel`.
