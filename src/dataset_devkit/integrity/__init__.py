@@ -13,8 +13,9 @@ build from sources waits for before its first shard.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dataset_devkit.integrity.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dataset_devkit.integrity.canonical import canonical_json, pretty_json
@@ -161,14 +162,4 @@ _MODULE_OF: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, __all__)

@@ -9,8 +9,9 @@ builder, writer, verifier or their thread and process pools.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dataset_devkit.integrity.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from dataset_devkit.vin_store.builder import (
@@ -120,14 +121,4 @@ _MODULE_OF: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULE_OF, __all__)
