@@ -113,6 +113,17 @@ def _provides(package: object, name: str) -> bool:
         raise
 
 
+def _fresh_python(code: str) -> str:
+    """What *code* prints in a fresh interpreter that sees only this checkout's package."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
+    ).stdout
+
+
 def test_importing_the_package_and_integrity_core_stays_light() -> None:
     code = (
         "import sys, dataset_devkit, dataset_devkit.integrity, dataset_devkit.errors\n"
@@ -120,14 +131,7 @@ def test_importing_the_package_and_integrity_core_stays_light() -> None:
         " 'PIL', 'typer', 'rich') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
-    )
-    assert out.stdout.strip() == ""
+    assert _fresh_python(code).strip() == ""
 
 
 #: What a process that only reads a store (a DataLoader's parent, whose heap each forked
@@ -159,14 +163,7 @@ def _objects_created_by(statement: str) -> tuple[int, list[str]]:
         "print(len(gc.get_objects()) - before)\n"
         f"print(','.join(m for m in {READER_NEVER_IMPORTS!r} if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
-    )
-    objects, heavy = out.stdout.splitlines()
+    objects, heavy = _fresh_python(code).splitlines()
     return int(objects), [name for name in heavy.split(",") if name]
 
 
@@ -201,14 +198,7 @@ def test_the_shard_writer_imports_no_publication() -> None:
         "import sys, dataset_devkit.vin_store._shard_task\n"
         f"print(','.join(m for m in {SHARD_WRITER_NEVER_IMPORTS!r} if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(SRC.parent), "PATH": "/usr/bin:/bin"},
-    )
-    assert out.stdout.strip() == ""
+    assert _fresh_python(code).strip() == ""
 
 
 def test_every_name_of_the_integrity_core_resolves() -> None:
