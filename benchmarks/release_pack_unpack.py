@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -124,20 +125,29 @@ _HWM = (
 )
 
 
-def timed(argv: list[str], **kw: object) -> tuple[float, int]:
-    """Run *argv*; return wall seconds and the peak RSS in MiB the child reported (VmHWM).
+def children_cpu() -> float:
+    """User + system CPU seconds of every finished child process so far (and of the children
+    those waited for: ``tar`` and ``sha256sum`` under ``bash``, the pack's threads)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(argv: list[str], **kw: object) -> tuple[float, int, float]:
+    """Run *argv*; return wall seconds, the peak RSS in MiB the child reported (VmHWM) and
+    the CPU seconds it used.
 
     ``ru_maxrss`` would be wrong here: Linux carries the parent's high-water mark across
     ``fork`` + ``exec``, so the child reports its own ``/proc/self/status`` VmHWM instead.
     """
     settle()
-    start = time.perf_counter()
+    cpu, start = children_cpu(), time.perf_counter()
     proc = subprocess.run(argv, stderr=subprocess.PIPE, text=True, check=False, **kw)  # type: ignore[call-overload]
     elapsed = time.perf_counter() - start
+    cpu = children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"failed: {argv}\n{proc.stderr}")
     marks = [int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("VmHWM ")]
-    return elapsed, (marks[-1] // 1024 if marks else 0)
+    return elapsed, (marks[-1] // 1024 if marks else 0), cpu
 
 
 def python_script(script: Path, *args: str) -> str:
@@ -166,20 +176,28 @@ def settle() -> None:
     os.sync()
 
 
-def shell(script: str) -> float:
+def shell(script: str) -> tuple[float, int, float]:
+    """Run *script* in bash; return wall seconds, 0 (no RSS figure) and its CPU seconds."""
     settle()
-    start = time.perf_counter()
+    cpu, start = children_cpu(), time.perf_counter()
     subprocess.run(["bash", "-c", f"set -e -o pipefail; {script}"], check=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, 0, children_cpu() - cpu
 
 
-def one_round(
-    work: Path, tree: Path, limit: int, env: dict[str, str]
-) -> tuple[dict[str, float], dict[str, int]]:
-    """Time every contender once, side by side; return seconds and peak RSS by label."""
+#: One round: seconds, peak RSS in MiB (0: not measured) and CPU seconds, by contender.
+Round = tuple[dict[str, float], dict[str, int], dict[str, float]]
+
+
+def one_round(work: Path, tree: Path, limit: int, env: dict[str, str]) -> Round:
+    """Time every contender once, side by side; return seconds, peak RSS and CPU by label."""
     py = sys.executable
     results: dict[str, float] = {}
     rss: dict[str, int] = {}
+    cpu: dict[str, float] = {}
+
+    def record(label: str, run: tuple[float, int, float]) -> None:
+        results[label], rss[label], cpu[label] = run
+
     for label, read_back in (("pack", True), ("pack --no-read-back", False)):
         out = work / f"release-{int(read_back)}"
         shutil.rmtree(out, ignore_errors=True)
@@ -189,13 +207,16 @@ def one_round(
             f"pack_release(Path({str(tree)!r}), Path({str(out)!r}), PackOptions("
             f"package_limit={limit}, read_back={read_back}, restore_test='none'))" + _HWM
         )
-        results[label], rss[label] = timed([py, "-c", code], env=env)
+        record(label, timed([py, "-c", code], env=env))
     peer_tar = work / "peer.tar"
     peer_tar.unlink(missing_ok=True)
-    results["tar -cf + sha256sum files + package"] = shell(
-        f"tar -cf {peer_tar} -C {tree.parent} ds && "
-        f"(cd {tree.parent} && find ds -type f -print0 | xargs -0 sha256sum > /dev/null) && "
-        f"sha256sum {peer_tar} > /dev/null"
+    record(
+        "tar -cf + sha256sum files + package",
+        shell(
+            f"tar -cf {peer_tar} -C {tree.parent} ds && "
+            f"(cd {tree.parent} && find ds -type f -print0 | xargs -0 sha256sum > /dev/null) && "
+            f"sha256sum {peer_tar} > /dev/null"
+        ),
     )
 
     release = work / "release-1"
@@ -206,42 +227,56 @@ def one_round(
     unpack_code = python_script(
         release / "unpack.py", "--all", "--quiet", "--output", str(ours_out)
     )
-    results["unpack.py --all"], rss["unpack.py --all"] = timed(
-        [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
+    record(
+        "unpack.py --all",
+        timed([py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL),
     )
     nosync_code = python_script(
         release / "unpack.py", "--all", "--quiet", "--no-fsync", "--output", str(nosync_out)
     )
-    results["unpack.py --all --no-fsync"], rss["unpack.py --all --no-fsync"] = timed(
-        [py, "-I", "-c", nosync_code], cwd=release, stdout=subprocess.DEVNULL
+    record(
+        "unpack.py --all --no-fsync",
+        timed([py, "-I", "-c", nosync_code], cwd=release, stdout=subprocess.DEVNULL),
     )
-    results["tar -xf + sha256sum -c"] = shell(
-        f"mkdir -p {peer_out} && for a in {release}/*/*.tar; do tar -xf $a -C {peer_out}; done && "
-        f"(cd {release} && grep '\\.tar$' SHA256SUMS | sha256sum -c --quiet -)"
+    record(
+        "tar -xf + sha256sum -c",
+        shell(
+            f"mkdir -p {peer_out} && for a in {release}/*/*.tar; do tar -xf $a -C {peer_out}; "
+            f"done && (cd {release} && grep '\\.tar$' SHA256SUMS | sha256sum -c --quiet -)"
+        ),
     )
     floor_out = work / "out-floor"
     remove(floor_out)
-    results["tar -xf alone (floor: no check, no fsync)"] = shell(
-        f"mkdir -p {floor_out} && for a in {release}/*/*.tar; do tar -xf $a -C {floor_out}; done"
+    record(
+        "tar -xf alone (floor: no check, no fsync)",
+        shell(
+            f"mkdir -p {floor_out} && for a in {release}/*/*.tar; do tar -xf $a -C {floor_out}; "
+            "done"
+        ),
     )
     remove(floor_out)
-    results["unpack.py re-run (verify + skip)"], _ = timed(
-        [py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL
+    record(
+        "unpack.py re-run (verify + skip)",
+        timed([py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL),
     )
 
     for folder in (ours_out, peer_out, nosync_out, work / "release-0", release):
         remove(folder)
     peer_tar.unlink(missing_ok=True)
-    return results, rss
+    return results, rss, cpu
 
 
 PACK_PEER = "tar -cf + sha256sum files + package"
 UNPACK_PEER = "tar -xf + sha256sum -c"
 
 
-def report(rounds: list[tuple[dict[str, float], dict[str, int]]], size: int) -> None:
-    """Median seconds per contender; ratios to the peer of the same round (min-max)."""
-    print(f"{'contender':40} {'median s':>8} {'MiB/s':>6} {'ratio (min-max)':>22} {'peak RSS':>9}")
+def report(rounds: list[Round], size: int) -> None:
+    """Median seconds per contender; ratios to the peer of the same round (min-max); median
+    CPU seconds; what the pack's CPU work takes at the least, spread over every core."""
+    print(
+        f"{'contender':40} {'median s':>8} {'MiB/s':>6} {'ratio (min-max)':>22} {'peak RSS':>9} "
+        f"{'CPU s':>6}"
+    )
     ratios: dict[str, list[float]] = {}
     for label in rounds[0][0]:
         peer = UNPACK_PEER if "unpack" in label or "-xf" in label else PACK_PEER
@@ -250,9 +285,10 @@ def report(rounds: list[tuple[dict[str, float], dict[str, int]]], size: int) -> 
         low, high = ratios[label][0], ratios[label][-1]
         spread = f"{statistics.median(ratios[label]):.2f}x ({low:.2f}-{high:.2f})"
         mem = max(r[1].get(label, 0) for r in rounds)
+        cpu = statistics.median(r[2][label] for r in rounds)
         print(
             f"{label:40} {seconds:8.2f} {size / 2**20 / seconds:6.0f} {spread:>22} "
-            f"{f'{mem} MiB' if mem else '':>9}"
+            f"{f'{mem} MiB' if mem else '':>9} {cpu:6.2f}"
         )
 
     def med(label: str) -> str:
@@ -263,6 +299,17 @@ def report(rounds: list[tuple[dict[str, float], dict[str, int]]], size: int) -> 
         f"unpack {med('unpack.py --all')} with fsync, {med('unpack.py --all --no-fsync')} "
         f"without (goals: pack <= 0.60x, unpack <= 0.60x large / 1.00x small files); "
         f"medians of {len(rounds)} rounds"
+    )
+    # No scheduling of a command's work beats its CPU time divided over the cores: with the
+    # pack's CPU time of a round, that is the least its ratio to the peer could be.
+    cores = os.cpu_count() or 1
+    floor = statistics.median(r[2]["pack"] / cores / r[0][PACK_PEER] for r in rounds)
+    print(
+        f"pack's CPU over {cores} cores = {floor:.2f}x the peer's time (the least any "
+        f"parallel schedule of this work could take); the peer's CPU "
+        f"{statistics.median(r[2][PACK_PEER] for r in rounds):.2f} s, its time "
+        f"{statistics.median(r[0][PACK_PEER] for r in rounds):.2f} s; load "
+        f"{os.getloadavg()[0]:.2f}"
     )
 
 
