@@ -23,12 +23,14 @@ from dataset_devkit.errors import ConfigError
 from dataset_devkit.release import FamilyRules, PackOptions, pack_release, verify_release
 from dataset_devkit.release.errors import UnsafeTreeError
 from dataset_devkit.release.package_workers import (
+    SMALL_FILES_MEAN,
     PackWorkerError,
     package_pool,
+    workers_help,
     write_packages_in_workers,
 )
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
-from dataset_devkit.release.source import scan_tree
+from dataset_devkit.release.source import SourceFile, scan_tree
 from tests.release.helpers import SAMPLE, make_tree
 from tests.scale_tree import run_limited
 
@@ -83,6 +85,24 @@ def test_workers_write_the_very_release_one_process_writes(
         releases[workers] = _digests(out)
     assert releases[1] == releases[2] == releases[3]
     assert any(name.endswith(".tar") for name in releases[1])
+
+
+def test_workers_take_trees_of_small_files_and_leave_large_files_to_this_process(
+    tmp_path: Path,
+) -> None:
+    _, _, plans = _planned(tmp_path)
+    assert workers_help(plans)  # the tree the other tests pack on workers
+    assert not workers_help(plans[:1])  # one package: nothing to share
+    large = [
+        PlannedPackage(
+            name=f"base/base-{n:04d}.tar",
+            family="base",
+            files=tuple(SourceFile(f"v{n}-{k}.mp4", SMALL_FILES_MEAN) for k in range(3)),
+            size=0,
+        )
+        for n in range(4)
+    ]
+    assert not workers_help(large)
 
 
 def test_a_file_that_vanished_after_the_plan_is_named_by_the_worker_that_met_it(
@@ -172,3 +192,29 @@ def test_release_pack_with_workers_killed_at_random_moments_is_finished_by_the_r
         assert verify_release(release, []).packages > 2
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
         assert leftovers == []
+
+
+def test_the_command_packs_the_same_release_on_one_or_two_workers_under_256_descriptors(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    releases = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"release-{workers}"
+        args = ["release", "pack", str(tree), "--out", str(out), "--package-limit", "1200000"]
+        done = run_limited(package_env, [*args, "--workers", workers])
+        assert done.returncode == 0, done.stderr
+        releases[workers] = _digests(out)
+    assert releases["1"] == releases["2"]
+
+
+def test_the_command_refuses_zero_workers_in_one_line(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    done = run_limited(
+        package_env, ["release", "pack", str(tree), "--out", str(tmp_path / "r"), "--workers", "0"]
+    )
+    assert done.returncode == 2
+    assert "--workers" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r").exists()

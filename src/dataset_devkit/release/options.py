@@ -49,10 +49,11 @@ class PackOptions:
     workers
         Processes writing the new packages, each whole packages (read, hash, archive, flush,
         read back). 1 (the default) writes them in this process, reading small files ahead
-        on threads. More spread a tree of many small files, whose cost is Python's work per
-        file, over the cores; a script doing so must pack under
-        ``if __name__ == "__main__":``, as the worker processes import it. The release is
-        byte-identical whatever the count.
+        on threads. More spread a tree of small files (under 64 KiB on average), whose cost
+        is Python's work per file, over the cores; larger files are written in this process
+        whatever the count, where hashing and I/O already run on several threads. A script
+        that asks for more than one must pack under ``if __name__ == "__main__":``, as the
+        worker processes import it. The release is byte-identical whatever the count.
     """
 
     name: str | None = None

@@ -25,6 +25,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Final
 
 from dataset_devkit.errors import DevkitError
 from dataset_devkit.integrity.workers import worker_pool
@@ -36,12 +37,31 @@ from dataset_devkit.release.tarwriter import TarPackageWriter
 from dataset_devkit.release.validate import fsync_package, read_back_package
 
 __all__ = [
+    "SMALL_FILES_MEAN",
     "PackWorkerError",
     "WrittenPackage",
     "package_pool",
+    "workers_help",
     "write_package",
     "write_packages_in_workers",
 ]
+
+
+#: Mean file size under which the packages go to the workers. Below it a file costs more in
+#: Python's per-file work (tens of microseconds) than in hashing and copying its bytes, which
+#: the one-process pack already spreads over the cores (its hashing and I/O release the GIL,
+#: and each finished package's fsync and read-back run on threads while the next one is
+#: written). Measured on two cores: 58,233 files of at most 96 bytes packed in 0.58x the
+#: time on two workers, 1,339 files averaging 390 KiB in 1.46x the time.
+SMALL_FILES_MEAN: Final = 64 << 10
+
+
+def workers_help(plans: Sequence[PlannedPackage]) -> bool:
+    """Whether worker processes speed up writing *plans*: more than one package, and files
+    under :data:`SMALL_FILES_MEAN` on average."""
+    count = sum(len(plan.files) for plan in plans)
+    total = sum(item.size for plan in plans for item in plan.files)
+    return len(plans) > 1 and total < SMALL_FILES_MEAN * count
 
 
 class PackWorkerError(DevkitError):

@@ -37,7 +37,11 @@ from dataset_devkit.release.metadata import (
     write_metadata,
 )
 from dataset_devkit.release.options import PackOptions
-from dataset_devkit.release.package_workers import package_pool, write_packages_in_workers
+from dataset_devkit.release.package_workers import (
+    package_pool,
+    workers_help,
+    write_packages_in_workers,
+)
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
 from dataset_devkit.release.snapshot import (
     carry_over,
@@ -379,7 +383,8 @@ def _pack(
     remove_stale_staging(restore_test_name(out))
     staging = new_staging_dir(out)
     try:
-        if pool is not None and sum(len(plans[family]) for family in deliver) > 1:
+        new = [plan for family in sorted(deliver) for plan in plans[family]]
+        if pool is not None and workers_help(new):
             digests, written = _write_packages_in_workers(
                 pool, tree, staging, plans, deliver, name, progress, read_back=opts.read_back
             )
