@@ -21,10 +21,9 @@ import pytest
 
 from dataset_devkit.errors import ConfigError
 from dataset_devkit.release import FamilyRules, PackOptions, pack_release, verify_release
-from dataset_devkit.release.errors import UnsafeTreeError
+from dataset_devkit.release.errors import PackWorkerError, UnsafeTreeError
 from dataset_devkit.release.package_workers import (
     SMALL_FILES_MEAN,
-    PackWorkerError,
     package_pool,
     workers_help,
     write_packages_in_workers,

@@ -27,9 +27,9 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.errors import DevkitError
 from dataset_devkit.integrity.workers import worker_pool
 from dataset_devkit.release import unpack
+from dataset_devkit.release.errors import PackWorkerError
 from dataset_devkit.release.planner import PlannedPackage
 from dataset_devkit.release.source import SourceReader, read_each
 from dataset_devkit.release.spec import PackageRecord
@@ -38,7 +38,6 @@ from dataset_devkit.release.validate import fsync_package, read_back_package
 
 __all__ = [
     "SMALL_FILES_MEAN",
-    "PackWorkerError",
     "WrittenPackage",
     "package_pool",
     "workers_help",
@@ -62,13 +61,6 @@ def workers_help(plans: Sequence[PlannedPackage]) -> bool:
     count = sum(len(plan.files) for plan in plans)
     total = sum(item.size for plan in plans for item in plan.files)
     return len(plans) > 1 and total < SMALL_FILES_MEAN * count
-
-
-class PackWorkerError(DevkitError):
-    """A worker process writing packages stopped for a reason outside the data: it was
-    killed (the out-of-memory killer, a signal) or could not start (a script that packs
-    with ``workers`` > 1 must do so under ``if __name__ == "__main__":``, as each worker
-    imports it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -315,6 +315,8 @@ def pack_release(
         The tree does not match its content manifest, or the release does not verify.
     SnapshotMismatchError
         *previous* was cut from a different snapshot.
+    PackWorkerError
+        A worker process (``workers`` > 1) was killed or could not start.
     """
     path_argument(tree, "tree")
     path_argument(out, "out")
