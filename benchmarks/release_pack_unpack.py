@@ -198,14 +198,17 @@ def one_round(work: Path, tree: Path, limit: int, env: dict[str, str]) -> Round:
     def record(label: str, run: tuple[float, int, float]) -> None:
         results[label], rss[label], cpu[label] = run
 
-    for label, read_back in (("pack", True), ("pack --no-read-back", False)):
-        out = work / f"release-{int(read_back)}"
+    cores = os.cpu_count() or 1
+    packs = (("pack", True, 1), ("pack --no-read-back", False, 1), (PACK_WORKERS, True, cores))
+    for label, read_back, workers in packs:
+        out = work / f"release-{int(read_back)}-{workers}"
         shutil.rmtree(out, ignore_errors=True)
         code = (
             "import sys; from pathlib import Path; "
             "from dataset_devkit.release import PackOptions, pack_release; "
             f"pack_release(Path({str(tree)!r}), Path({str(out)!r}), PackOptions("
-            f"package_limit={limit}, read_back={read_back}, restore_test='none'))" + _HWM
+            f"package_limit={limit}, read_back={read_back}, restore_test='none', "
+            f"workers={workers}))" + _HWM
         )
         record(label, timed([py, "-c", code], env=env))
     peer_tar = work / "peer.tar"
@@ -219,7 +222,7 @@ def one_round(work: Path, tree: Path, limit: int, env: dict[str, str]) -> Round:
         ),
     )
 
-    release = work / "release-1"
+    release = work / "release-1-1"
     ours_out, peer_out = work / "out-ours", work / "out-peer"
     nosync_out = work / "out-nosync"
     for folder in (ours_out, peer_out, nosync_out):
@@ -260,13 +263,14 @@ def one_round(work: Path, tree: Path, limit: int, env: dict[str, str]) -> Round:
         timed([py, "-I", "-c", unpack_code], cwd=release, stdout=subprocess.DEVNULL),
     )
 
-    for folder in (ours_out, peer_out, nosync_out, work / "release-0", release):
+    for folder in (ours_out, peer_out, nosync_out, *work.glob("release-*")):
         remove(folder)
     peer_tar.unlink(missing_ok=True)
     return results, rss, cpu
 
 
 PACK_PEER = "tar -cf + sha256sum files + package"
+PACK_WORKERS = "pack --workers (one per core)"
 UNPACK_PEER = "tar -xf + sha256sum -c"
 
 
@@ -295,7 +299,8 @@ def report(rounds: list[Round], size: int) -> None:
         return f"{statistics.median(ratios[label]):.2f}x"
 
     print(
-        f"pack {med('pack')} with read-back, {med('pack --no-read-back')} without; "
+        f"pack {med('pack')} with read-back, {med('pack --no-read-back')} without, "
+        f"{med(PACK_WORKERS)} with read-back on one worker process per core; "
         f"unpack {med('unpack.py --all')} with fsync, {med('unpack.py --all --no-fsync')} "
         f"without (goals: pack <= 0.60x, unpack <= 0.60x large / 1.00x small files); "
         f"medians of {len(rounds)} rounds"

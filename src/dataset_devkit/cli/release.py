@@ -125,6 +125,15 @@ def pack(
             help="Who may read the release folder: owner (0700), group (0750) or all (0755).",
         ),
     ] = ReadableByChoice.owner,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Processes writing the packages (default: one per core); 1 writes them in "
+            "this process. The release is the same whatever the count.",
+        ),
+    ] = None,
     as_json: _PACK_JSON = False,
 ) -> None:
     """Pack TREE into the new release directory --out (verified, never overwritten)."""
@@ -150,6 +159,7 @@ def pack(
         restore_test=mode,
         readme_lang=lang,
         readable_by=readable_by.value,
+        workers=workers if workers is not None else _cores(),
     )
     with progress_bar() as advance:
         result = pack_release(tree, out, options, progress=advance)
@@ -169,6 +179,12 @@ def pack(
         )
     console.print(f"wrote {result.release} ({count(len(result.manifest.packages), 'package')})")
     console.print(f"root_sha256 {result.manifest.snapshot.root_sha256}")
+
+
+def _cores() -> int:
+    from dataset_devkit.integrity.workers import available_cores  # not at every CLI start
+
+    return available_cores()
 
 
 _BASE = Annotated[bool, typer.Option("--base", help="The base family.")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataset_devkit.release.errors import (
     PackageLimitError,
+    PackWorkerError,
     ReleaseExistsError,
     ReleaseVerificationError,
     SnapshotMismatchError,
@@ -34,6 +35,7 @@ __all__ = [
     "FileRow",
     "PackOptions",
     "PackResult",
+    "PackWorkerError",
     "PackageLimitError",
     "PackageRecord",
     "ReleaseExistsError",

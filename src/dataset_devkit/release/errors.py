@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataset_devkit.errors import (
     ConfigError,
     DestinationExistsError,
+    DevkitError,
     UnsafePathError,
     VerificationFailed,
 )
 
 __all__ = [
+    "PackWorkerError",
     "PackageLimitError",
     "ReleaseExistsError",
     "ReleaseVerificationError",
@@ -36,3 +38,10 @@ class ReleaseVerificationError(VerificationFailed):
 
 class ReleaseExistsError(DestinationExistsError):
     """The release directory already exists; releases are never overwritten."""
+
+
+class PackWorkerError(DevkitError):
+    """A worker process writing packages stopped for a reason outside the data: it was
+    killed (the out-of-memory killer, a signal) or could not start (a script that packs
+    with ``workers`` > 1 must do so under ``if __name__ == "__main__":``, as each worker
+    imports it)."""

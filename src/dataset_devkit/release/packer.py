@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
 from functools import partial
@@ -25,7 +25,7 @@ from dataset_devkit.integrity import (
     remove_staging,
     remove_stale_staging,
 )
-from dataset_devkit.integrity.modes import check_readable_by, folder_mode
+from dataset_devkit.integrity.modes import ReadableBy, check_readable_by, folder_mode
 from dataset_devkit.integrity.oserrors import naming
 from dataset_devkit.integrity.progress import OnProgress, ProgressUpdate, byte_reporter, report
 from dataset_devkit.integrity.rename import rename_noreplace
@@ -37,6 +37,11 @@ from dataset_devkit.release.metadata import (
     write_metadata,
 )
 from dataset_devkit.release.options import PackOptions
+from dataset_devkit.release.package_workers import (
+    package_pool,
+    workers_help,
+    write_packages_in_workers,
+)
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
 from dataset_devkit.release.snapshot import (
     carry_over,
@@ -148,6 +153,97 @@ def _write_packages(
     return digests, records
 
 
+def _write_in_this_process(
+    tree: Path,
+    staging: Path,
+    plans: dict[str, list[PlannedPackage]],
+    deliver: set[str],
+    name: str,
+    progress: OnProgress | None,
+    *,
+    read_back: bool,
+) -> tuple[dict[str, str], list[PackageRecord]]:
+    """:func:`_write_packages` with each finished package's fsync and read-back on a thread
+    pool: read-backs use the CPUs, fsyncs wait on the disk, both overlap the writing."""
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1) + 1) as pool:
+        checks: list[Future[tuple[PackageRecord, list[str]]]] = []
+        flushes: list[Future[None]] = []
+
+        def finish(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
+            flushes.append(pool.submit(fsync_package, staging / record.name))
+            if read_back:
+                checks.append(pool.submit(read_back_package, staging, name, record, rows))
+
+        digests, records = _write_packages(
+            tree,
+            staging,
+            plans,
+            deliver,
+            name,
+            progress,
+            after_package=finish,
+            hash_package=not read_back,
+        )
+        if read_back:
+            records = collect_read_backs(check.result() for check in checks)
+        for flush in flushes:
+            flush.result()
+    return digests, records
+
+
+def _write_packages_in_workers(
+    pool: ProcessPoolExecutor,
+    tree: Path,
+    staging: Path,
+    plans: dict[str, list[PlannedPackage]],
+    deliver: set[str],
+    name: str,
+    progress: OnProgress | None,
+    *,
+    read_back: bool,
+) -> tuple[dict[str, str], list[tuple[PackageRecord, list[str]]]]:
+    """:func:`_write_packages` with each new package written (flushed, read back) by the
+    worker processes of *pool*, while this one hashes the files of the families not
+    delivered.
+    Returns the digests and each package's record with its read-back problems."""
+    digests: dict[str, str] = {}
+    advance = byte_reporter(progress, "pack")
+    delivered = [plan for family in sorted(deliver) for plan in plans[family]]
+    for family in sorted(deliver):
+        (staging / family).mkdir(mode=0o755)
+
+    def hash_pending() -> None:
+        with SourceReader(tree) as reader:
+            for family, packages in sorted(plans.items()):
+                if family in deliver:
+                    continue
+                for plan in packages:
+                    for item in plan.files:
+                        digests[item.path] = reader.sha256(item, advance)
+                        report(progress, ProgressUpdate("pack", items=1))
+
+    def package_done(plan: PlannedPackage) -> None:
+        if advance is not None:
+            advance(sum(item.size for item in plan.files))
+        report(progress, ProgressUpdate("pack", items=len(plan.files)))
+
+    written = write_packages_in_workers(
+        pool,
+        tree,
+        staging,
+        name,
+        delivered,
+        read_back,
+        alongside=hash_pending,
+        on_package=package_done,
+    )
+    results: list[tuple[PackageRecord, list[str]]] = []
+    for plan, package in zip(delivered, written, strict=True):
+        digests.update(zip((item.path for item in plan.files), package.digests, strict=True))
+        results.append((package.record, list(package.problems)))
+    return digests, results
+
+
 def _index_groups(
     plans: dict[str, list[PlannedPackage]], digests: dict[str, str], packaged: set[str]
 ) -> list[tuple[str, str | None, Iterator[tuple[str, int, str]]]]:
@@ -219,6 +315,8 @@ def pack_release(
         The tree does not match its content manifest, or the release does not verify.
     SnapshotMismatchError
         *previous* was cut from a different snapshot.
+    PackWorkerError
+        A worker process (``workers`` > 1) was killed or could not start.
     """
     path_argument(tree, "tree")
     path_argument(out, "out")
@@ -240,6 +338,21 @@ def pack_release(
     readable = check_readable_by(opts.readable_by)
     if os.path.lexists(out):
         raise ReleaseExistsError(f"{out}: already exists; a release is never overwritten")
+    # the worker processes (if any) start while the tree is scanned
+    with package_pool(opts.workers) as pool:
+        return _pack(tree, out, opts, name, readable, progress, pool)
+
+
+def _pack(
+    tree: Path,
+    out: Path,
+    opts: PackOptions,
+    name: str,
+    readable: ReadableBy,
+    progress: OnProgress | None,
+    pool: ProcessPoolExecutor | None,
+) -> PackResult:
+    """:func:`pack_release` once its arguments are checked; *pool* writes the packages."""
     files = scan_tree(tree, name)
     if not files:
         raise ConfigError(
@@ -272,31 +385,16 @@ def pack_release(
     remove_stale_staging(restore_test_name(out))
     staging = new_staging_dir(out)
     try:
-        # Read-backs use the CPUs; package fsyncs wait on the disk: both overlap the writing.
-        workers = min(4, os.cpu_count() or 1) + 1
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            checks: list[Future[tuple[PackageRecord, list[str]]]] = []
-            flushes: list[Future[None]] = []
-
-            def finish(record: PackageRecord, rows: dict[str, unpack.FileRow]) -> None:
-                flushes.append(pool.submit(fsync_package, staging / record.name))
-                if opts.read_back:
-                    checks.append(pool.submit(read_back_package, staging, name, record, rows))
-
-            digests, records = _write_packages(
-                tree,
-                staging,
-                plans,
-                deliver,
-                name,
-                progress,
-                after_package=finish,
-                hash_package=not opts.read_back,
+        new = [plan for family in sorted(deliver) for plan in plans[family]]
+        if pool is not None and workers_help(new):
+            digests, written = _write_packages_in_workers(
+                pool, tree, staging, plans, deliver, name, progress, read_back=opts.read_back
             )
-            if opts.read_back:
-                records = collect_read_backs(check.result() for check in checks)
-            for flush in flushes:
-                flush.result()
+            records = collect_read_backs(written)
+        else:
+            digests, records = _write_in_this_process(
+                tree, staging, plans, deliver, name, progress, read_back=opts.read_back
+            )
         snapshot = snapshot_record(tree, files, digests, source)
         if previous is not None:
             records += carry_over(

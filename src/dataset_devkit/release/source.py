@@ -7,7 +7,7 @@ import io
 import os
 import stat
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ __all__ = [
     "SourceReader",
     "length_problem",
     "read_ahead",
+    "read_each",
     "scan_tree",
 ]
 
@@ -342,6 +343,20 @@ def _batches(items: Iterable[SourceFile]) -> Iterator[list[SourceFile] | None]:
         size += item.size
     if batch:
         yield batch
+
+
+def read_each(
+    reader: SourceReader, items: Sequence[SourceFile]
+) -> Iterator[tuple[bytes, str] | None]:
+    """:func:`read_ahead` in this thread: for each of *items*, in order, its bytes and
+    SHA-256 (runs of small files read in one loop), or None for a large file (the caller
+    streams it). A package writer in a worker process reads this way: its process is its
+    own core, threads would add nothing."""
+    for batch in _batches(items):
+        if batch is None:
+            yield None
+        else:
+            yield from reader.read_small(batch)
 
 
 def read_ahead(

@@ -1,0 +1,219 @@
+"""``PackOptions(workers=N)``: packages written by worker processes, the same release.
+
+Real worker processes (the fork server of the integrity core's worker pool) write whole
+packages; these tests compare every byte of the result with the one-process pack, make a
+file vanish after the plan so a worker meets it, kill the workers under a pack, and kill a
+``release pack --workers 2`` at random moments and re-run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dataset_devkit.errors import ConfigError
+from dataset_devkit.release import FamilyRules, PackOptions, pack_release, verify_release
+from dataset_devkit.release.errors import PackWorkerError, UnsafeTreeError
+from dataset_devkit.release.package_workers import (
+    SMALL_FILES_MEAN,
+    package_pool,
+    workers_help,
+    write_packages_in_workers,
+)
+from dataset_devkit.release.planner import PlannedPackage, plan_packages
+from dataset_devkit.release.source import SourceFile, scan_tree
+from tests.release.helpers import SAMPLE, make_tree
+from tests.scale_tree import run_limited
+
+#: Small files in many folders (the shape workers are for), a depth family, some large files.
+TREE = {
+    **SAMPLE,
+    **{f"scenes/s{n // 40:03d}/cams/meta{n:04d}.json": b'{"n": %d}\n' % n for n in range(2400)},
+    **{f"scenes/s{n:03d}/depth-zstd-5-mm/0.0.0": os.urandom(500 + n) for n in range(12)},
+    **{f"videos/v{n}.mp4": os.urandom((1 << 20) + 17 * n) for n in range(3)},
+}
+
+
+def _digests(release: Path) -> dict[str, str]:
+    return {
+        path.relative_to(release).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(release.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _planned(tmp_path: Path) -> tuple[Path, Path, list[PlannedPackage]]:
+    """The tree, an empty staging directory with its family folders, and the plans."""
+    tree = make_tree(tmp_path / "ds", TREE)
+    files = scan_tree(tree, "ds")
+    families = FamilyRules().assign(f.path for f in files)
+    planned = plan_packages(files, families, root_name="ds", limit=1_200_000)
+    plans = [plan for _, packages in sorted(planned.items()) for plan in packages]
+    staging = tmp_path / "staging"
+    for family in planned:
+        (staging / family).mkdir(parents=True)
+    return tree, staging, plans
+
+
+@pytest.mark.parametrize("deliver", [None, ("base",)], ids=["every-family", "depth-pending"])
+@pytest.mark.parametrize("read_back", [True, False], ids=["read-back", "no-read-back"])
+def test_workers_write_the_very_release_one_process_writes(
+    tmp_path: Path, deliver: tuple[str, ...] | None, read_back: bool
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    releases = {}
+    for workers in (1, 2, 3):
+        out = tmp_path / f"release-{workers}"
+        options = PackOptions(
+            package_limit=1_200_000,
+            deliver=deliver,
+            read_back=read_back,
+            restore_test="sample",
+            workers=workers,
+        )
+        result = pack_release(tree, out, options)
+        assert len(result.manifest.packages) > 3  # the workers had packages to share
+        releases[workers] = _digests(out)
+    assert releases[1] == releases[2] == releases[3]
+    assert any(name.endswith(".tar") for name in releases[1])
+
+
+def test_workers_take_trees_of_small_files_and_leave_large_files_to_this_process(
+    tmp_path: Path,
+) -> None:
+    _, _, plans = _planned(tmp_path)
+    assert workers_help(plans)  # the tree the other tests pack on workers
+    assert not workers_help(plans[:1])  # one package: nothing to share
+    large = [
+        PlannedPackage(
+            name=f"base/base-{n:04d}.tar",
+            family="base",
+            files=tuple(SourceFile(f"v{n}-{k}.mp4", SMALL_FILES_MEAN) for k in range(3)),
+            size=0,
+        )
+        for n in range(4)
+    ]
+    assert not workers_help(large)
+
+
+def test_a_file_that_vanished_after_the_plan_is_named_by_the_worker_that_met_it(
+    tmp_path: Path,
+) -> None:
+    tree, staging, plans = _planned(tmp_path)
+    # a package after two others, with many small files: read in one of the workers' loops
+    target = max(range(2, len(plans)), key=lambda i: len(plans[i].files))
+    assert len(plans[target].files) > 50
+    gone = plans[target].files[len(plans[target].files) // 2].path
+    (tree / gone).unlink()
+    done: list[str] = []
+    with package_pool(2) as pool:
+        assert pool is not None
+        with pytest.raises(UnsafeTreeError, match=gone.rsplit("/", 1)[-1]):
+            write_packages_in_workers(
+                pool,
+                tree,
+                staging,
+                "ds",
+                plans,
+                True,
+                alongside=lambda: None,
+                on_package=lambda plan: done.append(plan.name),
+            )
+    assert done == [plan.name for plan in plans[:target]]  # in plan order, up to the failure
+
+
+def test_a_killed_worker_fails_the_pack_with_a_clear_error_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    tree, staging, plans = _planned(tmp_path)
+    with package_pool(2) as pool:
+        assert pool is not None
+        for pid in {pool.submit(os.getpid).result() for _ in range(8)}:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+        with pytest.raises(PackWorkerError, match=r"worker process .* stopped"):
+            write_packages_in_workers(
+                pool,
+                tree,
+                staging,
+                "ds",
+                plans,
+                True,
+                alongside=lambda: None,
+                on_package=lambda plan: None,
+            )
+
+
+@pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])
+def test_workers_must_be_a_positive_int(workers: object) -> None:
+    with pytest.raises(ConfigError, match="workers must be an int of at least 1"):
+        PackOptions(workers=workers)  # type: ignore[arg-type]
+
+
+def test_release_pack_with_workers_killed_at_random_moments_is_finished_by_the_rerun(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    chance = random.Random(11)
+    tree = make_tree(tmp_path / "ds", {f"d{n % 9}/{n:04d}.bin": b"x" * n for n in range(900)})
+    for trial in range(2):
+        release = tmp_path / f"release{trial}"
+        args = [
+            "release",
+            "pack",
+            str(tree),
+            "--out",
+            str(release),
+            "--package-limit",
+            "65536",
+            "--workers",
+            "2",
+        ]
+        child = subprocess.Popen(
+            [sys.executable, "-m", "dataset_devkit", *args],
+            env=package_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(chance.uniform(0.4, 1.6))
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        rerun = run_limited(package_env, args)
+        if rerun.returncode != 0:  # only when the kill came after the rename
+            assert "already exists" in rerun.stderr, rerun.stderr
+        assert verify_release(release, []).packages > 2
+        leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+        assert leftovers == []
+
+
+def test_the_command_packs_the_same_release_on_one_or_two_workers_under_256_descriptors(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    releases = {}
+    for workers in ("1", "2"):
+        out = tmp_path / f"release-{workers}"
+        args = ["release", "pack", str(tree), "--out", str(out), "--package-limit", "1200000"]
+        done = run_limited(package_env, [*args, "--workers", workers])
+        assert done.returncode == 0, done.stderr
+        releases[workers] = _digests(out)
+    assert releases["1"] == releases["2"]
+
+
+def test_the_command_refuses_zero_workers_in_one_line(
+    tmp_path: Path, package_env: dict[str, str]
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    done = run_limited(
+        package_env, ["release", "pack", str(tree), "--out", str(tmp_path / "r"), "--workers", "0"]
+    )
+    assert done.returncode == 2
+    assert "--workers" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r").exists()
