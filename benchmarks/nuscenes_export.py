@@ -137,19 +137,21 @@ def limit(evidence: Evidence, target: Path) -> int:
     return total
 
 
-def _bound_run(evidence: Evidence, target: Path, workers: int) -> None:
-    """The bound's own work (read, SHA-256, copy, re-read, re-hash and strict decode of each
-    frame) on *workers* threads with no export around it: what the cores give right now."""
-    target.mkdir()
+def _bound_part(evidence: Evidence, target: Path, k: int, parts: int) -> None:
+    """Part *k* of *parts* of the bound's own work: read, SHA-256, copy, re-read, re-hash
+    and strict decode of every *parts*-th frame."""
     images = evidence.document.images
+    for i in range(k, len(images), parts):
+        data = _read_hash_write(evidence.root / images[i].path, target / f"{i}.jpg")
+        decode_jpeg(data)
 
-    def part(k: int) -> None:
-        for i in range(k, len(images), workers):
-            data = _read_hash_write(evidence.root / images[i].path, target / f"{i}.jpg")
-            decode_jpeg(data)
 
+def _bound_run(evidence: Evidence, target: Path, workers: int) -> None:
+    """The bound's own work on *workers* threads with no export around it: what the cores
+    give right now."""
+    target.mkdir()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(part, range(workers)))
+        list(pool.map(partial(_bound_part, evidence, target, parts=workers), range(workers)))
 
 
 def _bound_processes(evidence: Evidence, target: Path, workers: int) -> None:
@@ -158,15 +160,11 @@ def _bound_processes(evidence: Evidence, target: Path, workers: int) -> None:
     import multiprocessing
 
     target.mkdir()
-    images = evidence.document.images
-
-    def part(k: int) -> None:
-        for i in range(k, len(images), workers):
-            data = _read_hash_write(evidence.root / images[i].path, target / f"{i}.jpg")
-            decode_jpeg(data)
-
     fork = multiprocessing.get_context("fork")
-    procs = [fork.Process(target=part, args=(k,)) for k in range(workers)]
+    procs = [
+        fork.Process(target=_bound_part, args=(evidence, target, k, workers))
+        for k in range(workers)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
