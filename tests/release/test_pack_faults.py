@@ -101,14 +101,23 @@ def test_pack_killed_during_its_restore_test_is_cleaned_by_the_rerun(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "release"]
 
 
+@pytest.mark.parametrize(
+    ("files", "options", "packages"),
+    [
+        (400, [], 1),
+        # many packages written by two worker processes
+        (900, ["--package-limit", "65536", "--workers", "2"], 18),
+    ],
+    ids=["one-package", "two-workers"],
+)
 def test_pack_killed_at_random_moments_is_finished_by_the_same_command(
-    tmp_path: Path, package_env: dict[str, str]
+    tmp_path: Path, package_env: dict[str, str], files: int, options: list[str], packages: int
 ) -> None:
     chance = random.Random(7)
-    tree = make_tree(tmp_path / "ds", {f"d{n % 9}/{n:04d}.bin": b"x" * n for n in range(400)})
+    tree = make_tree(tmp_path / "ds", {f"d{n % 9}/{n:04d}.bin": b"x" * n for n in range(files)})
     for trial in range(2):
         release = tmp_path / f"release{trial}"
-        args = ["release", "pack", str(tree), "--out", str(release)]
+        args = ["release", "pack", str(tree), "--out", str(release), *options]
         child = subprocess.Popen(
             [sys.executable, "-m", "dataset_devkit", *args],
             env=package_env,
@@ -121,7 +130,7 @@ def test_pack_killed_at_random_moments_is_finished_by_the_same_command(
         rerun = run_limited(package_env, args)
         if rerun.returncode != 0:  # only when the kill came after the rename
             assert "already exists" in rerun.stderr, rerun.stderr
-        assert verify_release(release, []).packages == 1
+        assert verify_release(release, []).packages == packages
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
         assert leftovers == []
 

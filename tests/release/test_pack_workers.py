@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import signal
-import subprocess
-import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.errors import ConfigError
-from dataset_devkit.release import FamilyRules, PackOptions, pack_release, verify_release
+from dataset_devkit.release import FamilyRules, PackOptions, pack_release
 from dataset_devkit.release.errors import PackWorkerError, UnsafeTreeError
 from dataset_devkit.release.package_workers import (
     SMALL_FILES_MEAN,
@@ -61,6 +60,19 @@ def _planned(tmp_path: Path) -> tuple[Path, Path, list[PlannedPackage]]:
     for family in planned:
         (staging / family).mkdir(parents=True)
     return tree, staging, plans
+
+
+def _write_all(
+    pool: ProcessPoolExecutor,
+    tree: Path,
+    staging: Path,
+    plans: list[PlannedPackage],
+    on_package: Callable[[PlannedPackage], None] = lambda plan: None,
+) -> None:
+    """Every plan written (and read back) on *pool*, nothing else run alongside."""
+    write_packages_in_workers(
+        pool, tree, staging, "ds", plans, True, alongside=lambda: None, on_package=on_package
+    )
 
 
 @pytest.mark.parametrize("deliver", [None, ("base",)], ids=["every-family", "depth-pending"])
@@ -117,16 +129,7 @@ def test_a_file_that_vanished_after_the_plan_is_named_by_the_worker_that_met_it(
     with package_pool(2) as pool:
         assert pool is not None
         with pytest.raises(UnsafeTreeError, match=gone.rsplit("/", 1)[-1]):
-            write_packages_in_workers(
-                pool,
-                tree,
-                staging,
-                "ds",
-                plans,
-                True,
-                alongside=lambda: None,
-                on_package=lambda plan: done.append(plan.name),
-            )
+            _write_all(pool, tree, staging, plans, on_package=lambda plan: done.append(plan.name))
     assert done == [plan.name for plan in plans[:target]]  # in plan order, up to the failure
 
 
@@ -140,57 +143,13 @@ def test_a_killed_worker_fails_the_pack_with_a_clear_error_and_leaves_nothing(
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
         with pytest.raises(PackWorkerError, match=r"worker process .* stopped"):
-            write_packages_in_workers(
-                pool,
-                tree,
-                staging,
-                "ds",
-                plans,
-                True,
-                alongside=lambda: None,
-                on_package=lambda plan: None,
-            )
+            _write_all(pool, tree, staging, plans)
 
 
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])
 def test_workers_must_be_a_positive_int(workers: object) -> None:
     with pytest.raises(ConfigError, match="workers must be an int of at least 1"):
         PackOptions(workers=workers)  # type: ignore[arg-type]
-
-
-def test_release_pack_with_workers_killed_at_random_moments_is_finished_by_the_rerun(
-    tmp_path: Path, package_env: dict[str, str]
-) -> None:
-    chance = random.Random(11)
-    tree = make_tree(tmp_path / "ds", {f"d{n % 9}/{n:04d}.bin": b"x" * n for n in range(900)})
-    for trial in range(2):
-        release = tmp_path / f"release{trial}"
-        args = [
-            "release",
-            "pack",
-            str(tree),
-            "--out",
-            str(release),
-            "--package-limit",
-            "65536",
-            "--workers",
-            "2",
-        ]
-        child = subprocess.Popen(
-            [sys.executable, "-m", "dataset_devkit", *args],
-            env=package_env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(chance.uniform(0.4, 1.6))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-        rerun = run_limited(package_env, args)
-        if rerun.returncode != 0:  # only when the kill came after the rename
-            assert "already exists" in rerun.stderr, rerun.stderr
-        assert verify_release(release, []).packages > 2
-        leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
-        assert leftovers == []
 
 
 def test_the_command_packs_the_same_release_on_one_or_two_workers_under_256_descriptors(
