@@ -120,7 +120,9 @@ def parse_executor(table: ExecutorTable) -> ExecutorConfig:
 class BuildExecutors:
     """The executors of one build: per-recording tasks, and the export's frame copies.
 
-    None runs in the calling process (the copies then use ``copy_threads`` threads).
+    None runs in the calling process (the copies then use ``copy_threads`` threads). With
+    ``copies`` None and a local pool for ``recordings``, frames of a few kilobytes are
+    copied on that pool: their cost is Python's work per frame, which threads cannot share.
     """
 
     recordings: Executor | None
