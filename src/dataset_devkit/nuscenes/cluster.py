@@ -66,7 +66,9 @@ class ExecutorConfig:
     ----------
     workers
         Local worker processes: recordings are ingested and their frames extracted in
-        parallel, and the export copies frames on as many threads. Unused with a scheduler.
+        parallel, and the export copies frames on as many threads (frames of a few
+        kilobytes: on those processes, when there are several recordings). Unused with a
+        scheduler.
     scheduler
         A Dask ``distributed`` scheduler address (``tcp://host:port``); its workers run every
         task and must see the recordings and the output directory at the same paths.
