@@ -293,9 +293,9 @@ def test_a_local_build_copies_small_frames_on_its_worker_processes(
     fleet: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dataset_devkit.nuscenes.build import export as build_export
+    from dataset_devkit.nuscenes.export.dataset import export_dataset as export
 
     used: list[object] = []
-    export = build_export.export_dataset
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         used.append(kwargs["executor"])
