@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dataset_devkit.release import PackOptions, UnsafeTreeError, pack_release
-from dataset_devkit.release.source import NAME_MAX, PATH_MAX, length_problem
+from dataset_devkit.release.scan import NAME_MAX, PATH_MAX, length_problem
 from tests.release.helpers import make_tree
 
 

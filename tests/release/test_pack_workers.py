@@ -28,7 +28,7 @@ from dataset_devkit.release.package_workers import (
     write_packages_in_workers,
 )
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
-from dataset_devkit.release.source import SourceFile, scan_tree
+from dataset_devkit.release.scan import SourceFile, scan_tree
 from tests.release.helpers import SAMPLE, make_tree
 from tests.scale_tree import run_limited
 

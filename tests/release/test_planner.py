@@ -6,7 +6,7 @@ import pytest
 
 from dataset_devkit.release import PackageLimitError
 from dataset_devkit.release.planner import plan_packages
-from dataset_devkit.release.source import SourceFile
+from dataset_devkit.release.scan import SourceFile
 
 
 def test_packages_are_filled_in_path_order_up_to_the_exact_limit() -> None:

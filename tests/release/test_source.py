@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from concurrent.futures import Executor
 from pathlib import Path
 
 import pytest
 
 from dataset_devkit.release import UnsafeTreeError
-from dataset_devkit.release.source import SourceFile, SourceReader, scan_tree
+from dataset_devkit.release.scan import SourceFile, scan_tree
+from dataset_devkit.release.source import SourceReader
 from dataset_devkit.release.tarwriter import ReadInto, TarPackageWriter
 from tests.release.helpers import make_tree, pack
 
@@ -63,8 +65,10 @@ def test_file_changed_after_listing_fails_the_pack_and_nothing_is_published(
 
     tree = make_tree(tmp_path / "ds", {"a.bin": b"x" * 5000, "b.bin": b"y" * 10})
 
-    def scan_then_change(root: Path, name: str | None = None) -> list[SourceFile]:
-        files = scan_tree(root, name)
+    def scan_then_change(
+        root: Path, name: str | None = None, *, pool: Executor | None = None
+    ) -> list[SourceFile]:
+        files = scan_tree(root, name, pool=pool)
         (root / "b.bin").write_bytes(b"y" * 11)
         return files
 

@@ -66,7 +66,9 @@ class ExecutorConfig:
     ----------
     workers
         Local worker processes: recordings are ingested and their frames extracted in
-        parallel, and the export copies frames on as many threads. Unused with a scheduler.
+        parallel, and the export copies frames on as many threads (frames of a few
+        kilobytes: on those processes, when there are several recordings). Unused with a
+        scheduler.
     scheduler
         A Dask ``distributed`` scheduler address (``tcp://host:port``); its workers run every
         task and must see the recordings and the output directory at the same paths.
@@ -120,7 +122,9 @@ def parse_executor(table: ExecutorTable) -> ExecutorConfig:
 class BuildExecutors:
     """The executors of one build: per-recording tasks, and the export's frame copies.
 
-    None runs in the calling process (the copies then use ``copy_threads`` threads).
+    None runs in the calling process (the copies then use ``copy_threads`` threads). With
+    ``copies`` None and a local pool for ``recordings``, frames of a few kilobytes are
+    copied on that pool: their cost is Python's work per frame, which threads cannot share.
     """
 
     recordings: Executor | None

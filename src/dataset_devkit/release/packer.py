@@ -43,13 +43,14 @@ from dataset_devkit.release.package_workers import (
     write_packages_in_workers,
 )
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
+from dataset_devkit.release.scan import scan_tree
 from dataset_devkit.release.snapshot import (
     carry_over,
     check_source_manifest,
     load_previous,
     snapshot_record,
 )
-from dataset_devkit.release.source import SourceReader, read_ahead, scan_tree
+from dataset_devkit.release.source import SourceReader, read_ahead
 from dataset_devkit.release.spec import (
     FileRow,
     PackageRecord,
@@ -353,7 +354,7 @@ def _pack(
     pool: ProcessPoolExecutor | None,
 ) -> PackResult:
     """:func:`pack_release` once its arguments are checked; *pool* writes the packages."""
-    files = scan_tree(tree, name)
+    files = scan_tree(tree, name, pool=pool)
     if not files:
         raise ConfigError(
             f"{tree}: the tree holds no files; there is nothing to release", key="tree"

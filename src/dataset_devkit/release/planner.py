@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dataset_devkit.release.errors import PackageLimitError
-from dataset_devkit.release.source import SourceFile
+from dataset_devkit.release.scan import SourceFile
 from dataset_devkit.release.tarwriter import END_OF_ARCHIVE, member_span
 
 __all__ = ["PlannedPackage", "plan_packages"]

@@ -15,7 +15,7 @@ from dataset_devkit.integrity import (
 )
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import SnapshotMismatchError
-from dataset_devkit.release.source import SourceFile
+from dataset_devkit.release.scan import SourceFile
 from dataset_devkit.release.spec import FileRow, PackageRecord, SnapshotRecord
 
 __all__ = [

@@ -1,4 +1,8 @@
-"""Read the source tree without following links: list it, then stream each file once."""
+"""Read the files of the source tree once each, never following a link.
+
+The tree is listed first (:mod:`.scan`); each file is then opened through its pinned chain
+of directories and checked around its read against what the listing found.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ import stat
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Final, TypeVar
@@ -17,16 +20,12 @@ from typing import Final, TypeVar
 from dataset_devkit.integrity.reads import FdReader, ReadInto, read_exactly, read_expected
 from dataset_devkit.release import unpack
 from dataset_devkit.release.errors import UnsafeTreeError
+from dataset_devkit.release.scan import SourceFile
 
 __all__ = [
-    "NAME_MAX",
-    "PATH_MAX",
-    "SourceFile",
     "SourceReader",
-    "length_problem",
     "read_ahead",
     "read_each",
-    "scan_tree",
 ]
 
 CHUNK: Final = 1 << 20
@@ -41,133 +40,6 @@ BATCHES_AHEAD: Final = 3
 _READ_FLAGS: Final = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 _HAS_READV: Final = hasattr(os, "readv")  # not on Windows: io.FileIO there
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """One regular file of the source tree, by relative POSIX path."""
-
-    path: str
-    size: int
-
-
-#: Longest file name (one path component) in bytes that Linux, macOS and Windows create.
-NAME_MAX: Final = 255
-#: Longest path in bytes a POSIX system accepts (``PATH_MAX`` 4096 with its final NUL).
-PATH_MAX: Final = 4095
-
-
-def length_problem(path: str) -> str:
-    """Why a member path (``root name/relative path``) is too long to restore, or ``""``.
-
-    Each component must fit ``NAME_MAX`` and the whole path ``PATH_MAX`` bytes in UTF-8:
-    a release holding a longer name packs fine and then cannot be restored anywhere.
-    """
-    size = len(path.encode("utf-8", "surrogateescape"))
-    if size <= NAME_MAX:  # no component can be longer than the whole path
-        return ""
-    if size > PATH_MAX:
-        return f"path is {size} bytes; restorable paths have at most {PATH_MAX}"
-    for part in path.split("/"):
-        length = len(part.encode("utf-8", "surrogateescape"))
-        if length > NAME_MAX:
-            shown = part[:40] + "..."
-            return f"component {shown!r} is {length} bytes; names have at most {NAME_MAX}"
-    return ""
-
-
-def scan_tree(root: Path, name: str | None = None) -> list[SourceFile]:
-    """List every file of *root*, sorted; refuse links, special files and unportable names.
-
-    Dotfiles are ordinary files (Zarr's ``.zgroup`` must survive); nothing is skipped.
-    Every problem is collected and reported at once. With *name* (the release's root folder)
-    every member path ``name/path`` is also checked against :data:`NAME_MAX` and
-    :data:`PATH_MAX`, so a release that could not be restored is refused here.
-
-    The walk is depth first and holds one descriptor per level of the tree, whatever the
-    number of directories or siblings: a directory's listing is read whole before any of
-    its subdirectories is opened, and each subdirectory is closed before the next.
-    """
-    try:
-        top = unpack.PinnedDir.open_root(str(root), create=False)
-    except unpack.UnpackError as exc:  # names the path itself
-        raise UnsafeTreeError(f"cannot open the tree: {exc}") from None
-    files: list[SourceFile] = []
-    issues: list[str] = []
-    try:
-        _walk(top, "", files, issues)
-    finally:
-        top.close()
-    files.sort(key=lambda f: f.path)
-    issues.extend(unpack.check_tree_names(f.path for f in files))
-    if name is not None:
-        issues.extend(
-            f"{f.path}: {problem}" for f in files if (problem := length_problem(f"{name}/{f.path}"))
-        )
-    if issues:
-        raise UnsafeTreeError(
-            "the tree cannot be released:\n" + "\n".join(f"  - {i}" for i in sorted(issues)),
-            path=root,
-        )
-    return files
-
-
-def _listing(folder: unpack.PinnedDir) -> list[tuple[str, os.stat_result | None]]:
-    """The entries of *folder*, sorted by name, each with its ``lstat`` (None for a
-    directory).
-
-    ``os.scandir`` tells a directory by the entry's type, with no ``stat`` call (the walk
-    opens it ``O_NOFOLLOW | O_DIRECTORY``, which refuses anything else atomically); only the
-    other entries are stat'ed, through the listing's own descriptor, never following a link.
-    The stats are taken while the listing is open: an entry's ``stat`` needs its descriptor.
-    """
-    out: list[tuple[str, os.stat_result | None]] = []
-    with os.scandir(folder.fd if folder.fd is not None else folder.path) as listing:
-        for entry in listing:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    out.append((entry.name, None))
-                else:
-                    out.append((entry.name, entry.stat(follow_symlinks=False)))
-            except FileNotFoundError:  # removed since it was listed: as entries() skips it
-                continue
-    out.sort()
-    return out
-
-
-def _walk(
-    folder: unpack.PinnedDir, prefix: str, files: list[SourceFile], issues: list[str]
-) -> None:
-    """Collect the files below *folder*, opening one subdirectory at a time."""
-    try:
-        entries = _listing(folder)
-    except OSError as exc:
-        issues.append(f"{prefix.rstrip('/') or '.'}: cannot be listed ({exc.strerror})")
-        return
-    for name, st in entries:
-        rel = prefix + name
-        if not name.isascii():
-            try:
-                name.encode("utf-8")  # os.scandir keeps undecodable bytes as surrogates
-            except UnicodeEncodeError:
-                shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
-                issues.append(f"{shown}: name is not valid UTF-8; tar members need UTF-8")
-                continue
-        if st is None:  # a directory
-            try:
-                child = folder.child(name, create=False)
-            except unpack.UnpackError as exc:  # names the full path
-                issues.append(str(exc))
-                continue
-            try:
-                _walk(child, rel + "/", files, issues)
-            finally:
-                child.close()
-        elif stat.S_ISREG(st.st_mode):
-            files.append(SourceFile(rel, st.st_size))
-        else:
-            kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "a special file"
-            issues.append(f"{rel}: is {kind}; a release carries regular files only")
 
 
 class SourceReader:

@@ -253,3 +253,67 @@ def test_a_failure_waits_for_the_tasks_still_running() -> None:
         with pytest.raises(FormatError, match="first: damaged"):
             run_tasks(pool, task, [("first", ("first",)), ("second", ("second",))])
         assert finished == ["second"]  # before the pool shuts down
+
+
+def test_alongside_runs_while_the_tasks_run_and_inline_after_them() -> None:
+    order: list[str] = []
+    gate = threading.Event()
+
+    def task(name: str) -> str:
+        assert gate.wait(10), "alongside did not run while the tasks waited for it"
+        order.append(name)
+        return name
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        got = run_tasks(pool, task, [("a", ("a",)), ("b", ("b",))], alongside=gate.set)
+    assert got == ["a", "b"]
+    inline: list[str] = []
+    run_tasks(None, inline.append, [("x", ("x",))], alongside=lambda: inline.append("after"))
+    assert inline == ["x", "after"]
+
+
+def test_a_failing_task_is_raised_before_the_failure_of_alongside() -> None:
+    def task(name: str) -> str:
+        if name == "bad":
+            raise FormatError("damaged frame", path="bad")
+        return name
+
+    def fail() -> None:
+        time.sleep(0.1)  # the failing task is done by now
+        raise RuntimeError("tables could not be written")
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with pytest.raises(FormatError, match="bad: damaged frame"):
+            run_tasks(pool, task, [("ok", ("ok",)), ("bad", ("bad",))], alongside=fail)
+        with pytest.raises(RuntimeError, match="tables could not be written"):
+            run_tasks(pool, task, [("ok", ("ok",))], alongside=fail)
+
+
+def test_a_local_build_copies_small_frames_on_its_worker_processes(
+    fleet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataset_devkit.nuscenes.build import export as build_export
+    from dataset_devkit.nuscenes.export.dataset import export_dataset as export
+
+    used: list[object] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        used.append(kwargs["executor"])
+        return export(*args, **kwargs)
+
+    monkeypatch.setattr(build_export, "export_dataset", recorded)
+    two = build_dataset(load_build_config(_toml(fleet, "small-2", "[executor]\nworkers = 2\n")))
+    one = build_dataset(load_build_config(_toml(fleet, "small-1", "[executor]\nworkers = 1\n")))
+    assert used[0] is not None and used[1] is None  # a pool of two processes, then inline
+    assert two.root_sha256 == one.root_sha256
+
+
+def test_small_frames_are_those_under_the_threads_threshold() -> None:
+    from dataset_devkit.nuscenes.export.images import SMALL_FRAME_BYTES, small_frames
+
+    def images(*sizes: int) -> list[Any]:
+        return [type("Image", (), {"size": size})() for size in sizes]
+
+    assert small_frames(images(1000, 2000, 3000))
+    assert not small_frames(images(SMALL_FRAME_BYTES, SMALL_FRAME_BYTES))
+    assert not small_frames(images(100, 2 * SMALL_FRAME_BYTES))

@@ -16,6 +16,7 @@ from dataset_devkit.nuscenes.cluster import BuildExecutors
 from dataset_devkit.nuscenes.config import BuildConfig
 from dataset_devkit.nuscenes.evidence import Evidence, build_evidence, read_evidence
 from dataset_devkit.nuscenes.export.dataset import export_dataset
+from dataset_devkit.nuscenes.export.images import small_frames
 from dataset_devkit.nuscenes.ingest.fingerprint import file_sha256, recording_digest
 from dataset_devkit.nuscenes.validation.dataroot import Progress
 
@@ -90,6 +91,11 @@ def export_from_recordings(
             f"sources.type is {config.sources.type!r} but the recordings are {found!r}",
             key="sources.type",
         )
+    copies = run_on.copies
+    if copies is None and run_on.recordings is not None:
+        # The build's local processes: small frames copy there, where threads would take
+        # turns holding one GIL; larger ones on threads, whose decodes run side by side.
+        copies = run_on.recordings if small_frames(evidence.document.images) else None
     try:
         export_dataset(
             staging,
@@ -97,7 +103,7 @@ def export_from_recordings(
             config=config.pipeline,
             progress=progress,
             workers=run_on.copy_threads,
-            executor=run_on.copies,
+            executor=copies,
         )
     except ConfigError as exc:
         if not reused:

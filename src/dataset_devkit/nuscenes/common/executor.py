@@ -68,6 +68,7 @@ def run_tasks(
     tasks: Sequence[Task],
     *,
     on_result: Callable[[int, R], None] | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> list[R]:
     """``[fn(*args) for _, args in tasks]``, run on *executor* (inline when None).
 
@@ -76,6 +77,10 @@ def run_tasks(
     failure (in task order) the pending tasks are cancelled, the running ones waited for, and
     the failure is raised naming its subject: a typed error keeps its type, anything else
     from an executor becomes an :class:`ExecutorError`.
+
+    *alongside* runs in the calling thread once the first tasks are submitted (inline:
+    after the last), so the caller's own work overlaps the executor's. If it fails, the
+    tasks are stopped as above and the first failed task, if any, is raised in its place.
     """
     results: list[R] = []
 
@@ -95,14 +100,21 @@ def run_tasks(
     if executor is None:
         for i, (_, args) in enumerate(tasks):
             collect(i, functools.partial(fn, *args))
+        if alongside is not None:
+            alongside()
         return results
     pending: deque[tuple[int, Future[R]]] = deque()
     try:
         for i, (_, args) in enumerate(tasks):
             pending.append((i, executor.submit(fn, *args)))
             if len(pending) >= _IN_FLIGHT:
+                if alongside is not None:
+                    _run_alongside(alongside, pending, collect)
+                    alongside = None
                 j, future = pending.popleft()
                 collect(j, future.result)
+        if alongside is not None:
+            _run_alongside(alongside, pending, collect)
         while pending:
             j, future = pending.popleft()
             collect(j, future.result)
@@ -113,6 +125,25 @@ def run_tasks(
         wait(running)
         raise
     return results
+
+
+def _run_alongside(
+    alongside: Callable[[], None],
+    pending: deque[tuple[int, Future[R]]],
+    collect: Callable[[int, Callable[[], R]], None],
+) -> None:
+    """Run *alongside*; if it fails, stop the tasks and raise the first task that failed
+    (its data error names the cause), or else the failure of *alongside*."""
+    try:
+        alongside()
+    except BaseException:
+        for _, future in pending:
+            future.cancel()
+        wait([future for _, future in pending if not future.cancelled()])
+        for j, future in pending:
+            if not future.cancelled() and future.exception() is not None:
+                collect(j, future.result)  # raises the task's own error, named
+        raise
 
 
 @contextmanager

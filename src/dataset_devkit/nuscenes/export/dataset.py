@@ -314,8 +314,8 @@ def export_dataset(
                     staging.absolute(),
                     [(f.image, *_folder_and_name(f.record.filename)) for f in tables.frames],
                     report,
+                    alongside=write_the_rest,  # the tables are written while the frames copy
                 )
-                write_the_rest()
             else:
                 jobs = [
                     (

@@ -38,6 +38,7 @@ __all__ = [
     "copy_all",
     "copy_verified",
     "default_copy_threads",
+    "small_frames",
 ]
 
 #: Default copying threads: one per core, up to this many. The export is bound by the JPEG
@@ -188,15 +189,20 @@ def copy_all(
     return total
 
 
-def default_copy_threads(images: Iterable[EvImage]) -> int:
-    """Copying threads when the caller names none: one per core (at most
-    :data:`MAX_DEFAULT_WORKERS`), or one when the mean frame is under
-    :data:`SMALL_FRAME_BYTES`."""
+def small_frames(images: Iterable[EvImage]) -> bool:
+    """Whether the mean frame is under :data:`SMALL_FRAME_BYTES`: copies whose cost is
+    Python's work per frame, which threads cannot spread over the cores (processes can)."""
     count = total = 0
     for image in images:
         count += 1
         total += image.size
-    if total < SMALL_FRAME_BYTES * count:
+    return total < SMALL_FRAME_BYTES * count
+
+
+def default_copy_threads(images: Iterable[EvImage]) -> int:
+    """Copying threads when the caller names none: one per core (at most
+    :data:`MAX_DEFAULT_WORKERS`), or one for :func:`small_frames`."""
+    if small_frames(images):
         return 1
     return min(MAX_DEFAULT_WORKERS, os.cpu_count() or 1)
 

@@ -64,8 +64,12 @@ def copy_through(
     staging: Path,
     jobs: Sequence[tuple[EvImage, str, str]],
     report: Callable[[str, int, int], None] | None = None,
+    alongside: Callable[[], None] | None = None,
 ) -> int:
-    """Copy every ``(image, staging folder, name)`` in batches on *executor*; returns bytes."""
+    """Copy every ``(image, staging folder, name)`` in batches on *executor*; returns bytes.
+
+    *alongside* (the rest of the export: tables, extensions) runs in this process while the
+    batches copy, as :func:`.run_tasks` runs it."""
     entries = manifest.by_path()
     tasks: list[Task] = []
     for start in range(0, len(jobs), BATCH_FRAMES):
@@ -83,4 +87,4 @@ def copy_through(
         if report is not None:
             report("images", done, len(jobs))
 
-    return sum(run_tasks(executor, copy_batch, tasks, on_result=progress))
+    return sum(run_tasks(executor, copy_batch, tasks, on_result=progress, alongside=alongside))
