@@ -1,7 +1,8 @@
 """The scan with worker processes: the same files and the same problems as in one process.
 
 The split scan lists the top levels itself and walks the subtrees below them on a pool and
-in the scanning process; the names check runs per subtree plus once over the listed levels.
+in the scanning process; the names check runs per subtree, or over the whole listing when
+the listed levels hold a problem or a collision.
 Every test compares it with the one-process scan, on trees with the problems a release
 refuses placed at the split levels, inside the subtrees and across them.
 """
@@ -10,12 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dataset_devkit.integrity.workers import worker_pool
@@ -61,6 +62,7 @@ WIDE = {f"scenes/s{n // 9:03d}/cam{n % 3}/f{n:05d}.json": b"%d" % n for n in ran
 #: ``scenes``), at the subtrees' own names, and deep inside them.
 PROBLEMS: dict[str, dict[str, bytes]] = {
     "subtree roots collide": {"scenes/S004/cam0/x.json": b"1"},
+    "colliding subtrees' entries collide": {"scenes/S004/Cam1/z.json": b"1"},
     "a file collides with a subtree": {"scenes/S004": b"file", "Scenes": b""},
     "collision inside a subtree": {"scenes/s002/Cam1/f.json": b"1"},
     "reserved subtree name": {"scenes/CON/a.json": b"1", "scenes/con.d/b.json": b"2"},
@@ -158,9 +160,10 @@ NAMES = st.sampled_from(["a", "A", "b", "con", "x.", "é", "e\u0301", "d-1", "D-
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(paths=st.lists(st.lists(NAMES, min_size=1, max_size=4), min_size=1, max_size=25))
+@example(paths=[["a", "a"], ["a", "d-1"], ["A", "D-1"]])  # folders that merge
 def test_random_trees_give_the_same_listing_or_the_same_refusal(
     tmp_path_factory: pytest.TempPathFactory,
     threads: Executor,
@@ -182,3 +185,26 @@ def test_random_trees_give_the_same_listing_or_the_same_refusal(
             assert _outcome(tree, threads) == _outcome(tree, None)
     finally:
         setattr(scan, "SCAN_TASKS", scan_tasks)  # noqa: B010
+
+
+def test_a_clean_tree_is_checked_run_by_run_not_as_a_whole(
+    tmp_path: Path, threads: Executor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The names check of the whole listing is the fallback for trees refused anyway."""
+    from dataset_devkit.release import unpack
+
+    tree = _write(tmp_path / "ds", WIDE)
+    checked: list[int] = []
+    check = unpack.check_tree_names
+
+    def counted(paths: Iterable[str]) -> list[str]:
+        listed = list(paths)
+        checked.append(len(listed))
+        return check(listed)
+
+    monkeypatch.setattr(unpack, "check_tree_names", counted)
+    assert len(scan_tree(tree, "ds", pool=threads)) == len(WIDE)
+    assert max(checked) < len(WIDE) / 4  # runs of at most seven folders of nine files
+    checked.clear()
+    scan_tree(tree, "ds")
+    assert checked == [len(WIDE)]

@@ -187,15 +187,13 @@ def _walk(
 
 @dataclass(frozen=True, slots=True)
 class Walked:
-    """What a walk of some subtrees found, names checked: the files (as two lists, cheap to
-    send between processes), every problem, and for each subtree that holds a file without
-    a problem the first such path (what :func:`check_tree_names` needs to see of it to find
-    collisions between it and its siblings)."""
+    """What a walk of some subtrees found: the files (as two lists, cheap to send between
+    processes), the problems of the walk, and those of the names check of these files."""
 
     paths: list[str]
     sizes: list[int]
-    issues: list[str]
-    representatives: list[str]
+    problems: list[str]
+    names: list[str]
 
 
 def walk_subtrees(root: str, prefixes: list[str]) -> Walked:
@@ -212,32 +210,22 @@ def walk_subtrees(root: str, prefixes: list[str]) -> Walked:
 
 
 def _walk_subtrees_in(top: unpack.PinnedDir, prefixes: list[str]) -> Walked:
-    """Walk the subtrees *prefixes* of *top* and check their names.
-
-    Each subtree is a whole directory, so every collision inside it is found here; only
-    its own name's collisions with its siblings need the caller (:func:`_walk_split`).
-    """
+    """Walk the subtrees *prefixes* of *top* and check the names of the files found."""
     files: list[SourceFile] = []
-    issues: list[str] = []
-    representatives = []
+    problems: list[str] = []
     chain = unpack.DirChain(top)
     try:
         for prefix in prefixes:
             try:
                 folder = chain.goto(prefix.split("/"), create=False)
             except unpack.UnpackError as exc:  # names the full path, as _walk's child()
-                issues.append(str(exc))
+                problems.append(str(exc))
                 continue
-            first = len(files)
-            _walk(folder, prefix + "/", files, issues)
-            found = sorted(f.path for f in files[first:])
-            issues += unpack.check_tree_names(found)
-            good = next((path for path in found if not unpack.check_tree_names([path])), None)
-            if good is not None:
-                representatives.append(good)
+            _walk(folder, prefix + "/", files, problems)
     finally:
         chain.close()
-    return Walked([f.path for f in files], [f.size for f in files], issues, representatives)
+    paths = [f.path for f in files]
+    return Walked(paths, [f.size for f in files], problems, unpack.check_tree_names(sorted(paths)))
 
 
 def _split_points(top: unpack.PinnedDir, files: list[SourceFile], issues: list[str]) -> list[str]:
@@ -275,20 +263,26 @@ def _walk_split(
     """:func:`_walk` of *top* and the names check of every file found, with subtrees
     shared between *pool* and this process.
 
-    The problems are those of the check over the whole sorted listing: each file's own
-    problems do not depend on the others, a collision inside a subtree is found with it,
-    and a collision between the entries of the levels listed here is found by checking
-    those levels' files with one problem-free path of each subtree (the check compares the
-    names of a directory's entries, met in sorted order).
+    The names check compares the entries of each directory as case-insensitive systems
+    see it, and each path's own name. When the levels listed here hold no problem and no
+    two entries that collide (their files, and each subtree with a stand-in file), every
+    subtree is a directory of its own on any system: each collision lies inside one
+    subtree, so the checks of the subtrees, done where they are walked, give every
+    problem. Otherwise (a tree that is refused anyway) the whole listing is checked here,
+    as the one-process scan does, so the message is the same.
     """
     subtrees = _split_points(top, files, issues)
-    level = [f.path for f in files]
-    walked = _walk_runs(top, root, pool, subtrees)
-    for found in walked:
+    stand_ins = [f.path for f in files] + [f"{path}/x" for path in subtrees]
+    apart = not unpack.check_tree_names(sorted(stand_ins))
+    names: set[str] = set()
+    for found in _walk_runs(top, root, pool, subtrees):
         files.extend(map(SourceFile, found.paths, found.sizes))
-        issues.extend(found.issues)
-        level.extend(found.representatives)
-    issues.extend(unpack.check_tree_names(sorted(level)))
+        issues.extend(found.problems)
+        names.update(found.names)
+    if apart:
+        issues.extend(sorted(names))
+    else:
+        issues.extend(unpack.check_tree_names(sorted(f.path for f in files)))
 
 
 def _walk_runs(

@@ -8,6 +8,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import obstore
 import pytest
@@ -244,6 +245,35 @@ def test_different_concurrent_publishers_get_exactly_one_winner(
     assert len(won) == 1 and len(lost) == len(trees) - 1
     report = verify_remote(url, retry=FAST, expect_root=won[0])
     assert report.ok, report.issues
+
+
+def test_a_loser_that_claims_after_the_winner_released_leaves_no_claim(
+    tree: Path, tmp_path: Path, bucket_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race of the test above, made to happen: the other tree looks at the manifest
+    before the winner commits, and claims the prefix after the winner released its claim."""
+    from dataset_devkit.integrity.bucket import publish
+    from dataset_devkit.integrity.bucket.commit import committed
+
+    url = f"{bucket_url}/p"
+    other = tmp_path / "other"
+    shutil.copytree(tree, other)
+    (other / "content_manifest.json").unlink()
+    (other / "a.txt").write_bytes(b"another tree\n")
+    write_manifest(other)
+    winner = publish_remote(tree, url, part_size=PART, retry=FAST)
+    looks: list[str] = []
+
+    def first_look_before_the_commit(*args: Any) -> bool:
+        looks.append("look")
+        return False if len(looks) == 1 else committed(*args)
+
+    monkeypatch.setattr(publish, "committed", first_look_before_the_commit)
+    with pytest.raises(DestinationExistsError, match="already holds a dataset"):
+        publish_remote(other, url, part_size=PART, retry=FAST)
+    assert len(looks) == 2, "the loser claimed, then found the manifest"
+    assert "content_manifest.json.publishing" not in _keys(url)
+    assert verify_remote(url, retry=FAST, expect_root=winner.root_sha256).ok
 
 
 def test_a_file_that_changed_after_verification_never_lands(

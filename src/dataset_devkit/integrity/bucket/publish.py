@@ -13,7 +13,7 @@ The protocol, in order:
    the identical tree: both may go on, they write the same bytes. A claim for another root
    refuses, so two different trees can never interleave their objects under one prefix.
    The manifest is checked once more after claiming: a winner that committed and released
-   its claim meanwhile is seen here. A run that found the claim already there (or the
+   its claim meanwhile is seen here, and the claim just made is removed before refusing. A run that found the claim already there (or the
    dataset already published) aborts the unfinished multipart uploads an earlier, killed
    run left under the prefix (:mod:`~dataset_devkit.integrity.bucket.stale_uploads`).
 4. Every file is uploaded in parallel (multipart when large, memory bounded, retried),
@@ -28,11 +28,13 @@ The protocol, in order:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from dataset_devkit.errors import PublicationError, VerificationFailed
+from dataset_devkit.errors import DestinationExistsError, PublicationError, VerificationFailed
 from dataset_devkit.integrity.bucket.commit import (
     CLAIM_SUFFIX,
     claim,
@@ -168,9 +170,10 @@ def publish_remote(
     listed = list_objects(location, policy)
     _refuse_strangers(location, manifest, listed, claim_key)
     fresh_claim = claim(location, claim_key, manifest.root_sha256, policy)
-    if committed(location, key, manifest, policy):
-        release_claim(location, claim_key, manifest.root_sha256, policy)
-        return done(True)
+    with _released_if_taken(location, claim_key, manifest.root_sha256, policy):
+        if committed(location, key, manifest, policy):
+            release_claim(location, claim_key, manifest.root_sha256, policy)
+            return done(True)
     if not fresh_claim:  # an earlier run did not finish, or a twin is at work: see above
         swept = abort_stale_uploads(location, policy)
     outcome = Outcome()
@@ -196,11 +199,30 @@ def publish_remote(
             release_claim(location, claim_key, manifest.root_sha256, policy)
         raise
     _check_complete(location, manifest, list_objects(location, policy), claim_key)
-    if not commit(location, key, manifest, policy):
-        release_claim(location, claim_key, manifest.root_sha256, policy)
-        return done(True, outcome)
+    with _released_if_taken(location, claim_key, manifest.root_sha256, policy):
+        if not commit(location, key, manifest, policy):
+            release_claim(location, claim_key, manifest.root_sha256, policy)
+            return done(True, outcome)
     release_claim(location, claim_key, manifest.root_sha256, policy)
     return done(False, outcome)
+
+
+@contextmanager
+def _released_if_taken(
+    location: ObjectLocation, claim_key: str, root: str, policy: RetryPolicy
+) -> Iterator[None]:
+    """Remove our claim when another dataset turns out to be committed here.
+
+    A publisher of another tree can commit and release its claim between our first look
+    at the manifest and our claim: our claim is then created, the manifest found, and the
+    publish refused. The claim would be left behind in another dataset's prefix (and make
+    it fail verification), so it goes; a claim for another root is never touched.
+    """
+    try:
+        yield
+    except DestinationExistsError:
+        release_claim(location, claim_key, root, policy)
+        raise
 
 
 def _refuse_strangers(
