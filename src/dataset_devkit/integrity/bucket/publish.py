@@ -13,9 +13,10 @@ The protocol, in order:
    the identical tree: both may go on, they write the same bytes. A claim for another root
    refuses, so two different trees can never interleave their objects under one prefix.
    The manifest is checked once more after claiming: a winner that committed and released
-   its claim meanwhile is seen here, and the claim just made is removed before refusing. A run that found the claim already there (or the
-   dataset already published) aborts the unfinished multipart uploads an earlier, killed
-   run left under the prefix (:mod:`~dataset_devkit.integrity.bucket.stale_uploads`).
+   its claim meanwhile is seen here, and the claim just made is removed before refusing.
+   A run that found the claim already there (or the dataset already published) aborts the
+   unfinished multipart uploads an earlier, killed run left under the prefix
+   (:mod:`~dataset_devkit.integrity.bucket.stale_uploads`).
 4. Every file is uploaded in parallel (multipart when large, memory bounded, retried),
    hashed as it is read for sending: bytes that do not match the manifest never become an
    object and fail the publish naming the file. Objects already present with the right
