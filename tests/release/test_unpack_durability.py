@@ -179,6 +179,28 @@ def test_writeback_starts_in_the_background_and_the_last_syncfs_still_follows_ev
         pytest.skip("syncfs is Linux only")
     monkeypatch.setattr(unpack, "EARLY_SYNC_BYTES", 1)  # a head start after every file
     data = tmp_path / "data"
+    # A restore this small can end before the background thread ever runs (it then skips
+    # the head start, rightly): the files after the first wait for its first syncfs.
+    synced, lock, made = threading.Event(), threading.Lock(), [0]
+    logged_syncfs, logged_open_new = unpack._syncfs_cache[0], unpack.PinnedDir.open_new
+    assert logged_syncfs is not None
+
+    def syncfs(fd: int, where: str) -> None:
+        logged_syncfs(fd, where)
+        if threading.current_thread().name == "unpack-early-sync":
+            synced.set()
+
+    def open_new(self: unpack.PinnedDir, name: str, mode: int = 0o644) -> int:
+        if str(self.path).startswith(str(data / "ds")):
+            with lock:
+                made[0] += 1
+                later = made[0] > 1
+            if later:
+                assert synced.wait(30), "the first file's head start never ran"
+        return logged_open_new(self, name, mode)
+
+    monkeypatch.setattr(unpack, "_syncfs_cache", [syncfs])
+    monkeypatch.setattr(unpack.PinnedDir, "open_new", open_new)
     unpack.unpack_release(str(release), str(data), everything=True)
     assert read_tree(data / "ds") == SAMPLE
     created = _restored(events, data)

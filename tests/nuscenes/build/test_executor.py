@@ -289,6 +289,7 @@ def test_a_failing_task_is_raised_before_the_failure_of_alongside() -> None:
             run_tasks(pool, task, [("ok", ("ok",))], alongside=fail)
 
 
+@pytest.mark.needs("nuscenes")
 def test_a_local_build_copies_small_frames_on_its_worker_processes(
     fleet: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
