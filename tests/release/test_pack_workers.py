@@ -16,15 +16,23 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from dataset_devkit.errors import ConfigError
+from dataset_devkit.integrity.progress import ProgressUpdate
 from dataset_devkit.release import FamilyRules, PackOptions, pack_release
-from dataset_devkit.release.errors import PackWorkerError, UnsafeTreeError
+from dataset_devkit.release.errors import (
+    PackWorkerError,
+    ReleaseVerificationError,
+    UnsafeTreeError,
+)
 from dataset_devkit.release.package_workers import (
     SMALL_FILES_MEAN,
+    check_package,
     package_pool,
     workers_help,
+    write_package,
     write_packages_in_workers,
 )
 from dataset_devkit.release.planner import PlannedPackage, plan_packages
@@ -68,11 +76,21 @@ def _write_all(
     staging: Path,
     plans: list[PlannedPackage],
     on_package: Callable[[PlannedPackage], None] = lambda plan: None,
-) -> None:
-    """Every plan written (and read back) on *pool*, nothing else run alongside."""
-    write_packages_in_workers(
+) -> list[str]:
+    """Every plan written and read back on *pool*, nothing else run alongside; returns the
+    read-backs' problems."""
+    _, checks = write_packages_in_workers(
         pool, tree, staging, "ds", plans, True, alongside=lambda: None, on_package=on_package
     )
+    return checks.problems()
+
+
+def _flip_byte(package: Path, offset: int) -> None:
+    with package.open("r+b") as fh:
+        fh.seek(offset)
+        byte = fh.read(1)
+        fh.seek(offset)
+        fh.write(bytes([byte[0] ^ 1]))
 
 
 @pytest.mark.parametrize("deliver", [None, ("base",)], ids=["every-family", "depth-pending"])
@@ -144,6 +162,78 @@ def test_a_killed_worker_fails_the_pack_with_a_clear_error_and_leaves_nothing(
         time.sleep(0.2)
         with pytest.raises(PackWorkerError, match=r"worker process .* stopped"):
             _write_all(pool, tree, staging, plans)
+
+
+def test_a_package_damaged_after_its_worker_wrote_it_is_caught_by_its_read_back(
+    tmp_path: Path,
+) -> None:
+    tree, staging, plans = _planned(tmp_path)
+    damaged = plans[1]
+    # The check of a package is submitted only after on_package returns: the damage always
+    # lands between the writer's hash and the read-back.
+
+    def on_package(plan: PlannedPackage) -> None:
+        if plan is damaged:
+            _flip_byte(staging / plan.name, 512 + 3)
+
+    with package_pool(2) as pool:
+        assert pool is not None
+        problems = _write_all(pool, tree, staging, plans, on_package=on_package)
+    on_disk = hashlib.sha256((staging / damaged.name).read_bytes()).hexdigest()
+    assert len(problems) == 2, problems
+    assert problems[0] == (
+        f"{damaged.name}: member {damaged.files[0].path!r} SHA-256 differs from files.jsonl"
+    )
+    read, written = problems[1].split(", written with ")
+    assert read == f"{damaged.name}: read back with SHA-256 {on_disk}"
+    assert len(written) == 64 and written != on_disk
+
+
+def test_a_package_check_compares_the_bytes_on_disk_with_the_writers_hash(
+    tmp_path: Path,
+) -> None:
+    tree, staging, plans = _planned(tmp_path)
+    plan = plans[0]
+    written = write_package(tree, staging, "ds", plan)
+    path = staging / plan.name
+    assert written.record.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    files = ([f.path for f in plan.files], [f.size for f in plan.files], written.digests)
+    assert check_package(staging, "ds", written.record, files, True) == []
+    # A writer whose hash went wrong while every member is intact: only the package hash
+    # tells.
+    wrong = msgspec.structs.replace(written.record, sha256="0" * 64)
+    assert check_package(staging, "ds", wrong, files, True) == [
+        f"{plan.name}: read back with SHA-256 {written.record.sha256}, written with {'0' * 64}"
+    ]
+    assert check_package(staging, "ds", wrong, files, False) == []  # a flush only
+    # A change the strict parser sees is reported as such (the last byte of the first
+    # member's padding).
+    first = plan.files[0].size
+    assert first % 512
+    _flip_byte(path, 512 + first + -first % 512 - 1)
+    assert check_package(staging, "ds", written.record, files, True) == [
+        f"{plan.name}: non-zero padding after member 'ds/{plan.files[0].path}'"
+    ]
+
+
+def test_a_pack_on_workers_whose_package_is_damaged_before_its_read_back_publishes_nothing(
+    tmp_path: Path,
+) -> None:
+    tree = make_tree(tmp_path / "ds", TREE)
+    out = tmp_path / "release"
+    damaged: list[Path] = []
+
+    def progress(update: ProgressUpdate) -> None:
+        # The first update after the totals: the first package is written, not yet checked.
+        if damaged or update.total_items is not None:
+            return
+        (staging,) = tmp_path.glob(".release.staging-*")
+        damaged.append(staging / "base" / "base-0001.tar")
+        _flip_byte(damaged[0], 512 + 3)
+
+    with pytest.raises(ReleaseVerificationError, match="read-back of the new packages failed"):
+        pack_release(tree, out, PackOptions(package_limit=1_200_000, workers=2), progress=progress)
+    assert damaged and sorted(p.name for p in tmp_path.iterdir()) == ["ds"]
 
 
 @pytest.mark.parametrize("workers", [0, -1, True, 1.5, "2"])

@@ -164,9 +164,11 @@ def write_metadata(
     new_families: set[str],
     options: PackOptions,
     previous: unpack.Release | None,
+    packages_checked: Callable[[], None] = lambda: None,
 ) -> tuple[ReleaseManifest, ValidationReport]:
     """Write the metadata that follows ``files.jsonl`` (already in *staging*, see
-    :func:`write_files_jsonl`), validating the release before the README."""
+    :func:`write_files_jsonl`), validating the release before the README (*packages_checked*:
+    see :func:`validate_release`)."""
     digests: dict[str, str] = {FILES_NAME: files_jsonl_sha256}
     digests[UNPACK_NAME] = _write(staging, UNPACK_NAME, unpack_py_bytes())
     families = [
@@ -196,7 +198,13 @@ def write_metadata(
         staging, MANIFEST_NAME, pretty_json(msgspec.to_builtins(manifest))
     )
     validation = validate_release(
-        staging, out, manifest, new_families=new_families, options=options, previous=previous
+        staging,
+        out,
+        manifest,
+        new_families=new_families,
+        options=options,
+        previous=previous,
+        packages_checked=packages_checked,
     )
     digests[VALIDATION_NAME] = _write(
         staging, VALIDATION_NAME, pretty_json(msgspec.to_builtins(validation))

@@ -38,6 +38,7 @@ from dataset_devkit.release.metadata import (
 )
 from dataset_devkit.release.options import PackOptions
 from dataset_devkit.release.package_workers import (
+    PackageChecks,
     package_pool,
     workers_help,
     write_packages_in_workers,
@@ -61,6 +62,7 @@ from dataset_devkit.release.tarwriter import TarPackageWriter
 from dataset_devkit.release.validate import (
     collect_read_backs,
     fsync_package,
+    raise_read_back_problems,
     read_back_package,
     restore_test_name,
 )
@@ -202,11 +204,11 @@ def _write_packages_in_workers(
     progress: OnProgress | None,
     *,
     read_back: bool,
-) -> tuple[dict[str, str], list[tuple[PackageRecord, list[str]]]]:
-    """:func:`_write_packages` with each new package written (flushed, read back) by the
-    worker processes of *pool*, while this one hashes the files of the families not
-    delivered.
-    Returns the digests and each package's record with its read-back problems."""
+) -> tuple[dict[str, str], list[PackageRecord], PackageChecks]:
+    """:func:`_write_packages` with each new package written by the worker processes of
+    *pool*, while this one hashes the files of the families not delivered.
+    Returns the digests, the packages' records and their flushes and read-backs, which
+    are still running."""
     digests: dict[str, str] = {}
     advance = byte_reporter(progress, "pack")
     delivered = [plan for family in sorted(deliver) for plan in plans[family]]
@@ -228,7 +230,7 @@ def _write_packages_in_workers(
             advance(sum(item.size for item in plan.files))
         report(progress, ProgressUpdate("pack", items=len(plan.files)))
 
-    written = write_packages_in_workers(
+    written, checks = write_packages_in_workers(
         pool,
         tree,
         staging,
@@ -238,11 +240,22 @@ def _write_packages_in_workers(
         alongside=hash_pending,
         on_package=package_done,
     )
-    results: list[tuple[PackageRecord, list[str]]] = []
     for plan, package in zip(delivered, written, strict=True):
         digests.update(zip((item.path for item in plan.files), package.digests, strict=True))
-        results.append((package.record, list(package.problems)))
-    return digests, results
+    return digests, [package.record for package in written], checks
+
+
+def _wait_for_checks(checks: PackageChecks | None) -> None:
+    """Wait for the workers' flushes and read-backs of the new packages (None: the packages
+    were written here and already checked).
+
+    Raises
+    ------
+    ReleaseVerificationError
+        Listing every package or member that did not read back.
+    """
+    if checks is not None:
+        raise_read_back_problems(checks.problems())
 
 
 def _index_groups(
@@ -385,13 +398,13 @@ def _pack(
     remove_stale_staging(out)
     remove_stale_staging(restore_test_name(out))
     staging = new_staging_dir(out)
+    checks: PackageChecks | None = None
     try:
         new = [plan for family in sorted(deliver) for plan in plans[family]]
         if pool is not None and workers_help(new):
-            digests, written = _write_packages_in_workers(
+            digests, records, checks = _write_packages_in_workers(
                 pool, tree, staging, plans, deliver, name, progress, read_back=opts.read_back
             )
-            records = collect_read_backs(written)
         else:
             digests, records = _write_in_this_process(
                 tree, staging, plans, deliver, name, progress, read_back=opts.read_back
@@ -421,6 +434,7 @@ def _pack(
             new_families=deliver,
             options=opts,
             previous=previous,
+            packages_checked=partial(_wait_for_checks, checks),
         )
         # Durable before visible: the family folders' and the release folder's entries, then
         # the parent's new entry after the no-replace rename.
@@ -436,6 +450,8 @@ def _pack(
         finally:
             os.close(parent_fd)
     except BaseException:
+        if checks is not None:
+            checks.cancel()
         remove_staging(staging)
         raise
     return PackResult(release=out, manifest=manifest, validation=validation)

@@ -107,6 +107,8 @@ class TarPackageWriter:
     Headers, member data and padding are laid out in a 1 MiB buffer that is written out
     whole, so the kernel sees large writes at aligned offsets; member data is read straight
     into the buffer (:meth:`add_member`) and hashed there, without an intermediate copy.
+    The package hash is taken of each full buffer as it is written out: one call per MiB,
+    where hashing each member's header and data took two per file.
     Use as a context manager; the archive is complete (end marker written) only after a
     clean exit, and :attr:`sha256`/:attr:`size` are set then. With ``hash_package=False``
     the caller takes the package hash from its read-back instead, so the bytes are not
@@ -158,15 +160,15 @@ class TarPackageWriter:
 
     def _flush(self) -> None:
         view = self._buffer[: self._fill]
+        if self._hash is not None:  # every byte passes through the buffer, in order
+            self._hash.update(view)
         with naming(self.path):  # a full disk names the package, not just the errno
             while view:
                 view = view[os.write(self._fd, view) :]
         self._fill = 0
 
     def write(self, data: bytes | memoryview) -> None:
-        """Append raw bytes (a header, member data or padding) and hash them."""
-        if self._hash is not None:
-            self._hash.update(data)
+        """Append raw bytes (a header, member data or padding)."""
         src = memoryview(data)
         self.size += len(src)
         while src:
@@ -214,8 +216,6 @@ class TarPackageWriter:
             read_exactly(source, room, name)  # EOFError: the file shrank after it was listed
             count = len(room)
             hasher.update(room)
-            if self._hash is not None:
-                self._hash.update(room)
             self._fill += count
             self.size += count
             left -= count
@@ -245,8 +245,6 @@ class TarPackageWriter:
             buffer[start : end - size] = header
             buffer[end - size : end] = data
             buffer[end : start + span] = _ZEROS[: start + span - end]
-            if self._hash is not None:
-                self._hash.update(buffer[start : start + span])
             self._fill += span
             self.size += span
             self.members += 1
@@ -275,8 +273,6 @@ class TarPackageWriter:
         if progress is not None and size:
             progress(size)
         buffer[end : start + span] = _ZEROS[: start + span - end]
-        if self._hash is not None:
-            self._hash.update(buffer[start : start + span])
         self._fill += span
         self.size += span
         self.members += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
@@ -34,6 +34,7 @@ from dataset_devkit.release.spec import (
 __all__ = [
     "collect_read_backs",
     "fsync_package",
+    "raise_read_back_problems",
     "read_back_package",
     "restore_test_name",
     "validate_release",
@@ -83,9 +84,15 @@ def collect_read_backs(
     for record, bad in results:
         records.append(record)
         issues.extend(bad)
-    if issues:
-        raise ReleaseVerificationError("read-back of the new packages failed", issues)
+    raise_read_back_problems(issues)
     return records
+
+
+def raise_read_back_problems(problems: list[str]) -> None:
+    """Raise :class:`ReleaseVerificationError` listing *problems*, the read-back's findings,
+    if there are any."""
+    if problems:
+        raise ReleaseVerificationError("read-back of the new packages failed", problems)
 
 
 def restore_test_name(out: Path) -> Path:
@@ -175,12 +182,20 @@ def validate_release(
     new_families: set[str],
     options: PackOptions,
     previous: unpack.Release | None,
+    packages_checked: Callable[[], None] = lambda: None,
 ) -> ValidationReport:
-    """Run the configured checks on the new packages and say exactly what they covered."""
+    """Run the configured checks on the new packages and say exactly what they covered.
+
+    *packages_checked* waits for the new packages' flushes and read-backs still running
+    (on worker processes), raising if one failed; it is called once the metadata is loaded,
+    so the two overlap, and before anything reads the packages.
+    """
     families = sorted(new_families)
-    # With a read-back, every new package was already read strictly from disk while the next
-    # one was written (each member's SHA-256 against these rows; the package SHA-256 recorded
-    # from that read), so the bytes are not read a second time. In every case the metadata
+    # With a read-back, every new package is read strictly from disk once it is written
+    # (each member's SHA-256 against these rows; the package SHA-256 recorded from that read,
+    # or on worker processes checked against the writer's), so the bytes are not read a
+    # second time here: only packages_checked() waits for the last of those reads. In every
+    # case the metadata
     # just written must authenticate the way unpack.py will check it: files.jsonl against
     # manifest.json, rows against the root, member counts, package presence and sizes.
     release = None
@@ -189,6 +204,7 @@ def validate_release(
         problems = unpack.stat_packages(release, release.packages_of(families))
     except unpack.UnpackError as exc:
         problems = [str(exc)]
+    packages_checked()  # a package that did not read back is the failure to report
     if problems or release is None:
         raise ReleaseVerificationError("the new release's metadata does not verify", problems)
     checks = [
