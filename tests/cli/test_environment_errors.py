@@ -71,7 +71,7 @@ class _Raising:
 def _main_raising(
     monkeypatch: pytest.MonkeyPatch, exc: BaseException, *argv: str
 ) -> pytest.ExceptionInfo[SystemExit]:
-    monkeypatch.setattr(app_module, "command", _Raising(exc))
+    monkeypatch.setattr(app_module, "command_for", lambda args: _Raising(exc))
     with pytest.raises(SystemExit) as stopped:
         app_module.main(list(argv))
     return stopped
@@ -98,9 +98,8 @@ def test_debug_adds_the_traceback_to_an_environment_error(
 def test_an_os_error_that_is_not_about_the_environment_stays_a_bug(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(
-        app_module, "command", _Raising(OSError(errno.EBADF, "Bad file descriptor"))
-    )
+    raising = _Raising(OSError(errno.EBADF, "Bad file descriptor"))
+    monkeypatch.setattr(app_module, "command_for", lambda args: raising)
     with pytest.raises(OSError, match="Bad file descriptor"):
         app_module.main(["verify", "x"])
 

@@ -18,7 +18,7 @@ from dataset_devkit.integrity import write_manifest
 from tests.cli_run import run_devkit
 
 app_module = importlib.import_module("dataset_devkit.cli.app")
-COMMANDS = [path for path, _ in walk_commands(app_module.command)]
+COMMANDS = [path for path, _ in walk_commands(app_module.full_command())]
 #: How Typer prints a Python type where a metavar belongs: <bool>, <list[str]>, <Path>.
 _PYTHON_TYPE = re.compile(r"<(?:bool|int|float|str|Path|[A-Za-z]+Choice|(?:list|tuple)\[[^>]*\])>")
 
@@ -31,7 +31,7 @@ def _options(command: Any) -> list[Any]:
 def test_every_visible_option_of_every_command_has_help_text() -> None:
     missing = [
         f"{' '.join(path) or 'dataset-devkit'} {param.opts[0]}"
-        for path, command in walk_commands(app_module.command)
+        for path, command in walk_commands(app_module.full_command())
         for param in _options(command)
         if not param.hidden and not (param.help or "").strip()
     ]
@@ -68,7 +68,7 @@ def test_every_help_page_shows_metavars_not_python_types(package_env: dict[str, 
     for path, page in pages.items():
         assert "Usage: dataset-devkit" in page, (path, page)
         assert _PYTHON_TYPE.findall(page) == [], (path, page)
-        for param in _options(dict(walk_commands(app_module.command))[path]):
+        for param in _options(dict(walk_commands(app_module.full_command()))[path]):
             if not param.hidden:
                 assert param.opts[0] in page, (path, param.opts[0])
     for path, page in pages.items():
@@ -94,7 +94,7 @@ def test_help_paragraphs_are_joined_so_the_terminal_wraps_them() -> None:
     assert unwrap_paragraphs("Title.\n\nOne\nsentence.\n\n- a\n- b\n\n\bkept\nas is") == (
         "Title.\n\nOne sentence.\n\n- a\n- b\n\n\bkept\nas is"
     )
-    for path, command in walk_commands(app_module.command):
+    for path, command in walk_commands(app_module.full_command()):
         for paragraph in (command.help or "").split("\n\n"):
             lines = paragraph.split("\n")
             assert all(line.startswith(("-", "*", " ", "\b")) for line in lines[1:]), path

@@ -8,7 +8,7 @@ import sys
 
 from typer.testing import CliRunner
 
-from dataset_devkit.cli import app
+from dataset_devkit.cli import new_app
 from tests.cli.report_check import check_report
 
 
@@ -16,14 +16,14 @@ def test_build_then_validate_with_json_output(source, tmp_path):
     runner = CliRunner()
     out = tmp_path / "GenVR-duo-20261023"
     built = runner.invoke(
-        app, ["stereo", "build", str(source), "--out", str(out), "--json", "--workers", "1"]
+        new_app(), ["stereo", "build", str(source), "--out", str(out), "--json", "--workers", "1"]
     )
     assert built.exit_code == 0, built.output
     summary = check_report(built.stdout, ok=True, kind="stereo-dataset")
     assert summary["pairs"] == 3 and summary["has_depth"] is True
     report = tmp_path / "reader_validation.json"
     checked = runner.invoke(
-        app,
+        new_app(),
         [
             "stereo",
             "validate",
@@ -76,14 +76,14 @@ def test_build_from_a_bad_source_exits_1_naming_the_problem(tmp_path, package_en
 
 
 def test_build_without_out_is_a_usage_error(source):
-    assert CliRunner().invoke(app, ["stereo", "build", str(source)]).exit_code == 2
+    assert CliRunner().invoke(new_app(), ["stereo", "build", str(source)]).exit_code == 2
 
 
 def test_validate_never_replaces_an_existing_report(built, tmp_path):
     report = tmp_path / "report.json"
     report.write_text("keep me")
     result = CliRunner().invoke(
-        app, ["stereo", "validate", str(built.root), "--report", str(report)]
+        new_app(), ["stereo", "validate", str(built.root), "--report", str(report)]
     )
     assert result.exit_code != 0
     assert report.read_text() == "keep me"

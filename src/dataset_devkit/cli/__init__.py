@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from dataset_devkit.cli.app import app, main
+from dataset_devkit.cli.app import main, new_app
 
-__all__ = ["app", "main"]
+__all__ = ["main", "new_app"]

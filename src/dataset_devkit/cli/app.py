@@ -5,17 +5,20 @@ environment such as a full disk (one clear line on stderr, the traceback only wi
 ``--debug``), 2 a usage error (Typer/Click's own), 130 an interruption (Ctrl-C). With
 ``--json`` a failure also prints the JSON report (``"ok": false`` and ``"exit_code"``) on
 stdout. Each system contributes its commands through a ``register(app)`` function in its
-own ``cli/<system>.py`` module, listed in :data:`COMMAND_MODULES`.
+own ``cli/<system>.py`` module, listed in :data:`COMMAND_MODULES`; a run imports only the
+module of the command it names.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
+import os
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -26,28 +29,24 @@ from dataset_devkit.cli.help import tidy_help
 from dataset_devkit.cli.output import state, write_failure_safely
 from dataset_devkit.errors import DevkitError
 
-app = typer.Typer(
-    name="dataset-devkit",
-    help="Build, verify, publish, ship and read immutable ML datasets.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=True,
-)
-
-#: ``dataset_devkit.cli.<name>`` modules whose ``register(app)`` adds commands.
-COMMAND_MODULES: tuple[str, ...] = (
-    "integrity",
-    "demo",
-    "release",
-    "vin_store",
-    "cache",
-    "nuscenes",
-    "recording",
-    "stereo",
-    "kinds",
-    "preview",
-    "croissant",
-)
+#: ``dataset_devkit.cli.<module>`` modules whose ``register(app)`` adds commands, with the
+#: top-level commands each one adds (``tests/cli`` checks the two agree). A run that names
+#: one of them imports only its module: importing them all (the nuScenes pipeline, numpy,
+#: the store, the object store clients) was 0.3 s of every command's start.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "integrity": ("manifest", "publish", "verify"),
+    "demo": ("demo",),
+    "release": ("release",),
+    "vin_store": ("store",),
+    "cache": ("cache",),
+    "nuscenes": ("build",),
+    "recording": ("recording",),
+    "stereo": ("stereo",),
+    "kinds": ("inspect", "validate"),
+    "preview": ("preview",),
+    "croissant": ("croissant",),
+}
+_MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
 
 # Typer >= 0.2x vendors Click: its exception classes are found from Typer's public ones.
 _ClickException: type[Exception] = next(
@@ -64,7 +63,6 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     debug: bool = typer.Option(
         False, "--debug", help="Show the traceback of a failure (also after the command)."
@@ -83,11 +81,44 @@ def _root(
     state.quiet = state.quiet or quiet
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"dataset_devkit.cli.{_name}").register(app)
+def new_app(modules: Iterable[str] = COMMAND_MODULES) -> typer.Typer:
+    """The root Typer app with the commands of *modules* (keys of :data:`COMMAND_MODULES`);
+    by default every command."""
+    app = typer.Typer(
+        name="dataset-devkit",
+        help="Build, verify, publish, ship and read immutable ML datasets.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=True,
+    )
+    app.callback()(_root)
+    for name in modules:
+        importlib.import_module(f"dataset_devkit.cli.{name}").register(app)
+    return app
 
-#: The Click command tree, built once, with help metavars made readable.
-command = tidy_help(typer.main.get_command(app))
+
+@functools.cache
+def full_command() -> Any:
+    """The Click command tree of every command, built once, with help metavars made
+    readable (what ``dataset-devkit --help`` shows). Typed ``Any``: Typer vendors Click,
+    and its command classes are not public."""
+    return tidy_help(typer.main.get_command(new_app()))
+
+
+def command_for(args: Sequence[str]) -> Any:
+    """The command tree a run with *args* needs: only the module of the command named
+    first, no command module for ``--version`` alone, or every command (no command named,
+    an unknown one, shell completion)."""
+    named = next((arg for arg in args if not arg.startswith("-")), None)
+    if any(key.endswith("_COMPLETE") for key in os.environ):
+        return full_command()
+    if named is None and "--version" in args and "--help" not in args:
+        modules: list[str] = []
+    elif named in _MODULE_OF:
+        modules = [_MODULE_OF[named]]
+    else:
+        return full_command()
+    return tidy_help(typer.main.get_command(new_app(modules)))
 
 
 def _global_flags_first(args: list[str]) -> list[str]:
@@ -110,11 +141,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     state.quiet = "--quiet" in args[:end]
     state.json = "--json" in args[:end]
     state.kind = state.root = None
+    command = command_for(args)
     try:
         code = command.main(args=args, prog_name="dataset-devkit", standalone_mode=False)
     except _ClickException as exc:  # usage errors: Click's own message, one line, exit 2
         exit_code = int(getattr(exc, "exit_code", 2))
-        message = _usage_line(exc, args)
+        message = _usage_line(exc, args, command)
         err = Console(stderr=True, highlight=False, soft_wrap=True)
         err.print(Text.assemble(("error: ", "bold red"), message))
         if state.json:
@@ -153,7 +185,7 @@ _ENVIRONMENT_ERRNOS = frozenset(
 )
 
 
-def _command_path(args: list[str]) -> str:
+def _command_path(args: list[str], command: Any) -> str:
     """``dataset-devkit store sample``: the program and the command words *args* start with."""
     words, node = ["dataset-devkit"], command
     for arg in args:
@@ -167,11 +199,11 @@ def _command_path(args: list[str]) -> str:
     return " ".join(words)
 
 
-def _usage_line(exc: Exception, args: list[str]) -> str:
+def _usage_line(exc: Exception, args: list[str], command: Any) -> str:
     """Click's message for a usage error on one line, with the help to read."""
     text = getattr(exc, "format_message", exc.__str__)()
     text = " ".join(str(text).split())  # Click wraps some messages over lines
-    return f"{text} (see: {_command_path(args)} --help)"
+    return f"{text} (see: {_command_path(args, command)} --help)"
 
 
 def _interrupted() -> NoReturn:
