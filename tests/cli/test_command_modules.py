@@ -68,6 +68,26 @@ def test_shell_completion_sees_every_command(monkeypatch: pytest.MonkeyPatch) ->
     assert command_for(["release"]) is full_command()
 
 
+@pytest.mark.parametrize(("typed", "offered"), [("rel", ["release"]), ("st", ["stereo", "store"])])
+def test_bash_completes_command_names_from_every_module(typed: str, offered: list[str]) -> None:
+    words = f"dataset-devkit {typed}"
+    done = subprocess.run(
+        [sys.executable, "-m", "dataset_devkit"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={
+            "PYTHONPATH": str(SRC),
+            "PATH": "/usr/bin:/bin",
+            "_DATASET_DEVKIT_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": "1",
+            "_TYPER_COMPLETE_ARGS": words,
+        },
+    )
+    assert sorted(done.stdout.split()) == offered
+
+
 @pytest.mark.parametrize("group", sorted(FOREIGN))
 def test_a_run_leaves_the_other_groups_unimported(group: str) -> None:
     code = (

@@ -32,7 +32,7 @@ from dataset_devkit.errors import DevkitError
 #: ``dataset_devkit.cli.<module>`` modules whose ``register(app)`` adds commands, with the
 #: top-level commands each one adds (``tests/cli`` checks the two agree). A run that names
 #: one of them imports only its module: importing them all (the nuScenes pipeline, numpy,
-#: the store, the object store clients) was 0.3 s of every command's start.
+#: the store, the object store clients) was about 0.45 s of every command's start.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "integrity": ("manifest", "publish", "verify"),
     "demo": ("demo",),
@@ -55,6 +55,8 @@ _ClickException: type[Exception] = next(
 
 #: Options of the whole run, accepted before or after the subcommand.
 GLOBAL_FLAGS = ("--debug", "--quiet")
+#: Set by the shell while it asks for completions (Click's ``_{PROG_NAME}_COMPLETE``).
+COMPLETION_VARIABLE = "_DATASET_DEVKIT_COMPLETE"
 
 
 def _show_version(value: bool) -> None:
@@ -110,7 +112,7 @@ def command_for(args: Sequence[str]) -> Any:
     first, no command module for ``--version`` alone, or every command (no command named,
     an unknown one, shell completion)."""
     named = next((arg for arg in args if not arg.startswith("-")), None)
-    if any(key.endswith("_COMPLETE") for key in os.environ):
+    if COMPLETION_VARIABLE in os.environ:
         return full_command()
     if named is None and "--version" in args and "--help" not in args:
         modules: list[str] = []
