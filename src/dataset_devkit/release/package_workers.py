@@ -237,27 +237,26 @@ def write_packages_in_workers(
     """
     futures: list[Future[WrittenPackage]] = []
     checks = PackageChecks()
+    sent = [_sendable(plan) for plan in plans]  # the columns go to the write and the check
     try:
-        for plan in plans:
+        for plan, columns in zip(plans, sent, strict=True):
             with _stopped_worker(plan):
-                futures.append(
-                    pool.submit(_write_sent_package, tree, staging, name, _sendable(plan))
-                )
+                futures.append(pool.submit(_write_sent_package, tree, staging, name, columns))
         alongside()
         written = []
-        for plan, future in zip(plans, futures, strict=True):
+        for plan, columns, future in zip(plans, sent, futures, strict=True):
             with _stopped_worker(plan):
                 package = future.result()
             written.append(package)
             on_package(plan)
-            files = ([f.path for f in plan.files], [f.size for f in plan.files])
+            _, _, paths, sizes, _ = columns
             with _stopped_worker(plan):
                 check = pool.submit(
                     check_package,
                     staging,
                     name,
                     package.record,
-                    (*files, package.digests),
+                    (paths, sizes, package.digests),
                     read_back,
                 )
             checks.add(plan, check)
